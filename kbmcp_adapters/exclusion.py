@@ -1,0 +1,75 @@
+"""The one exclusion predicate: fail-safe dirs, ``exclude_dirs`` and ``.kb-mcpignore``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from pathlib import Path, PurePosixPath
+
+from kbmcp_core.settings import FAIL_SAFE_DIRS, IGNORE_FILE_NAME
+
+log = logging.getLogger(__name__)
+
+
+class ExclusionRules:
+    """Answers "is this path excluded from indexing" for the walk, the watcher and the rest.
+
+    Paths are POSIX paths relative to the knowledge-base root. Matching is
+    case-insensitive throughout. A path is excluded when any of its directories is
+    excluded (so, as in git, nothing under an excluded directory can be re-included),
+    or when the path itself matches.
+    """
+
+    def __init__(
+        self,
+        exclude_dirs: Iterable[str],
+        ignore_lines: Iterable[str] = (),
+        index_dir_rel: str | None = None,
+    ) -> None:
+        from pathspec import GitIgnoreSpec
+
+        self._dir_names = frozenset(d.lower() for d in (*FAIL_SAFE_DIRS, *exclude_dirs))
+        self._index_dir = index_dir_rel.strip("/").lower() if index_dir_rel else None
+        lines = [line.lower() for line in ignore_lines]
+        self._spec = GitIgnoreSpec.from_lines(lines) if lines else None
+
+    @classmethod
+    def load(
+        cls, kb_path: Path, exclude_dirs: Iterable[str], index_dir: Path | None = None
+    ) -> ExclusionRules:
+        """Read ``.kb-mcpignore`` from the root (only there) and build the rules."""
+        ignore = kb_path / IGNORE_FILE_NAME
+        lines: list[str] = []
+        try:
+            if ignore.is_file() and not ignore.is_symlink():
+                lines = ignore.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError as exc:
+            log.warning("could not read %s: %s", IGNORE_FILE_NAME, exc.strerror)
+        rel_index: str | None = None
+        if index_dir is not None:
+            try:
+                rel_index = index_dir.resolve().relative_to(kb_path.resolve()).as_posix()
+            except ValueError:
+                rel_index = None
+        return cls(exclude_dirs, lines, rel_index)
+
+    def is_excluded(self, rel_path: str, is_dir: bool = False) -> bool:
+        parts = PurePosixPath(rel_path.lower()).parts
+        if not parts:
+            return False
+        for i in range(len(parts)):
+            last = i == len(parts) - 1
+            as_dir = is_dir or not last
+            if as_dir and self._dir_excluded(parts[: i + 1]):
+                return True
+        if self._spec is not None and not is_dir:
+            return self._spec.match_file("/".join(parts))
+        return False
+
+    def _dir_excluded(self, parts: tuple[str, ...]) -> bool:
+        if parts[-1] in self._dir_names:
+            return True
+        joined = "/".join(parts)
+        if self._index_dir is not None and joined == self._index_dir:
+            return True
+        return self._spec is not None and self._spec.match_file(joined + "/")

@@ -1,0 +1,48 @@
+"""Load an eval golden file (YAML) into core ``GoldenQuery`` values, with clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kbmcp_core.errors import ConfigError
+from kbmcp_core.evaluation import Expected, GoldenQuery
+
+_QUERY_KEYS = {"id", "query", "expected", "kind"}
+_EXPECTED_KEYS = {"path", "heading"}
+
+
+def load_golden(path: Path) -> list[GoldenQuery]:
+    import yaml
+
+    if not path.is_file():
+        raise ConfigError(f"golden file not found: {path}")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"cannot read golden file {path}: {exc}") from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("queries"), list):
+        raise ConfigError(f"{path}: expected a mapping with a 'queries' list")
+    out: list[GoldenQuery] = []
+    for i, q in enumerate(raw["queries"]):
+        where = f"{path}: queries[{i}]"
+        if not isinstance(q, dict):
+            raise ConfigError(f"{where} must be a mapping")
+        unknown = set(q) - _QUERY_KEYS
+        if unknown:
+            raise ConfigError(f"{where} has unknown keys: {', '.join(sorted(unknown))}")
+        if not isinstance(q.get("query"), str) or not q["query"].strip():
+            raise ConfigError(f"{where} needs a non-empty 'query'")
+        exp = q.get("expected")
+        if not isinstance(exp, list) or not exp:
+            raise ConfigError(f"{where} needs a non-empty 'expected' list")
+        expected: list[Expected] = []
+        for e in exp:
+            if not isinstance(e, dict) or not isinstance(e.get("path"), str) or (
+                set(e) - _EXPECTED_KEYS
+            ):
+                raise ConfigError(f"{where}: each expected entry is {{path, heading?}}")
+            heading = e.get("heading")
+            expected.append(Expected(e["path"], str(heading) if heading is not None else None))
+        out.append(GoldenQuery(str(q.get("id", i)), q["query"], tuple(expected),
+                               str(q["kind"]) if q.get("kind") is not None else None))
+    return out

@@ -1,0 +1,175 @@
+"""The library facade: one object per knowledge base, used by the CLI, MCP and Python code.
+
+    from kbmcp_adapters import open_knowledge_base
+    kb = open_knowledge_base("notes/")
+    kb.index()
+    for hit in kb.search("how do I rotate the keys?").results:
+        print(hit.path, hit.heading)
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kbmcp_core.doctor import DoctorReport, diagnose
+from kbmcp_core.errors import NotServable, PathRefused
+from kbmcp_core.index_run import Progress, check_model, run_index
+from kbmcp_core.models import IndexStats, RunSummary, StoredDocument
+from kbmcp_core.offer import ServableRules, TopicGroup, topic_body, topic_groups, topic_of
+from kbmcp_core.reading import LoadedDocument, decode_uri_path, load_document, with_notice
+from kbmcp_core.search import SearchRequest, SearchResponse, Searcher
+from kbmcp_core.settings import Settings
+
+from kbmcp_adapters.bootstrap import Container, bootstrap, settings_for
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentView:
+    """What ``get_document`` returns: the text plus what the index knows about it."""
+
+    path: str
+    title: str
+    date: str | None
+    topic: str | None
+    tags: tuple[str, ...]
+    content: str
+    truncated: bool
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "title": self.title,
+            "date": self.date,
+            "topic": self.topic,
+            "tags": list(self.tags),
+            "content": self.content,
+            "truncated": self.truncated,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceBody:
+    uri: str
+    text: str
+    media_type: str
+
+
+class KnowledgeBase:
+    """Use-cases over one knowledge base. Thread-safe for readers; one writer at a time."""
+
+    def __init__(self, container: Container) -> None:
+        self.container = container
+        self._write_lock = threading.Lock()
+
+    @property
+    def settings(self) -> Settings:
+        return self.container.settings
+
+    # -- writing -----------------------------------------------------------
+    def index(self, *, force: bool = False, prune: bool = False,
+              progress: Progress | None = None) -> RunSummary:
+        with self._write_lock:
+            c = self.container
+            # before anything asks the model for its window (which may need a download)
+            check_model(c.open_store(create=True), c.embedder, force)
+            deps = c.index_deps()
+            return run_index(deps, force=force, prune_disabled=prune, progress=progress)
+
+    # -- reading -----------------------------------------------------------
+    def rules(self) -> ServableRules:
+        return ServableRules(self.container.store, self.container.registry)
+
+    def searcher(self) -> Searcher:
+        s = self.settings
+        return Searcher(
+            self.container.store,
+            self.container.vectors,
+            self.container.embedder,
+            self.rules(),
+            max_limit=s.search_max_limit,
+            chunks_per_document=s.search_chunks_per_document,
+        )
+
+    def search(self, query: str, **params: Any) -> SearchResponse:
+        params.setdefault("limit", self.settings.search_default_limit)
+        for key in ("path_globs", "tags_any", "tags_all"):
+            if params.get(key) is not None:
+                params[key] = tuple(params[key])
+        if params.get("tags_any") is None:
+            params.pop("tags_any", None)
+        if params.get("tags_all") is None:
+            params.pop("tags_all", None)
+        return self.searcher().search(SearchRequest(query=query, **params))
+
+    def load(self, path: str) -> LoadedDocument:
+        return load_document(path, self.container.fs, self.container.registry)
+
+    def get_document(self, path: str) -> DocumentView:
+        """Any file under the root with an enabled format, indexed or not (guarded)."""
+        loaded = self.load(path)
+        row = self._row(loaded.path)
+        return DocumentView(
+            path=loaded.path,
+            title=row.title if row else Path(loaded.path).stem.replace("-", " "),
+            date=row.date if row else None,
+            topic=(row.topic if row and row.topic else topic_of(loaded.path) or None),
+            tags=row.tags if row else (),
+            content=loaded.text,
+            truncated=loaded.truncated,
+        )
+
+    def _row(self, path: str) -> StoredDocument | None:
+        try:
+            return self.container.store.get_document(path)
+        except Exception:
+            return None
+
+    def servable_paths(self) -> list[str]:
+        return self.rules().servable_paths()
+
+    def topic_groups(self) -> list[TopicGroup]:
+        return topic_groups(self.rules())
+
+    def read_resource(self, uri: str) -> ResourceBody:
+        """``kb://doc/<path>`` (offered documents only) or ``kb://topic/<prefix>``."""
+        if uri.startswith("kb://topic/"):
+            prefix = uri.removeprefix("kb://topic/")
+            from urllib.parse import unquote
+
+            prefix = unquote(prefix).strip("/")
+            for group in self.topic_groups():
+                if group.prefix == prefix:
+                    return ResourceBody(uri, topic_body(group), "text/markdown")
+            raise NotServable(prefix, "no such topic")
+        if not uri.startswith("kb://doc/"):
+            raise NotServable(uri[:200], "unknown resource URI")
+        try:
+            path = decode_uri_path(uri.removeprefix("kb://doc/"))
+        except UnicodeDecodeError:
+            raise PathRefused(uri[:200], "malformed percent-encoding") from None
+        if not self.rules().is_servable(path):
+            raise NotServable(path, "not offered by this knowledge base")
+        loaded = self.load(path)
+        return ResourceBody(uri, with_notice(loaded), loaded.media_type)
+
+    def doctor(self) -> DoctorReport:
+        """Read-only health report; never creates or upgrades the index."""
+        c = self.container
+        store = c.open_store(create=False, migrate=False)
+        return diagnose(store, c.vectors, c.registry, store.consistency(),
+                        c.settings.embedding_model)
+
+    def stats(self) -> IndexStats:
+        return self.container.store.stats()
+
+    def close(self) -> None:
+        self.container.close()
+
+
+def open_knowledge_base(kb_path: str | Path | None = None, *, config: Path | None = None,
+                        **settings: Any) -> KnowledgeBase:
+    """Build a KnowledgeBase from a path and any Settings field as a keyword."""
+    return KnowledgeBase(bootstrap(settings_for(kb_path, config, **settings)))

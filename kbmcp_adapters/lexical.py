@@ -1,0 +1,220 @@
+"""Compile arbitrary user text into safe SQLite FTS5 MATCH expressions (pure string work).
+
+Two expressions come out of one query:
+
+* ``words`` for the ``fts_words`` table (porter + unicode61): every word is emitted as a
+  double-quoted FTS5 string, so operators typed by the user (AND, OR, NOT, NEAR, ``*``,
+  ``:``, ``^``, parentheses, column filters) are always literal. Free words are OR-joined
+  (BM25 ranks chunks matching more of them higher) after English stop words are dropped;
+  text inside matched double quotes is a phrase that must appear as written.
+* ``grams`` for the ``fts_grams`` table (trigram): runs of CJK characters are cut into
+  overlapping 3-character substrings, OR-joined. Runs shorter than 3 characters cannot use
+  a trigram index; they are returned as ``short_runs`` for a substring scan instead.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+#: Input beyond this many characters is ignored (a search query is a sentence, not a file).
+MAX_INPUT_CHARS = 4096
+#: Most terms (words, phrases or trigrams) one expression may carry.
+MAX_TERMS = 64
+#: Words longer than this are dropped: no tokenizer keeps them as one useful token.
+MAX_TOKEN_CHARS = 128
+#: Most short CJK runs handed to the substring fallback.
+MAX_SHORT_RUNS = 16
+
+_WORD = re.compile(r"[^\W_]+")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+_CJK_RANGES: tuple[tuple[int, int], ...] = (
+    (0x1100, 0x11FF),  # Hangul Jamo
+    (0x3005, 0x3007),  # ideographic iteration / closing marks, ideographic zero
+    (0x3040, 0x30FF),  # Hiragana, Katakana
+    (0x3130, 0x318F),  # Hangul compatibility Jamo
+    (0x31F0, 0x31FF),  # Katakana phonetic extensions
+    (0x3400, 0x4DBF),  # CJK extension A
+    (0x4E00, 0x9FFF),  # CJK unified ideographs
+    (0xA960, 0xA97F),  # Hangul Jamo extended A
+    (0xAC00, 0xD7AF),  # Hangul syllables
+    (0xD7B0, 0xD7FF),  # Hangul Jamo extended B
+    (0xF900, 0xFAFF),  # CJK compatibility ideographs
+    (0xFF00, 0xFFEF),  # fullwidth and halfwidth forms
+    (0x20000, 0x3134F),  # CJK extensions B-G
+)
+
+STOP_WORDS: frozenset[str] = frozenset(
+    """
+    a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for
+    from further had has have having he her here hers herself him himself his how i if in
+    into is it its itself just me more most my myself no nor not now of off on once only or
+    other our ours ourselves out over own same she should so some such than that the their
+    theirs them themselves then there these they this those through to too under until up
+    very was we were what when where which while who whom why will with would you your
+    yours yourself yourselves
+    """.split()  # noqa: SIM905 - a word block reads better than 120 quoted strings
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LexicalQuery:
+    """Everything the store needs to run the lexical leg for one user query."""
+
+    words: str | None
+    grams: str | None
+    short_runs: tuple[str, ...]
+    has_cjk: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Analysis:
+    free_words: tuple[str, ...]
+    phrases: tuple[tuple[str, ...], ...]
+    free_runs: tuple[str, ...]
+    quoted_runs: tuple[str, ...]
+
+
+def is_cjk(char: str) -> bool:
+    """True for Han, Hiragana, Katakana, Hangul and fullwidth characters."""
+    code = ord(char)
+    return any(lo <= code <= hi for lo, hi in _CJK_RANGES)
+
+
+def quote(term: str) -> str:
+    """An FTS5 string literal: the term in double quotes, inner quotes doubled."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+def clean(text: str) -> str:
+    """Cut to ``MAX_INPUT_CHARS`` and turn NUL and other control characters into spaces."""
+    return _CONTROL.sub(" ", text[:MAX_INPUT_CHARS])
+
+
+def _split_quoted(text: str) -> tuple[list[str], list[str]]:
+    """(plain parts, quoted parts); an unmatched last quote is plain text."""
+    parts = text.split('"')
+    if len(parts) % 2 == 0:
+        parts[-2:] = [parts[-2] + " " + parts[-1]]
+    return parts[0::2], parts[1::2]
+
+
+def _segments(text: str) -> tuple[list[str], list[str]]:
+    """(non-CJK words, CJK runs) of ``text``, in order of appearance."""
+    words: list[str] = []
+    runs: list[str] = []
+    for token in _WORD.findall(text):
+        start = 0
+        for i in range(1, len(token) + 1):
+            if i == len(token) or is_cjk(token[i]) != is_cjk(token[start]):
+                piece = token[start:i]
+                if is_cjk(piece[0]):
+                    runs.append(piece[:MAX_TOKEN_CHARS])
+                elif len(piece) <= MAX_TOKEN_CHARS:
+                    words.append(piece)
+                start = i
+    return words, runs
+
+
+def _analyse(text: str) -> _Analysis:
+    plain, quoted = _split_quoted(clean(text))
+    free_words: list[str] = []
+    free_runs: list[str] = []
+    for part in plain:
+        words, runs = _segments(part)
+        free_words += words
+        free_runs += runs
+    phrases: list[tuple[str, ...]] = []
+    quoted_runs: list[str] = []
+    for part in quoted:
+        words, runs = _segments(part)
+        if words:
+            phrases.append(tuple(w.lower() for w in words))
+        quoted_runs += runs
+    return _Analysis(
+        free_words=tuple(w.lower() for w in free_words),
+        phrases=tuple(phrases),
+        free_runs=tuple(free_runs),
+        quoted_runs=tuple(quoted_runs),
+    )
+
+
+def _dedup(items: list[str], cap: int) -> list[str]:
+    return list(dict.fromkeys(items))[:cap]
+
+
+def _combine(required: list[str], optional: list[str]) -> str | None:
+    """``r1 AND r2 AND (r1 OR o1 OR o2)``: required terms filter, optional ones rank."""
+    required = _dedup(required, MAX_TERMS)
+    optional = _dedup([t for t in optional if t not in required], MAX_TERMS - len(required))
+    if not required:
+        return " OR ".join(optional) or None
+    if not optional:
+        return " AND ".join(required)
+    return " AND ".join(required) + " AND (" + " OR ".join([required[0], *optional]) + ")"
+
+
+def _trigrams(run: str) -> list[str]:
+    return [run[i : i + 3] for i in range(len(run) - 2)]
+
+
+def _words_expression(analysis: _Analysis) -> str | None:
+    content = [w for w in analysis.free_words if w not in STOP_WORDS]
+    free = content or list(analysis.free_words)
+    required = [quote(" ".join(p)) for p in analysis.phrases]
+    return _combine(required, [quote(w) for w in free])
+
+
+def _grams_expression(analysis: _Analysis) -> str | None:
+    runs = analysis.free_runs + analysis.quoted_runs
+    if not runs:
+        # No CJK: whole words (and phrases) become substring matches, a fallback for
+        # words the stemmer cannot connect ("config" inside "configuration").
+        phrases = [" ".join(p) for p in analysis.phrases]
+        if any(len(p) < 3 for p in phrases):
+            return None
+        words = [w for w in analysis.free_words if len(w) >= 3 and w not in STOP_WORDS]
+        return _combine([quote(p) for p in phrases], [quote(w) for w in words])
+    required = [quote(r) for r in analysis.quoted_runs if len(r) >= 3]
+    optional = [quote(g) for r in analysis.free_runs for g in _trigrams(r)]
+    return _combine(required, optional)
+
+
+def compile_words(text: str) -> str | None:
+    """The ``fts_words`` MATCH expression for ``text``, or None when it has no words."""
+    return _words_expression(_analyse(text))
+
+
+def compile_grams(text: str) -> str | None:
+    """The ``fts_grams`` MATCH expression for ``text``, or None when nothing can use it."""
+    return _grams_expression(_analyse(text))
+
+
+def _short_runs(analysis: _Analysis) -> tuple[str, ...]:
+    runs = analysis.free_runs + analysis.quoted_runs
+    short = [r for r in runs if len(r) < 3]
+    # A lone hiragana character is almost always a particle (の, を, は): it would match
+    # every Japanese chunk, so it only counts when the query has nothing else.
+    content = [r for r in short if not (len(r) == 1 and 0x3040 <= ord(r) <= 0x309F)]
+    has_other = analysis.free_words or analysis.phrases or len(short) < len(runs)
+    if not content and has_other:
+        return ()
+    return tuple(_dedup(content or short, MAX_SHORT_RUNS))
+
+
+def short_cjk_runs(text: str) -> tuple[str, ...]:
+    """CJK runs of one or two characters: too short for the trigram index."""
+    return _short_runs(_analyse(text))
+
+
+def compile_query(text: str) -> LexicalQuery:
+    """All lexical forms of one user query, computed from a single analysis."""
+    analysis = _analyse(text)
+    return LexicalQuery(
+        words=_words_expression(analysis),
+        grams=_grams_expression(analysis),
+        short_runs=_short_runs(analysis),
+        has_cjk=bool(analysis.free_runs or analysis.quoted_runs),
+    )

@@ -1,0 +1,176 @@
+"""Streamable HTTP transport: /mcp and /healthz, loopback by default, DNS-rebinding guarded."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+import socket
+from collections.abc import Iterable, Sequence
+
+import anyio
+from mcp.server.transport_security import RequestBodyLimitMiddleware, TransportSecuritySettings
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from kbmcp_core.errors import ConfigError
+from kbmcp_core.models import MIB
+
+from kbmcp_adapters.mcp_server.server import BackgroundTask, KbRuntime, build_server
+
+log = logging.getLogger(__name__)
+
+MCP_PATH = "/mcp"
+HEALTH_PATH = "/healthz"
+#: Request bodies above this get 413 before they are parsed.
+MAX_BODY_BYTES = 4 * MIB
+_LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str, allow_remote: bool) -> None:
+    """Refuse a non-loopback address unless the user asked for it explicitly."""
+    if not is_loopback(host) and not allow_remote:
+        raise ConfigError(
+            f"refusing to listen on {host}: it is not a loopback address, so anyone who can "
+            "reach this machine could read the knowledge base. Use --host 127.0.0.1, or pass "
+            "--allow-remote if you mean it (and put authentication in front)."
+        )
+
+
+def host_names(host: str, extra: Iterable[str] = ()) -> list[str]:
+    """Names a client may use in Host/Origin: loopback names, the bound address, extras."""
+    bound = f"[{host.strip('[]')}]" if ":" in host else host
+    names = [*_LOOPBACK_NAMES, bound, *extra]
+    wildcard = {"0.0.0.0", "[::]"}
+    return list(dict.fromkeys(n.lower() for n in names if n and n not in wildcard))
+
+
+def allowed_hosts(names: Sequence[str], port: int) -> frozenset[str]:
+    hosts = {f"{n}:{port}" for n in names}
+    if port == 80:
+        hosts |= set(names)
+    return frozenset(hosts)
+
+
+def allowed_origins(names: Sequence[str], port: int) -> frozenset[str]:
+    return frozenset(f"{scheme}://{host}" for scheme in ("http", "https")
+                     for host in allowed_hosts(names, port))
+
+
+class HostOriginGuard:
+    """ASGI middleware: exact Host and Origin checks (a missing Origin passes).
+
+    A refusal is a 403 whose body never repeats the offending header.
+    """
+
+    def __init__(self, app: ASGIApp, hosts: frozenset[str], origins: frozenset[str]) -> None:
+        self.app = app
+        self.hosts = hosts
+        self.origins = origins
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        host = headers.get("host", "").lower()
+        origin = headers.get("origin")
+        if host not in self.hosts:
+            log.warning("refused a request with a Host header this server does not answer to")
+            await _forbidden("Host header not allowed")(scope, receive, send)
+            return
+        if origin is not None and origin.lower() not in self.origins:
+            log.warning("refused a request from a foreign Origin")
+            await _forbidden("Origin not allowed")(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def _forbidden(reason: str) -> Response:
+    return Response(json.dumps({"error": "forbidden", "reason": reason}), status_code=403,
+                    media_type="application/json")
+
+
+def build_http_app(rt: KbRuntime, *, host: str, port: int, extra_hosts: Iterable[str] = ()) -> ASGIApp:
+    """The ASGI app: guard -> body limit -> Starlette (/mcp, /healthz, session lifespan)."""
+    names = host_names(host, extra_hosts)
+    hosts, origins = allowed_hosts(names, port), allowed_origins(names, port)
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"status": "ok", "rebuilding": rt.rebuilding_since() is not None})
+
+    server = build_server(rt)
+    app = server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        host=host,
+        max_request_body_size=MAX_BODY_BYTES,
+        transport_security=TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=sorted(hosts),
+            allowed_origins=sorted(origins),
+        ),
+        custom_starlette_routes=[Route(HEALTH_PATH, healthz, methods=["GET"])],
+    )
+    return HostOriginGuard(RequestBodyLimitMiddleware(app, MAX_BODY_BYTES), hosts, origins)
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """Bind before serving so a busy port is a clear error and port 0 gets a real port."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
+
+
+def serve_http(rt: KbRuntime, *, host: str, port: int, allow_remote: bool = False,
+               extra_hosts: Sequence[str] = (),
+               background: Sequence[BackgroundTask] = ()) -> None:
+    """Serve MCP over streamable HTTP until interrupted."""
+    check_bind(host, allow_remote)
+    sock = bind_socket(host, port)
+    bound_port = int(sock.getsockname()[1])
+    app = build_http_app(rt, host=host, port=bound_port, extra_hosts=extra_hosts)
+    shown = f"[{host.strip('[]')}]" if ":" in host else host
+    log.info("serving MCP over streamable HTTP at http://%s:%d%s (health: %s)",
+             shown, bound_port, MCP_PATH, HEALTH_PATH)
+    try:
+        anyio.run(_serve_http, rt, app, sock, tuple(background))
+    finally:
+        sock.close()
+        rt.close()
+
+
+async def _serve_http(rt: KbRuntime, app: ASGIApp, sock: socket.socket,
+                      background: tuple[BackgroundTask, ...]) -> None:
+    import uvicorn
+
+    config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on",
+                            timeout_graceful_shutdown=5, server_header=False)
+    server = uvicorn.Server(config)
+    async with anyio.create_task_group() as tg:
+        for task in background:
+            tg.start_soon(task, rt)
+        await server.serve(sockets=[sock])
+        tg.cancel_scope.cancel()

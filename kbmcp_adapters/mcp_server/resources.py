@@ -1,0 +1,108 @@
+"""MCP resources: topic groups in the listing, documents by template, and guarded reads."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+
+from kbmcp_core.errors import IndexNotFound, PathRefused
+from kbmcp_core.offer import TopicGroup
+
+if TYPE_CHECKING:
+    from kbmcp_adapters.mcp_server.server import KbRuntime
+
+log = logging.getLogger(__name__)
+
+#: MCP's "resource not found": anything not offered or refused by the guard chain.
+RESOURCE_NOT_FOUND = -32002
+DOC_TEMPLATE = "kb://doc/{path}"
+_URI_SHOWN = 300
+
+
+def topic_name(group: TopicGroup) -> str:
+    return group.prefix or "(top level)"
+
+
+def topic_resource(group: TopicGroup) -> types.Resource:
+    count = len(group.documents)
+    where = f"under {group.prefix}/" if group.prefix else "at the top level"
+    noun = "document" if count == 1 else "documents"
+    return types.Resource(
+        uri=group.uri,
+        name=topic_name(group),
+        title=f"Topic: {topic_name(group)}",
+        description=f"{count} {noun} {where}: a Markdown list linking each one (kb://doc/...).",
+        mime_type="text/markdown",
+    )
+
+
+async def list_resources(rt: KbRuntime, ctx: Any, params: Any) -> types.ListResourcesResult:
+    """One entry per topic group, sorted by URI. No index yet: an empty listing."""
+
+    def run() -> list[types.Resource]:
+        try:
+            groups = rt.open_index().topic_groups()
+        except IndexNotFound:
+            log.warning("resources/list: no index yet; run `kb-mcp index` to offer documents")
+            return []
+        return sorted((topic_resource(g) for g in groups), key=lambda r: r.uri)
+
+    try:
+        listed = await rt.in_thread(run)
+    except Exception as exc:
+        raise read_error(exc, "") from None
+    return types.ListResourcesResult(resources=listed)
+
+
+async def list_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
+    return types.ListResourceTemplatesResult(resource_templates=[
+        types.ResourceTemplate(
+            uri_template=DOC_TEMPLATE,
+            name="document",
+            title="A document of the knowledge base",
+            description=(
+                "One indexed document by its path relative to the knowledge base, percent-"
+                "encoded (search hits and topic listings carry ready-made URIs). Markdown comes "
+                "back as text/markdown; text and text extracted from PDFs as text/plain."
+            ),
+        )
+    ])
+
+
+async def read_resource(
+    rt: KbRuntime, ctx: Any, params: types.ReadResourceRequestParams
+) -> types.ReadResourceResult:
+    uri = params.uri
+
+    def run() -> types.ReadResourceResult:
+        body = rt.open_index().read_resource(uri)
+        return types.ReadResourceResult(contents=[
+            types.TextResourceContents(uri=uri, mime_type=body.media_type, text=body.text)
+        ])
+
+    try:
+        return await rt.in_thread(run)
+    except Exception as exc:
+        raise read_error(exc, uri) from None
+
+
+def read_error(exc: BaseException, uri: str) -> MCPError:
+    """THE place a resource failure becomes a JSON-RPC error: -32002 or -32603, never mixed.
+
+    Refused or not offered (the guard chain, ServableRules, an unknown URI, no index yet)
+    is "resource not found"; the reason never names a server path. Anything else is an
+    internal error whose details stay in the server log.
+    """
+    shown = uri[:_URI_SHOWN]
+    if isinstance(exc, PathRefused):
+        return MCPError(RESOURCE_NOT_FOUND, "Resource not found",
+                        {"uri": shown, "reason": exc.reason})
+    if isinstance(exc, IndexNotFound):
+        return MCPError(RESOURCE_NOT_FOUND, "Resource not found",
+                        {"uri": shown, "reason": "this knowledge base has no index yet; "
+                                                 "run `kb-mcp index`"})
+    log.error("resource request failed for %s", shown or "the listing", exc_info=exc)
+    return MCPError(types.INTERNAL_ERROR, "Internal error: see the kb-mcp server log")

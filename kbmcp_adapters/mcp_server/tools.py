@@ -1,0 +1,397 @@
+"""The MCP tools: their schemas, argument checks, and the use-case calls behind them."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import mcp_types as types
+
+from kbmcp_core.errors import IndexNotFound, InvalidQuery, KbError
+from kbmcp_core.search import MAX_FILTER_ITEMS, MAX_QUERY_CHARS
+from kbmcp_core.settings import Settings
+
+if TYPE_CHECKING:
+    from kbmcp_adapters.mcp_server.server import KbRuntime
+
+log = logging.getLogger(__name__)
+
+JsonObject = dict[str, Any]
+ToolRun = Callable[["KbRuntime", JsonObject], Awaitable[JsonObject]]
+
+MAX_PATH_CHARS = 4096
+MAX_FILTER_CHARS = 512
+MAX_CHUNKS_PER_DOCUMENT = 10
+TOPIC_TITLES_SHOWN = 3
+_DATE = r"^\d{4}-\d{2}-\d{2}$"
+
+NO_INDEX_MESSAGE = (
+    "this knowledge base has no index yet: run `kb-mcp index` with the same --kb-path or "
+    "--config as this server, or call the rebuild_index tool, then try again"
+)
+INTERNAL_MESSAGE = "kb-mcp hit an unexpected error; the details are in the server's log (stderr)"
+
+_STRING_LIST = {
+    "type": "array",
+    "items": {"type": "string", "minLength": 1, "maxLength": MAX_FILTER_CHARS},
+    "minItems": 1,
+    "maxItems": MAX_FILTER_ITEMS,
+}
+_STRINGS = {"type": "array", "items": {"type": "string"}}
+
+_HIT = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string"},
+        "title": {"type": "string"},
+        "heading": {"type": "string"},
+        "heading_path": _STRINGS,
+        "content": {"type": "string"},
+        "score": {"type": "number"},
+        "tags": _STRINGS,
+        "date": {"type": "string"},
+        "start_line": {"type": "integer"},
+        "end_line": {"type": "integer"},
+        "page": {"type": "integer"},
+        "uri": {"type": "string"},
+    },
+    "required": ["path", "title", "heading", "heading_path", "content", "score", "tags"],
+}
+
+SEARCH_OUTPUT: JsonObject = {
+    "type": "object",
+    "properties": {
+        "results": {"type": "array", "items": _HIT},
+        "low_confidence": {"type": "boolean"},
+        "filter_applied": {"type": "object"},
+        "notice": {"type": "string"},
+    },
+    "required": ["results", "low_confidence", "filter_applied"],
+}
+
+DOCUMENT_OUTPUT: JsonObject = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string"},
+        "title": {"type": "string"},
+        "date": {"type": "string"},
+        "topic": {"type": "string"},
+        "tags": _STRINGS,
+        "content": {"type": "string"},
+        "truncated": {"type": "boolean"},
+    },
+    "required": ["path", "title", "tags", "content", "truncated"],
+}
+
+TOPICS_OUTPUT: JsonObject = {
+    "type": "object",
+    "properties": {
+        "topics": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "prefix": {"type": "string"},
+                    "uri": {"type": "string"},
+                    "documents": {"type": "integer", "minimum": 0},
+                    "titles": _STRINGS,
+                },
+                "required": ["prefix", "uri", "documents", "titles"],
+            },
+        },
+        "documents": {"type": "integer", "minimum": 0},
+        "last_indexed": {"type": "string"},
+    },
+    "required": ["topics", "documents"],
+}
+
+_COUNT = {"type": "integer", "minimum": 0}
+REBUILD_OUTPUT: JsonObject = {
+    "type": "object",
+    "properties": {
+        **{k: _COUNT for k in (
+            "scanned", "added", "updated", "metadata_only", "renamed", "deleted", "unchanged",
+            "skipped", "failed", "chunks_embedded", "chunks_reused", "sizes_backfilled",
+        )},
+        "seconds": {"type": "number", "minimum": 0},
+        "warnings": _STRINGS,
+    },
+    "required": ["scanned", "added", "updated", "deleted", "unchanged", "skipped", "failed",
+                 "seconds", "warnings"],
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    name: str
+    title: str
+    description: str
+    input_schema: JsonObject
+    output_schema: JsonObject
+    annotations: types.ToolAnnotations
+    run: ToolRun
+
+    def as_tool(self) -> types.Tool:
+        return types.Tool(
+            name=self.name,
+            title=self.title,
+            description=self.description,
+            input_schema=self.input_schema,
+            output_schema=self.output_schema,
+            annotations=self.annotations,
+        )
+
+
+def _read_only(title: str) -> types.ToolAnnotations:
+    return types.ToolAnnotations(
+        title=title, read_only_hint=True, idempotent_hint=True, open_world_hint=False
+    )
+
+
+def search_input(settings: Settings) -> JsonObject:
+    date = {"type": "string", "format": "date", "pattern": _DATE}
+    return {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS,
+                      "description": "What to look for, in natural language or keywords."},
+            "limit": {"type": "integer", "minimum": 1, "maximum": settings.search_max_limit,
+                      "default": min(settings.search_default_limit, settings.search_max_limit),
+                      "description": "How many passages to return."},
+            "path_globs": {**_STRING_LIST, "description": "Only paths matching these globs "
+                           "(e.g. 'guides/**'); a glob starting with '!' excludes."},
+            "tags_any": {**_STRING_LIST, "description": "Documents with at least one of these tags."},
+            "tags_all": {**_STRING_LIST, "description": "Documents with all of these tags."},
+            "date_from": {**date, "description": "Documents dated on or after this day (YYYY-MM-DD)."},
+            "date_to": {**date, "description": "Documents dated on or before this day (YYYY-MM-DD)."},
+            "category": {"type": "string", "minLength": 1, "maxLength": MAX_FILTER_CHARS,
+                         "description": "Documents whose frontmatter category is this."},
+            "topic": {"type": "string", "minLength": 1, "maxLength": MAX_FILTER_CHARS,
+                      "description": "Documents whose frontmatter topic is this."},
+            "chunks_per_document": {"type": "integer", "minimum": 1,
+                                    "maximum": MAX_CHUNKS_PER_DOCUMENT,
+                                    "description": "Most passages from one document "
+                                                   f"(default {settings.search_chunks_per_document})."},
+        },
+        "required": ["query"],
+        "additionalProperties": False,
+    }
+
+
+def tool_specs(settings: Settings) -> list[ToolSpec]:
+    """The four tools, with bounds taken from the settings."""
+    return [
+        ToolSpec(
+            "search", "Search the knowledge base",
+            "Hybrid (semantic + keyword) search over the indexed documents. Returns the best "
+            "passages with their path, heading, line range or page, score and, when the document "
+            "can be read as a resource, its kb://doc/ uri. low_confidence=true means nothing "
+            "matched clearly: say so rather than guess. Filters apply before the limit.",
+            search_input(settings), SEARCH_OUTPUT, _read_only("Search the knowledge base"),
+            _search,
+        ),
+        ToolSpec(
+            "get_document", "Read one document",
+            "The full text of one document by its path relative to the knowledge base (as given "
+            "by search hits), with its title, date, topic and tags. truncated=true means the "
+            "text was cut at the 1 MiB read cap.",
+            {"type": "object",
+             "properties": {"path": {"type": "string", "minLength": 1, "maxLength": MAX_PATH_CHARS,
+                                     "description": "e.g. 'guides/setup.md'"}},
+             "required": ["path"], "additionalProperties": False},
+            DOCUMENT_OUTPUT, _read_only("Read one document"), _get_document,
+        ),
+        ToolSpec(
+            "list_topics", "List topics",
+            "An overview of the knowledge base: its topic groups (first folders of the paths) "
+            "with their kb://topic/ resource, document count and a few titles, the number of "
+            "indexed documents, and when the index was last updated.",
+            {"type": "object", "properties": {}, "additionalProperties": False},
+            TOPICS_OUTPUT, _read_only("List topics"), _list_topics,
+        ),
+        ToolSpec(
+            "rebuild_index", "Update the index",
+            "Bring the index up to date with the files on disk (incremental: unchanged files "
+            "cost a hash). force=true re-parses and re-embeds everything. One rebuild runs at "
+            "a time; a call made while one runs is refused with writer_busy.",
+            {"type": "object",
+             "properties": {"force": {"type": "boolean", "default": False,
+                                      "description": "Re-embed every file."}},
+             "additionalProperties": False},
+            REBUILD_OUTPUT,
+            types.ToolAnnotations(title="Update the index", read_only_hint=False,
+                                  destructive_hint=False, idempotent_hint=True,
+                                  open_world_hint=False),
+            _rebuild_index,
+        ),
+    ]
+
+
+# -- the calls ---------------------------------------------------------------------------------
+async def _search(rt: KbRuntime, args: JsonObject) -> JsonObject:
+    query = args.pop("query")
+
+    def run() -> JsonObject:
+        kb = rt.open_index()
+        rt.ensure_model(kb)
+        return kb.search(query, **args).as_dict()
+
+    return await rt.in_thread(run)
+
+
+async def _get_document(rt: KbRuntime, args: JsonObject) -> JsonObject:
+    def run() -> JsonObject:
+        return rt.knowledge_base_for_reads().get_document(args["path"]).as_dict()
+
+    return await rt.in_thread(run)
+
+
+async def _list_topics(rt: KbRuntime, args: JsonObject) -> JsonObject:
+    def run() -> JsonObject:
+        kb = rt.open_index()
+        groups = kb.topic_groups()
+        stats = kb.stats()
+        last = (stats.last_run or {}).get("finished_at")
+        return {
+            "topics": [
+                {"prefix": g.prefix, "uri": g.uri, "documents": len(g.documents),
+                 "titles": [d.title for d in g.documents[:TOPIC_TITLES_SHOWN]]}
+                for g in groups
+            ],
+            "documents": stats.documents,
+            "last_indexed": str(last) if last is not None else None,
+        }
+
+    return await rt.in_thread(run)
+
+
+async def _rebuild_index(rt: KbRuntime, args: JsonObject) -> JsonObject:
+    return await rt.rebuild(force=bool(args.get("force", False)))
+
+
+# -- results -----------------------------------------------------------------------------------
+def success_result(data: JsonObject) -> types.CallToolResult:
+    """structuredContent plus the same JSON as text. A null field is left out (= unknown),
+    which keeps every output-schema property to one plain type."""
+    data = without_nulls(data)
+    text = json.dumps(data, ensure_ascii=False)
+    return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=data)
+
+
+def without_nulls(data: JsonObject) -> JsonObject:
+    out: JsonObject = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            out[key] = without_nulls(value)
+        elif isinstance(value, list):
+            out[key] = [without_nulls(v) if isinstance(v, dict) else v for v in value]
+        elif value is not None:
+            out[key] = value
+    return out
+
+
+def failure_result(exc: BaseException) -> types.CallToolResult:
+    """THE place a tool failure becomes an ``isError`` result with a stable code."""
+    if isinstance(exc, IndexNotFound):
+        code, message = exc.code, NO_INDEX_MESSAGE
+    elif isinstance(exc, KbError):
+        code, message = exc.code, str(exc)
+    else:
+        log.error("tool call failed", exc_info=exc)
+        code, message = "internal_error", INTERNAL_MESSAGE
+    payload = {"error": {"code": code, "message": message}}
+    return types.CallToolResult(
+        content=[types.TextContent(text=json.dumps(payload, ensure_ascii=False))], is_error=True
+    )
+
+
+# -- argument checks ---------------------------------------------------------------------------
+def check_arguments(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> JsonObject:
+    """Validate arguments against a tool's (flat) input schema; a null optional is omitted.
+
+    Raises ``InvalidQuery`` (code invalid_argument) with a message that names the argument
+    and the rule, never echoing a long value back.
+    """
+    props: Mapping[str, Any] = schema.get("properties", {})
+    unknown = sorted(set(arguments) - set(props))
+    if unknown and schema.get("additionalProperties") is False:
+        expected = ", ".join(props) or "no arguments"
+        raise InvalidQuery(f"unknown argument {_name(unknown[0])}; expected: {expected}")
+    out: JsonObject = {}
+    for name, rule in props.items():
+        value = arguments.get(name)
+        if value is None:
+            if name in schema.get("required", ()):
+                raise InvalidQuery(f"missing required argument {_name(name)}")
+            continue
+        out[name] = _check_value(name, rule, value)
+    return out
+
+
+def _name(name: str) -> str:
+    return repr(name[:64])
+
+
+def _check_value(name: str, rule: Mapping[str, Any], value: Any) -> Any:
+    kind = rule["type"]
+    if kind == "string":
+        return _check_string(name, rule, value)
+    if kind == "integer":
+        return _check_integer(name, rule, value)
+    if kind == "boolean":
+        if not isinstance(value, bool):
+            raise InvalidQuery(f"{_name(name)} must be true or false, got {_json_type(value)}")
+        return value
+    if not isinstance(value, list):
+        raise InvalidQuery(f"{_name(name)} must be an array of strings, got {_json_type(value)}")
+    if len(value) < rule.get("minItems", 0):
+        raise InvalidQuery(f"{_name(name)} must not be empty; omit it to apply no filter")
+    if len(value) > rule.get("maxItems", len(value)):
+        raise InvalidQuery(f"{_name(name)} has {len(value)} items; at most {rule['maxItems']}")
+    return [_check_string(f"{name} item", rule["items"], v) for v in value]
+
+
+def _check_string(name: str, rule: Mapping[str, Any], value: Any) -> str:
+    if not isinstance(value, str):
+        raise InvalidQuery(f"{_name(name)} must be a string, got {_json_type(value)}")
+    if len(value.strip()) < rule.get("minLength", 0):
+        raise InvalidQuery(f"{_name(name)} must not be empty")
+    if len(value) > rule.get("maxLength", len(value)):
+        raise InvalidQuery(f"{_name(name)} is {len(value)} characters long; the limit is "
+                           f"{rule['maxLength']}")
+    if "pattern" in rule and not re.match(rule["pattern"], value):
+        form = "a date as YYYY-MM-DD" if rule.get("format") == "date" else rule["pattern"]
+        raise InvalidQuery(f"{_name(name)} must be {form}")
+    return value
+
+
+def _check_integer(name: str, rule: Mapping[str, Any], value: Any) -> int:
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidQuery(f"{_name(name)} must be an integer, got {_json_type(value)}")
+    low, high = rule.get("minimum"), rule.get("maximum")
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise InvalidQuery(f"{_name(name)} must be between {low} and {high}, got {value}")
+    return value
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__

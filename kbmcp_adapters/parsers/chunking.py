@@ -1,0 +1,377 @@
+"""Shared chunking helpers: split line ranges under a token budget and merge tiny chunks.
+
+Every parser works on a list of lines (0-based indices here; parsers report 1-based line
+numbers). A *unit* is a candidate chunk: an inclusive line range, a label (the section or
+page it belongs to) and its text. Budgets are always checked on the exact text that will
+be embedded (``ChunkDraft.embed_text``: heading trail + content), so a unit that passes
+here is never truncated by the embedder. A chunk is also capped at
+``MAX_CHARS_PER_TOKEN`` characters per budget token, so a blob that tokenizes to a handful
+of unknown-word tokens cannot become a megabyte-sized search hit.
+
+Splitting prefers, in order: paragraph boundaries (blank lines, but never inside a fenced
+code block), then line boundaries, then word boundaries, then characters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from kbmcp_core.errors import ParseError
+from kbmcp_core.models import ChunkDraft
+from kbmcp_core.ports import ChunkBudget
+
+__all__ = [
+    "MAX_CHARS_PER_TOKEN",
+    "Unit",
+    "decode_text",
+    "embed_text",
+    "fit_heading_path",
+    "join_lines",
+    "measured",
+    "merge_tiny",
+    "paragraph_blocks",
+    "split_lines",
+    "split_range",
+    "token_count",
+]
+
+
+#: A chunk holds at most this many characters per budget token (4,096 for 256 tokens);
+#: natural text and code stay under 6.
+MAX_CHARS_PER_TOKEN = 16
+#: Text up to this many characters per budget token is first counted whole.
+_SHORT_CHARS_PER_TOKEN = 6
+
+
+@dataclass(slots=True)
+class Unit:
+    """A candidate chunk covering lines ``start..end`` (0-based, inclusive)."""
+
+    start: int
+    end: int
+    label: int
+    text: str
+    tokens: int
+    #: False when the text is only part of one line (a word or character split):
+    #: such units are never merged, since their text is not their line range.
+    exact: bool = True
+
+
+def decode_text(data: bytes) -> str:
+    """Strict UTF-8 with an optional BOM; raises ParseError for anything else."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ParseError(f"not valid UTF-8 (byte {exc.start})") from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines as editors number them: split on LF, a CR before it dropped."""
+    return [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
+
+
+def embed_text(heading_path: tuple[str, ...], content: str) -> str:
+    """The text the embedder will see, built by the core model itself."""
+    return ChunkDraft(0, "", heading_path, content).embed_text
+
+
+def measured(budget: ChunkBudget, text: str) -> int:
+    """The budget count of ``text``: its tokens, but at least one per
+    ``MAX_CHARS_PER_TOKEN`` characters, so text that tokenizes to a few unknown-word
+    tokens (a base64 image, a minified bundle) still cannot make a huge chunk."""
+    return max(budget.counter(text), -(-len(text) // MAX_CHARS_PER_TOKEN))
+
+
+def token_count(budget: ChunkBudget, heading_path: tuple[str, ...], content: str) -> int:
+    """The budget count of a chunk's embedded text."""
+    return measured(budget, embed_text(heading_path, content))
+
+
+def join_lines(lines: Sequence[str], start: int, end: int) -> str:
+    """Text of lines ``start..end``: joined with newlines, trailing whitespace dropped."""
+    return "\n".join(lines[start : end + 1]).rstrip()
+
+
+def _largest_fitting(offset: int, n: int, fits: Callable[[int, int], bool]) -> int:
+    """Largest k in 1..n with ``fits(offset, k)``, or 0 when even 1 does not fit.
+
+    Gallops (1, 2, 4, ...) then bisects, so long inputs cost O(log n) checks per chunk.
+    """
+    if n <= 0 or not fits(offset, 1):
+        return 0
+    good, step = 1, 2
+    while True:
+        k = min(step, n)
+        if not fits(offset, k):
+            bad = k
+            break
+        good = k
+        if k == n:
+            return n
+        step *= 2
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        if fits(offset, mid):
+            good = mid
+        else:
+            bad = mid
+    return good
+
+
+def paragraph_blocks(
+    lines: Sequence[str], start: int, end: int, fenced: Sequence[bool] | None = None
+) -> list[tuple[int, int]]:
+    """Runs of non-blank lines in ``start..end``; blank lines inside a fence do not split."""
+    blocks: list[tuple[int, int]] = []
+    first: int | None = None
+    last = start
+    for i in range(start, end + 1):
+        blank = not lines[i].strip()
+        if blank and not (fenced is not None and fenced[i]):
+            if first is not None:
+                blocks.append((first, last))
+                first = None
+            continue
+        if first is None:
+            first = i
+        if not blank:
+            last = i
+    if first is not None:
+        blocks.append((first, last))
+    return blocks
+
+
+def _pack(
+    n: int,
+    cost: Callable[[int], int],
+    base: int,
+    measure: Callable[[int, int], int],
+    limit: int,
+) -> list[tuple[int, int]]:
+    """Greedy runs ``(i, j)`` of items 0..n-1 whose exact count ``measure(i, j)`` fits.
+
+    ``cost(i)`` estimates what item i adds (its own count less the special tokens) and
+    ``base`` is the count of the empty embed text: for a BERT-style tokenizer items joined
+    by whitespace add up exactly, so each run is confirmed by one exact count and bisected
+    only when the estimate was wrong. ``(i, -1)`` marks an item too large on its own.
+    """
+
+    def fits(first: int, k: int) -> bool:
+        return measure(first, first + k - 1) <= limit
+
+    costs: dict[int, int] = {}
+    runs: list[tuple[int, int]] = []
+    i = 0
+    while i < n:
+        total, j = base, i
+        while j < n:
+            if j not in costs:
+                costs[j] = cost(j)
+            if total + costs[j] > limit:
+                break
+            total += costs[j]
+            j += 1
+        if j > i and not fits(i, j - i):
+            j = i + _largest_fitting(i, j - i, fits)
+        runs.append((i, j - 1) if j > i else (i, -1))
+        i = max(j, i + 1)
+    return runs
+
+
+def split_range(
+    lines: Sequence[str],
+    start: int,
+    end: int,
+    heading_path: tuple[str, ...],
+    budget: ChunkBudget,
+    label: int,
+    fenced: Sequence[bool] | None = None,
+) -> list[Unit]:
+    """Split lines ``start..end`` into units that each fit the budget under ``heading_path``.
+
+    Blank lines at the edges are left out; a range with no text gives no unit.
+    """
+    limit = budget.max_tokens
+    special = budget.counter("")
+    base = token_count(budget, heading_path, "")
+    cache: dict[tuple[int, int], int] = {}
+
+    def measure(first: int, last: int) -> int:
+        """Exact count of lines first..last, blank edge lines left out."""
+        while first < last and not lines[first].strip():
+            first += 1
+        while last > first and not lines[last].strip():
+            last -= 1
+        if (first, last) not in cache:
+            text = join_lines(lines, first, last)
+            cache[first, last] = token_count(budget, heading_path, text)
+        return cache[first, last]
+
+    def unit(first: int, last: int) -> list[Unit]:
+        while first <= last and not lines[first].strip():
+            first += 1
+        while last >= first and not lines[last].strip():
+            last -= 1
+        if first > last:
+            return []
+        return [Unit(first, last, label, join_lines(lines, first, last), measure(first, last))]
+
+    blocks = paragraph_blocks(lines, start, end, fenced)
+    if not blocks:
+        return []
+    # Most sections fit whole: one count settles them. Counting a long one whole would
+    # only repeat the per-block work below, so that shortcut is kept for short text.
+    whole = blocks[0][0], blocks[-1][1]
+    short = (
+        sum(len(lines[i]) for i in range(whole[0], whole[1] + 1)) <= _SHORT_CHARS_PER_TOKEN * limit
+    )
+    if short and measure(*whole) <= limit:
+        return unit(*whole)
+
+    def block_cost(b: int) -> int:
+        return measured(budget, join_lines(lines, *blocks[b])) - special
+
+    def block_measure(a: int, b: int) -> int:
+        return measure(blocks[a][0], blocks[b][1])
+
+    units: list[Unit] = []
+    for a, b in _pack(len(blocks), block_cost, base, block_measure, limit):
+        if b >= 0:
+            units.extend(unit(blocks[a][0], blocks[b][1]))
+            continue
+        first, last = blocks[a]
+
+        def line_cost(k: int, first: int = first) -> int:
+            return measured(budget, lines[first + k]) - special
+
+        def line_measure(x: int, y: int, first: int = first) -> int:
+            return measure(first + x, first + y)
+
+        for x, y in _pack(last - first + 1, line_cost, base, line_measure, limit):
+            if y >= 0:
+                units.extend(unit(first + x, first + y))
+            else:
+                units.extend(_split_line(lines[first + x], first + x, heading_path, budget, label))
+    return units
+
+
+def _split_line(
+    line: str, index: int, heading_path: tuple[str, ...], budget: ChunkBudget, label: int
+) -> list[Unit]:
+    """Split one over-long line on words, and a word longer than the budget on characters."""
+    words = line.split()
+    special = budget.counter("")
+
+    def count(text: str) -> int:
+        return token_count(budget, heading_path, text)
+
+    def word_cost(w: int) -> int:
+        return measured(budget, words[w]) - special
+
+    def words_measure(a: int, b: int) -> int:
+        return count(" ".join(words[a : b + 1]))
+
+    units: list[Unit] = []
+    base = count("")
+    for a, b in _pack(len(words), word_cost, base, words_measure, budget.max_tokens):
+        pieces = [" ".join(words[a : b + 1])] if b >= 0 else _split_word(words[a], count, budget)
+        units.extend(Unit(index, index, label, p, count(p), exact=False) for p in pieces)
+    return units
+
+
+def _split_word(word: str, count: Callable[[str], int], budget: ChunkBudget) -> list[str]:
+    def chars_fit(c: int, n: int) -> bool:
+        return count(word[c : c + n]) <= budget.max_tokens
+
+    pieces: list[str] = []
+    c = 0
+    while c < len(word):
+        n = _largest_fitting(c, len(word) - c, chars_fit)
+        if n == 0:
+            raise ValueError(f"a chunk budget of {budget.max_tokens} tokens cannot hold any text")
+        pieces.append(word[c : c + n])
+        c += n
+    return pieces
+
+
+def fit_heading_path(heading_path: tuple[str, ...], budget: ChunkBudget) -> tuple[str, ...]:
+    """Shorten an absurdly long heading trail so it takes at most half the budget.
+
+    Outer headings are dropped first, then the innermost heading is cut on characters.
+    """
+    limit = budget.max_tokens // 2
+
+    def cost(path: tuple[str, ...]) -> int:
+        return token_count(budget, path, "")
+
+    path = heading_path
+    if cost(path) <= limit:
+        return path
+    while len(path) > 1 and cost(path) > limit:
+        path = path[1:]
+    last = path[-1] if path else ""
+    n = _largest_fitting(0, len(last), lambda _, n: cost((last[:n].rstrip(),)) <= limit)
+    return (last[:n].rstrip(),)
+
+
+def merge_tiny(
+    units: Sequence[Unit],
+    budget: ChunkBudget,
+    *,
+    render: Callable[[int, int, int], str],
+    path_of: Callable[[int], tuple[str, ...]],
+    absorbs: Callable[[int, int], bool] = lambda tiny, nxt: False,
+    across_labels: bool = True,
+) -> list[Unit]:
+    """Merge units below ``budget.min_tokens`` into a neighbour when the result still fits.
+
+    ``render(start, end, label)`` gives the content of a merged range under ``label``.
+    A tiny unit tries, in order: the previous unit of its own label, the next unit of its
+    own label, the next unit when ``absorbs(tiny_label, next_label)`` (a heading-only or
+    near-empty parent folding into its first child, which keeps the child's label), then
+    (when ``across_labels``) the previous unit and finally the next unit, each keeping that
+    neighbour's label. A unit with no fitting neighbour stays as it is.
+    """
+    pending = list(units)
+    out: list[Unit] = []
+
+    def joined(first: Unit, second: Unit, label: int) -> Unit | None:
+        if not (first.exact and second.exact):
+            return None
+        text = render(first.start, second.end, label)
+        tokens = token_count(budget, path_of(label), text)
+        if tokens > budget.max_tokens:
+            return None
+        return Unit(first.start, second.end, label, text, tokens)
+
+    for i, unit in enumerate(pending):
+        if not unit.exact or unit.tokens >= budget.min_tokens:
+            out.append(unit)
+            continue
+        prev = out[-1] if out else None
+        nxt = pending[i + 1] if i + 1 < len(pending) else None
+        choices: list[tuple[str, Unit]] = []
+        if prev is not None and prev.label == unit.label:
+            choices.append(("back", prev))
+        if nxt is not None and (nxt.label == unit.label or absorbs(unit.label, nxt.label)):
+            choices.append(("forward", nxt))
+        if across_labels and prev is not None and prev.label != unit.label:
+            choices.append(("back", prev))
+        if across_labels and nxt is not None and ("forward", nxt) not in choices:
+            choices.append(("forward", nxt))
+        for direction, other in choices:
+            if direction == "back":
+                merged = joined(other, unit, other.label)
+                if merged is not None:
+                    out[-1] = merged
+                    break
+            else:
+                merged = joined(unit, other, other.label)
+                if merged is not None:
+                    pending[i + 1] = merged
+                    break
+        else:
+            out.append(unit)
+    return out

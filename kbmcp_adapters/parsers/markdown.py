@@ -1,0 +1,385 @@
+"""Markdown parser: YAML frontmatter, heading sections, and chunks that fit the budget.
+
+Rules (what a user sees in search results):
+
+* The text must be UTF-8 (a BOM is dropped, CRLF is fine). An empty or whitespace-only
+  file is a document with zero chunks, not an error.
+* Frontmatter is a ``---`` block on the very first line, closed by ``---`` or ``...``.
+  ``title``, ``date`` (normalised to YYYY-MM-DD), ``tags`` (list or comma string), ``topic``
+  and ``category`` are lifted out; every other key is kept, JSON-safe, in ``metadata``.
+  YAML never turns values into dates by itself: a bad date is one warning, not a lost
+  frontmatter. Broken YAML or a non-mapping gives one warning and no frontmatter fields;
+  the block is still left out of the chunks. Line numbers are those of the original file.
+* Title: frontmatter ``title``, else the first H1, else the file name.
+* Headings are ATX (``#``..``######``) or setext (a one-line paragraph underlined with
+  ``===`` or ``---``), recognised only outside fenced code blocks. A section is a heading
+  and the lines up to the next heading of any level; text before the first heading is a
+  section with heading ``""``. Heading text is cleaned by ``headings.clean_heading``.
+* A chunk carries its section's heading and heading path; its content is the original
+  text of its line range without the leading heading lines that are already in its
+  heading path. ``start_line`` is the section's heading line, ``end_line`` its last
+  non-blank line. An over-long section is split (paragraphs, then lines, then words) into
+  several chunks with the same heading and their own line ranges.
+* Merging keeps section-level search precise. A chunk under ``min_tokens`` is merged,
+  when the result fits the budget: first with another chunk of its own section; a
+  heading-only (or near-empty) parent folds forward into the section right below it, which
+  keeps the *child's* heading and a path that still names the parent; otherwise it joins
+  the previous chunk (keeping that chunk's heading; the small section's heading line stays
+  visible in the content), or the next one when it is first. A heading with no body and
+  nothing to join becomes a chunk whose content is the heading line itself.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import yaml
+
+from kbmcp_adapters.parsers.chunking import (
+    Unit,
+    decode_text,
+    fit_heading_path,
+    join_lines,
+    merge_tiny,
+    split_lines,
+    split_range,
+)
+from kbmcp_adapters.parsers.headings import clean_heading, title_from_path
+from kbmcp_core.models import ChunkDraft, ParsedDocument
+from kbmcp_core.ports import ChunkBudget
+
+__all__ = ["MarkdownParser", "normalise_date"]
+
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
+_ATX = re.compile(r"^ {0,3}(#{1,6})(?=[ \t]|$)(.*)$")
+_ATX_CLOSING = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
+_SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-{2,})[ \t]*$")
+_NOT_SETEXT_TEXT = re.compile(r"^(?: {4}|\t|[ ]{0,3}(?:[-*+>|<]|\d{1,9}[.)]\s|`{3}|~{3}))")
+
+
+@dataclass(frozen=True, slots=True)
+class _Heading:
+    line: int
+    lines: int  # 1 for ATX, 2 for setext
+    level: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Section:
+    level: int
+    heading: str
+    path: tuple[str, ...]
+    start: int
+    body_start: int
+    end: int
+    path_lines: frozenset[int]
+
+
+def _scan(lines: Sequence[str], first: int) -> tuple[list[bool], list[_Heading]]:
+    """Mark fenced lines and find headings outside fences, from line ``first`` on."""
+    fenced = [False] * len(lines)
+    headings: list[_Heading] = []
+    fence: str | None = None
+    i = first
+    while i < len(lines):
+        line = lines[i]
+        match = _FENCE.match(line)
+        if fence is not None:
+            fenced[i] = True
+            if (
+                match
+                and match.group(1)[0] == fence[0]
+                and len(match.group(1)) >= len(fence)
+                and not match.group(2).strip()
+            ):
+                fence = None
+            i += 1
+            continue
+        if match and not (match.group(1)[0] == "`" and "`" in match.group(2)):
+            fence = match.group(1)
+            fenced[i] = True
+            i += 1
+            continue
+        atx = _ATX.match(line)
+        if atx:
+            text = _ATX_CLOSING.sub("", atx.group(2)).strip()
+            headings.append(_Heading(i, 1, len(atx.group(1)), clean_heading(text)))
+            i += 1
+            continue
+        if _is_setext(lines, i, first, headings):
+            level = 1 if lines[i + 1].strip().startswith("=") else 2
+            headings.append(_Heading(i, 2, level, clean_heading(line.strip())))
+            i += 2
+            continue
+        i += 1
+    return fenced, headings
+
+
+def _is_setext(lines: Sequence[str], i: int, first: int, headings: Sequence[_Heading]) -> bool:
+    """A one-line paragraph directly underlined with ``===`` or ``---``."""
+    if i + 1 >= len(lines) or not lines[i].strip() or _NOT_SETEXT_TEXT.match(lines[i]):
+        return False
+    if not _SETEXT_UNDERLINE.match(lines[i + 1]) or _FENCE.match(lines[i + 1]):
+        return False
+    previous_is_heading = bool(headings) and headings[-1].line + headings[-1].lines == i
+    return i == first or not lines[i - 1].strip() or previous_is_heading
+
+
+def _sections(
+    lines: Sequence[str], first: int, headings: Sequence[_Heading], budget: ChunkBudget
+) -> list[_Section]:
+    sections: list[_Section] = []
+    if lines[first:] and (not headings or headings[0].line > first):
+        end = headings[0].line - 1 if headings else len(lines) - 1
+        sections.append(_Section(0, "", (), first, first, end, frozenset()))
+    stack: list[_Heading] = []
+    for n, head in enumerate(headings):
+        while stack and stack[-1].level >= head.level:
+            stack.pop()
+        stack.append(head)
+        end = headings[n + 1].line - 1 if n + 1 < len(headings) else len(lines) - 1
+        path = fit_heading_path(tuple(h.text for h in stack), budget)
+        path_lines = frozenset(h.line + k for h in stack for k in range(h.lines))
+        sections.append(
+            _Section(head.level, path[-1], path, head.line, head.line + head.lines, end, path_lines)
+        )
+    return sections
+
+
+class MarkdownParser:
+    """Parses ``.md`` and ``.markdown`` files."""
+
+    extensions: tuple[str, ...] = ("md", "markdown")
+    binary: bool = False
+
+    def extract_text(self, path: str, data: bytes) -> str:
+        return decode_text(data)
+
+    def parse(self, path: str, data: bytes, budget: ChunkBudget) -> ParsedDocument:
+        lines = split_lines(decode_text(data))
+        fields, body_from = _read_frontmatter(lines)
+        fenced, headings = _scan(lines, body_from)
+        sections = _sections(lines, body_from, headings, budget)
+        chunks = _chunk(lines, fenced, sections, budget)
+        title = (
+            fields.title
+            or next((h.text for h in headings if h.level == 1 and h.text), None)
+            or title_from_path(path)
+        )
+        return ParsedDocument(
+            title=title,
+            chunks=chunks,
+            date=fields.date,
+            tags=fields.tags,
+            topic=fields.topic,
+            category=fields.category,
+            metadata=fields.metadata,
+            warnings=fields.warnings,
+        )
+
+
+def _chunk(
+    lines: Sequence[str], fenced: Sequence[bool], sections: Sequence[_Section], budget: ChunkBudget
+) -> tuple[ChunkDraft, ...]:
+    units: list[Unit] = []
+    for label, section in enumerate(sections):
+        pieces = split_range(
+            lines, section.body_start, section.end, section.path, budget, label, fenced
+        )
+        if section.level == 0:
+            units.extend(pieces)
+        elif pieces:
+            pieces[0].start = section.start
+            units.extend(pieces)
+        else:
+            units.append(Unit(section.start, section.body_start - 1, label, "", 0))
+
+    def render(start: int, end: int, label: int) -> str:
+        skip = sections[label].path_lines
+        while start <= end and (start in skip or not lines[start].strip()):
+            start += 1
+        return join_lines(lines, start, end) if start <= end else ""
+
+    def absorbs(tiny: int, nxt: int) -> bool:
+        return nxt == tiny + 1 and sections[nxt].level > sections[tiny].level
+
+    merged = merge_tiny(
+        units, budget, render=render, path_of=lambda i: sections[i].path, absorbs=absorbs
+    )
+    final: list[Unit] = []
+    for unit in merged:
+        if unit.text:
+            final.append(unit)
+        else:  # a lone heading: its own line is the content
+            path = sections[unit.label].path
+            final.extend(split_range(lines, unit.start, unit.end, path, budget, unit.label))
+    return tuple(
+        ChunkDraft(
+            ordinal=n,
+            heading=sections[u.label].heading,
+            heading_path=sections[u.label].path,
+            content=u.text,
+            start_line=u.start + 1,
+            end_line=u.end + 1,
+        )
+        for n, u in enumerate(final)
+    )
+
+
+# -- frontmatter --------------------------------------------------------------------------
+
+_KNOWN_KEYS = ("title", "date", "tags", "topic", "category")
+_DATE_TEXT = re.compile(r"^\s*(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?:$|[T\s])")
+_MAX_NODES = 10_000
+_MAX_DEPTH = 32
+
+
+class _FrontmatterLoader(yaml.SafeLoader):
+    """SafeLoader that leaves dates as text, so one bad date cannot sink the whole block."""
+
+
+_FrontmatterLoader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _Frontmatter:
+    title: str | None = None
+    date: str | None = None
+    tags: tuple[str, ...] = ()
+    topic: str | None = None
+    category: str | None = None
+    metadata: Mapping[str, object] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+
+def normalise_date(value: object) -> str | None:
+    """YYYY-MM-DD from a date, a datetime or text starting with a date; else None."""
+    if isinstance(value, dt.datetime):
+        return value.date().isoformat()
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, str) and (match := _DATE_TEXT.match(value)):
+        try:
+            return dt.date(*(int(part) for part in match.groups())).isoformat()
+        except ValueError:
+            return None
+    return None
+
+
+def _read_frontmatter(lines: Sequence[str]) -> tuple[_Frontmatter, int]:
+    """The frontmatter fields and the index of the first line after the block."""
+    if not lines or lines[0].rstrip() != "---":
+        return _Frontmatter(), 0
+    close = next((j for j in range(1, len(lines)) if lines[j].rstrip() in ("---", "...")), None)
+    if close is None:
+        return _Frontmatter(), 0
+    try:
+        loaded = yaml.load("\n".join(lines[1:close]), Loader=_FrontmatterLoader)
+    except yaml.MarkedYAMLError as exc:
+        line = exc.problem_mark.line + 2 if exc.problem_mark is not None else 1
+        return _Frontmatter(
+            warnings=(f"frontmatter ignored: invalid YAML near line {line}",)
+        ), close + 1
+    except Exception as exc:  # any other loader failure is a broken block, not a crash
+        reason = f"frontmatter ignored: invalid YAML ({type(exc).__name__})"
+        return _Frontmatter(warnings=(reason,)), close + 1
+    if loaded is None:
+        return _Frontmatter(), close + 1
+    if not isinstance(loaded, dict):
+        reason = "frontmatter ignored: it is not a mapping of keys to values"
+        return _Frontmatter(warnings=(reason,)), close + 1
+    return _fields(loaded), close + 1
+
+
+def _text(value: object) -> str | None:
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        return str(value).strip() or None
+    return None
+
+
+def _fields(data: Mapping[object, object]) -> _Frontmatter:
+    known: dict[str, object] = {}
+    metadata: dict[str, object] = {}
+    warnings: list[str] = []
+    nodes = [_MAX_NODES]  # shared by all keys: aliases cannot multiply the metadata
+    for key, value in data.items():
+        name = str(key)
+        if name.lower() in _KNOWN_KEYS and name.lower() not in known:
+            known[name.lower()] = value
+            continue
+        before = nodes[0]
+        try:
+            metadata[name] = _json_safe(value, nodes, 0)
+        except _TooLarge:
+            nodes[0] = before
+            warnings.append(f"frontmatter key {name!r} is too large or too nested; dropped")
+    title, topic, category = (_text(known.get(k)) for k in ("title", "topic", "category"))
+    for k, got in (("title", title), ("topic", topic), ("category", category)):
+        if got is None and known.get(k) not in (None, ""):
+            warnings.append(f"frontmatter {k} is not text; ignored")
+    date = normalise_date(known.get("date"))
+    if date is None and known.get("date") not in (None, ""):
+        warnings.append(f"frontmatter date {str(known['date'])[:40]!r} is not a date; ignored")
+    tags, tag_warning = _tags(known.get("tags"))
+    if tag_warning:
+        warnings.append(tag_warning)
+    return _Frontmatter(title, date, tags, topic, category, metadata, tuple(warnings))
+
+
+def _tags(value: object) -> tuple[tuple[str, ...], str | None]:
+    if value is None:
+        return (), None
+    items: list[object]
+    if isinstance(value, str):
+        items = list(value.split(","))
+    elif isinstance(value, list | tuple | set):
+        items = list(value)
+    elif _text(value) is not None:
+        items = [value]
+    else:
+        return (), "frontmatter tags are not a list or a comma-separated string; ignored"
+    tags: list[str] = []
+    skipped = False
+    for item in items:
+        text = _text(item) if not isinstance(item, bool) else str(item)
+        if text is None:
+            skipped = skipped or item is not None
+            continue
+        if text not in tags:
+            tags.append(text)
+    return tuple(tags), ("frontmatter tags: non-text entries ignored" if skipped else None)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _json_safe(value: object, nodes: list[int], depth: int) -> object:
+    """A JSON-serialisable copy; YAML aliases cannot blow it up (node and depth caps)."""
+    nodes[0] -= 1
+    if nodes[0] < 0 or depth > _MAX_DEPTH:
+        raise _TooLarge
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v, nodes, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v, nodes, depth + 1) for v in value]
+    if isinstance(value, set | frozenset):
+        return [_json_safe(v, nodes, depth + 1) for v in sorted(value, key=str)]
+    return str(value)

@@ -1,0 +1,416 @@
+"""SqlIndexStore: the IndexStore port on SQLAlchemy Core + SQLite FTS5, migrated by Alembic."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from typing import TypeVar
+
+from sqlalchemy import bindparam, delete, func, insert, select, text, update
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import OperationalError
+
+from kbmcp_adapters import migrate
+from kbmcp_adapters.lexical import compile_query
+from kbmcp_adapters.migrate import (
+    head_revision,
+    make_engine,
+    open_at_revision,
+    schema_revision,
+    translated,
+)
+from kbmcp_adapters.sql_tables import (
+    FTS_GRAMS,
+    FTS_TABLES,
+    FTS_WORDS,
+    chunk_values,
+    document_values,
+    index_meta,
+    json_object,
+    lexical_values,
+    stored_chunk,
+    stored_document,
+)
+from kbmcp_adapters.sql_tables import chunks as chunk_table
+from kbmcp_adapters.sql_tables import documents as document_table
+from kbmcp_core.errors import StoreError
+from kbmcp_core.models import (
+    ChunkRecord,
+    Consistency,
+    DocumentRecord,
+    IndexedState,
+    IndexStats,
+    StoredChunk,
+    StoredDocument,
+)
+
+__all__ = ["SqlIndexStore", "head_revision", "make_engine", "open_at_revision", "schema_revision"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: Ids or paths per IN clause: far below SQLite's bound-variable limit.
+BATCH = 500
+#: The size query behind ServableRules; ``ix_documents_size_bytes`` serves it. No ORDER BY:
+#: sorting by path would tempt the planner to walk every row in path order.
+SIZES_OVER_SQL = "SELECT path, size_bytes FROM documents WHERE size_bytes > :min_bytes"
+#: Any number of paths as one JSON parameter, so no IN list ever nears the variable limit.
+_PATH_FILTER = "documents.path IN (SELECT value FROM json_each(:paths))"
+_JOIN_DOCUMENTS = "JOIN documents ON documents.id = chunks.document_id"
+_PATH_ID = select(document_table.c.id).where(document_table.c.path == bindparam("path"))
+
+
+def _batches(items: Iterable[T], size: int = BATCH) -> Iterator[list[T]]:
+    batch: list[T] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+class SqlIndexStore:
+    """The index store. Every method is one short transaction on a pooled connection."""
+
+    def __init__(self, url: str, create: bool = False, *, migrate_schema: bool = True) -> None:
+        """Open the index at ``url`` (an SQLAlchemy URL) and migrate it to head.
+
+        ``create=False`` raises ``IndexNotFound`` when the SQLite file does not exist
+        (nothing is created). ``migrate_schema=False`` leaves an old index as it is, so a
+        health check can report its revision; only head-schema reads are then safe.
+        """
+        self._engine = migrate.open_engine(url, create)
+        try:
+            # Only an index behind head takes the write lock: opening never waits on a
+            # running index writer otherwise.
+            if migrate_schema and self.schema_revision() != head_revision():
+                with self._write() as conn:
+                    migrate.upgrade(conn, "head")
+        except BaseException:
+            self._engine.dispose()
+            raise
+
+    @contextmanager
+    def _read(self) -> Iterator[Connection]:
+        with translated(), self._engine.connect() as conn, conn.begin():
+            yield conn
+
+    def _write(self) -> AbstractContextManager[Connection]:
+        return migrate.write_transaction(self._engine)
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    def __enter__(self) -> SqlIndexStore:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def schema_revision(self) -> str | None:
+        with self._read() as conn:
+            return migrate.current_revision(conn)
+
+    # -- writer side -----------------------------------------------------------------
+    def indexed_states(self) -> dict[str, IndexedState]:
+        c = document_table.c
+        with self._read() as conn:
+            return {
+                path: IndexedState(path=path, content_hash=digest, size_bytes=size)
+                for path, digest, size in conn.execute(select(c.path, c.content_hash, c.size_bytes))
+            }
+
+    def write_document(
+        self,
+        document: DocumentRecord,
+        chunks: Sequence[ChunkRecord],
+        replaces: str | None = None,
+    ) -> list[int]:
+        """Replace the rows at ``document.path`` and ``replaces`` in one transaction.
+
+        Returns the ids of chunks that existed before and are gone now (an id written
+        again, e.g. reused by a rename, is not reported as removed).
+        """
+        with self._write() as conn:
+            removed = self._delete_paths(conn, {document.path, replaces or document.path})
+            result = conn.execute(insert(document_table).values(**document_values(document)))
+            document_id = int(result.inserted_primary_key[0])  # type: ignore[index]
+            if chunks:
+                conn.execute(insert(chunk_table), [chunk_values(document_id, c) for c in chunks])
+                rows = [lexical_values(document.title, c) for c in chunks]
+                for table in FTS_TABLES:
+                    statement = f"INSERT INTO {table}(rowid, title, heading, body) "
+                    conn.execute(text(statement + "VALUES (:id, :title, :heading, :body)"), rows)
+        written = {c.id for c in chunks}
+        return [cid for cid in removed if cid not in written]
+
+    def update_document_metadata(self, document: DocumentRecord) -> None:
+        values = document_values(document)
+        del values["path"]
+        with self._write() as conn:
+            document_id = conn.execute(_PATH_ID, {"path": document.path}).scalar()
+            if document_id is None:
+                raise StoreError(f"no indexed document at {document.path!r} to update")
+            where = document_table.c.id == document_id
+            conn.execute(update(document_table).where(where).values(**values))
+            for table in FTS_TABLES:
+                statement = f"UPDATE {table} SET title = :title WHERE rowid IN "
+                conn.execute(
+                    text(statement + "(SELECT id FROM chunks WHERE document_id = :document_id)"),
+                    {"title": document.title, "document_id": document_id},
+                )
+
+    def delete_documents(self, paths: Iterable[str]) -> list[int]:
+        wanted = set(paths)
+        if not wanted:
+            return []
+        with self._write() as conn:
+            return self._delete_paths(conn, wanted)
+
+    def _delete_paths(self, conn: Connection, paths: Collection[str]) -> list[int]:
+        document_ids: list[int] = []
+        for names in _batches(paths):
+            by_path = select(document_table.c.id).where(document_table.c.path.in_(names))
+            document_ids += conn.execute(by_path).scalars().all()
+        removed: list[int] = []
+        for ids in _batches(document_ids):
+            by_document = select(chunk_table.c.id).where(chunk_table.c.document_id.in_(ids))
+            removed += conn.execute(by_document).scalars().all()
+        if removed:
+            for table in FTS_TABLES:
+                statement = text(f"DELETE FROM {table} WHERE rowid = :id")
+                conn.execute(statement, [{"id": cid} for cid in removed])
+        for ids in _batches(document_ids):
+            conn.execute(delete(chunk_table).where(chunk_table.c.document_id.in_(ids)))
+            conn.execute(delete(document_table).where(document_table.c.id.in_(ids)))
+        return removed
+
+    def backfill_sizes(self, sizes: Mapping[str, int]) -> int:
+        if not sizes:
+            return 0
+        statement = text(
+            "UPDATE documents SET size_bytes = :size WHERE path = :path AND size_bytes IS NULL"
+        )
+        with self._write() as conn:
+            result = conn.execute(statement, [{"path": p, "size": s} for p, s in sizes.items()])
+            return int(result.rowcount)
+
+    def record_size(self, path: str, size: int) -> bool:
+        where = document_table.c.path == path
+        with self._write() as conn:
+            result = conn.execute(update(document_table).where(where).values(size_bytes=size))
+            return int(result.rowcount) > 0
+
+    def chunk_hashes(self, hashes: Iterable[str]) -> dict[str, int]:
+        c = chunk_table.c
+        found: dict[str, int] = {}
+        with self._read() as conn:
+            for batch in _batches(set(hashes)):
+                query = (
+                    select(c.content_hash, func.min(c.id))
+                    .where(c.content_hash.in_(batch))
+                    .group_by(c.content_hash)
+                )
+                found.update({digest: cid for digest, cid in conn.execute(query)})
+        return found
+
+    def document_chunk_hashes(self, path: str) -> list[str] | None:
+        """Hashes of the document's chunks in ordinal order; None when not indexed."""
+        c = chunk_table.c
+        with self._read() as conn:
+            document_id = conn.execute(_PATH_ID, {"path": path}).scalar()
+            if document_id is None:
+                return None
+            query = select(c.content_hash).where(c.document_id == document_id)
+            rows = conn.execute(query.order_by(c.ordinal, c.id)).scalars()
+            return [str(h) for h in rows]
+
+    def chunk_ids(self) -> set[int]:
+        with self._read() as conn:
+            return set(conn.execute(select(chunk_table.c.id)).scalars())
+
+    def get_meta(self, key: str) -> str | None:
+        with self._read() as conn:
+            query = select(index_meta.c.value).where(index_meta.c.key == key)
+            value = conn.execute(query).scalar()
+            return None if value is None else str(value)
+
+    def set_meta(self, key: str, value: str) -> None:
+        statement = sqlite_insert(index_meta).values(key=key, value=value)
+        statement = statement.on_conflict_do_update(
+            index_elements=[index_meta.c.key], set_={"value": value}
+        )
+        with self._write() as conn:
+            conn.execute(statement)
+
+    # -- reader side -----------------------------------------------------------------
+    def stats(self) -> IndexStats:
+        with self._read() as conn:
+            n_documents = conn.execute(select(func.count()).select_from(document_table)).scalar()
+            n_chunks = conn.execute(select(func.count()).select_from(chunk_table)).scalar()
+            meta = {k: v for k, v in conn.execute(select(index_meta.c.key, index_meta.c.value))}
+            revision = migrate.current_revision(conn)
+        dimension = meta.get("embedding_dimension")
+        return IndexStats(
+            documents=int(n_documents or 0),
+            chunks=int(n_chunks or 0),
+            model_id=meta.get("embedding_model"),
+            dimension=int(dimension) if dimension and dimension.isdigit() else None,
+            last_run=json_object(meta["last_run"]) if meta.get("last_run") else None,
+            schema_revision=revision,
+        )
+
+    def get_document(self, path: str) -> StoredDocument | None:
+        with self._read() as conn:
+            row = conn.execute(select(document_table).where(document_table.c.path == path)).first()
+        return None if row is None else stored_document(row._mapping)
+
+    def documents(self) -> list[StoredDocument]:
+        with self._read() as conn:
+            rows = conn.execute(select(document_table).order_by(document_table.c.path)).all()
+        return [stored_document(row._mapping) for row in rows]
+
+    def document_paths(self) -> list[str]:
+        query = select(document_table.c.path).order_by(document_table.c.path)
+        with self._read() as conn:
+            return list(conn.execute(query).scalars())
+
+    def sizes_over(self, min_bytes: int) -> list[tuple[str, int]]:
+        with self._read() as conn:
+            rows = conn.execute(text(SIZES_OVER_SQL), {"min_bytes": min_bytes}).all()
+        return sorted((str(path), int(size)) for path, size in rows)
+
+    def get_chunks(self, ids: Collection[int]) -> dict[int, StoredChunk]:
+        d = document_table.c
+        joined = chunk_table.join(document_table, d.id == chunk_table.c.document_id)
+        columns = select(chunk_table, d.path, d.title, d.tags, d.date, d.topic, d.category)
+        found: dict[int, StoredChunk] = {}
+        with self._read() as conn:
+            for batch in _batches(set(ids)):
+                query = columns.select_from(joined).where(chunk_table.c.id.in_(batch))
+                found.update({row.id: stored_chunk(row._mapping) for row in conn.execute(query)})
+        return found
+
+    def chunk_ids_for(self, paths: Collection[str]) -> list[int]:
+        """Ids of every chunk of the given documents (any number of paths, one query)."""
+        if not paths:
+            return []
+        sql = f"SELECT chunks.id FROM chunks {_JOIN_DOCUMENTS} WHERE {_PATH_FILTER} ORDER BY 1"
+        with self._read() as conn:
+            rows = conn.execute(text(sql), {"paths": json.dumps(sorted(paths))}).scalars()
+            return [int(cid) for cid in rows]
+
+    def consistency(self) -> Consistency:
+        """Raw facts for doctor.
+
+        ``lexical_ids`` holds the chunk ids present in both FTS tables plus any id present
+        in either that has no chunk: a chunk missing from one table shows up as missing,
+        a stray row in one table shows up as an orphan.
+        """
+        queries = {
+            "dangling": "SELECT id FROM chunks "
+            "WHERE document_id NOT IN (SELECT id FROM documents) ORDER BY id",
+            "empty": "SELECT path FROM documents "
+            "WHERE id NOT IN (SELECT document_id FROM chunks) ORDER BY path",
+            "unsized": "SELECT path FROM documents WHERE size_bytes IS NULL ORDER BY path",
+        }
+        with self._read() as conn:
+            chunk_ids = frozenset(conn.execute(select(chunk_table.c.id)).scalars())
+            words, grams = (
+                set(conn.execute(text(f"SELECT rowid FROM {table}")).scalars())
+                for table in (FTS_WORDS, FTS_GRAMS)
+            )
+            revision = migrate.current_revision(conn)
+            if revision != head_revision():  # older schemas may lack size_bytes
+                queries.pop("unsized")
+            found = {k: tuple(conn.execute(text(sql)).scalars()) for k, sql in queries.items()}
+        return Consistency(
+            chunk_ids=chunk_ids,
+            lexical_ids=frozenset((words & grams) | ((words ^ grams) - chunk_ids)),
+            chunks_without_document=found["dangling"],
+            documents_without_chunks=found["empty"],
+            null_size_paths=found.get("unsized", ()),
+            schema_revision=revision,
+            head_revision=head_revision(),
+        )
+
+    def lexical_search(
+        self, query: str, limit: int, document_paths: Collection[str] | None = None
+    ) -> list[tuple[int, float]]:
+        """BM25 on the word index; the trigram index for CJK (or when words find nothing);
+        a substring scan for CJK runs too short for trigrams.
+
+        Merging: each leg's scores are divided by that leg's best score and a chunk found
+        by several legs keeps its highest normalised score. Scores are in (0, 1], 1 for
+        the best hit; inside one leg the order is exactly its BM25 order.
+        """
+        if limit <= 0 or not query.strip() or (document_paths is not None and not document_paths):
+            return []
+        compiled = compile_query(query)
+        paths = None if document_paths is None else json.dumps(sorted(document_paths))
+        legs: list[list[tuple[int, float]]] = []
+        with self._read() as conn:
+            if compiled.words:
+                legs.append(_fts_leg(conn, FTS_WORDS, compiled.words, limit, paths))
+            if compiled.grams and (compiled.has_cjk or not any(legs)):
+                legs.append(_fts_leg(conn, FTS_GRAMS, compiled.grams, limit, paths))
+            if compiled.short_runs and not compiled.grams:
+                legs.append(_substring_leg(conn, compiled.short_runs, limit, paths))
+        merged: dict[int, float] = {}
+        for leg in legs:
+            top = max((score for _, score in leg), default=0.0)
+            for cid, score in leg:
+                merged[cid] = max(score / top if top > 0 else 1.0, merged.get(cid, 0.0))
+        return sorted(merged.items(), key=lambda item: (-item[1], item[0]))[:limit]
+
+
+def _fts_leg(
+    conn: Connection, table: str, expression: str, limit: int, paths: str | None
+) -> list[tuple[int, float]]:
+    """(chunk id, -bm25) best first; title, heading and body weigh 2, 3 and 1."""
+    sql = f"SELECT {table}.rowid, -bm25({table}, 2.0, 3.0, 1.0) AS score FROM {table}"
+    params: dict[str, object] = {"expression": expression, "limit": limit}
+    if paths is not None:
+        sql += f" JOIN chunks ON chunks.id = {table}.rowid {_JOIN_DOCUMENTS}"
+        params["paths"] = paths
+    sql += f" WHERE {table} MATCH :expression"
+    if paths is not None:
+        sql += f" AND {_PATH_FILTER}"
+    try:
+        rows = conn.execute(text(sql + " ORDER BY score DESC LIMIT :limit"), params).all()
+    except OperationalError as exc:
+        # The compiler quotes every term, so this is a compiler bug, not user error:
+        # the lexical leg degrades to no hits rather than failing the search.
+        if "fts5" not in str(exc.orig):
+            raise
+        log.warning("lexical query %r rejected by FTS5: %s", expression, exc.orig)
+        return []
+    return [(int(cid), float(score)) for cid, score in rows]
+
+
+def _substring_leg(
+    conn: Connection, runs: Sequence[str], limit: int, paths: str | None
+) -> list[tuple[int, float]]:
+    """Chunks containing the most of ``runs`` (CJK runs too short for trigrams)."""
+    haystack = (
+        "documents.title || ' ' || coalesce(chunks.heading, '') || ' ' "
+        "|| coalesce(chunks.content, '')"
+    )
+    hits = " + ".join(f"(instr({haystack}, :run{i}) > 0)" for i in range(len(runs)))
+    params: dict[str, object] = {f"run{i}": run for i, run in enumerate(runs)}
+    params["limit"] = limit
+    where = ""
+    if paths is not None:
+        where = f" WHERE {_PATH_FILTER}"
+        params["paths"] = paths
+    sql = (
+        f"SELECT id, hits FROM (SELECT chunks.id AS id, {hits} AS hits FROM chunks "
+        f"{_JOIN_DOCUMENTS}{where}) WHERE hits > 0 ORDER BY hits DESC, id LIMIT :limit"
+    )
+    return [(int(cid), float(n)) for cid, n in conn.execute(text(sql), params).all()]

@@ -1,0 +1,162 @@
+"""SQLAlchemy Core tables of the index store at head, and the explicit row <-> record mapping."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import Column, ForeignKey, Index, Integer, MetaData, Table, Text
+
+from kbmcp_core.models import ChunkRecord, DocumentRecord, StoredChunk, StoredDocument
+
+metadata = MetaData()
+
+documents = Table(
+    "documents",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("path", Text, nullable=False, unique=True),
+    Column("title", Text, nullable=False),
+    Column("content_hash", Text, nullable=False),
+    Column("date", Text, nullable=True),
+    Column("topic", Text, nullable=True),
+    Column("category", Text, nullable=True),
+    Column("tags", Text, nullable=False),  # JSON list of strings
+    Column("metadata", Text, nullable=False),  # JSON object
+    Column("last_indexed", Text, nullable=False),
+    Column("size_bytes", Integer, nullable=True),  # revision 0002; NULL = never recorded
+    Index("ix_documents_size_bytes", "size_bytes"),
+)
+
+chunks = Table(
+    "chunks",
+    metadata,
+    # Ids are chosen by the indexer (random 62-bit integers), never by SQLite.
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column(
+        "document_id",
+        Integer,
+        ForeignKey("documents.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("ordinal", Integer),
+    Column("heading", Text),
+    Column("heading_path", Text),  # JSON list of strings
+    Column("content", Text),
+    Column("content_hash", Text),
+    Column("start_line", Integer, nullable=True),
+    Column("end_line", Integer, nullable=True),
+    Column("page", Integer, nullable=True),
+    Index("ix_chunks_document_id", "document_id"),
+    Index("ix_chunks_content_hash", "content_hash"),
+)
+
+index_meta = Table(
+    "index_meta",
+    metadata,
+    Column("key", Text, primary_key=True),
+    Column("value", Text),
+)
+
+#: FTS5 virtual tables (rowid = chunk id, columns title, heading, body). They are not
+#: expressible as Core tables; the store writes them with plain SQL.
+FTS_WORDS = "fts_words"
+FTS_GRAMS = "fts_grams"
+FTS_TABLES = (FTS_WORDS, FTS_GRAMS)
+
+
+def is_fts_name(name: str | None) -> bool:
+    """True for the FTS tables and their shadow tables (fts_words_data, ...)."""
+    return name is not None and any(name == t or name.startswith(f"{t}_") for t in FTS_TABLES)
+
+
+# -- mapping ------------------------------------------------------------------------
+
+
+def json_list(raw: str | None) -> tuple[str, ...]:
+    try:
+        value = json.loads(raw or "[]")
+    except ValueError:
+        return ()
+    return tuple(str(v) for v in value) if isinstance(value, list) else ()
+
+
+def json_object(raw: str | None) -> dict[str, object]:
+    try:
+        value = json.loads(raw or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def document_values(document: DocumentRecord) -> dict[str, object]:
+    """The ``documents`` row of a record (size_bytes included on every write path)."""
+    return {
+        "path": document.path,
+        "title": document.title,
+        "content_hash": document.content_hash,
+        "size_bytes": document.size_bytes,
+        "date": document.date,
+        "topic": document.topic,
+        "category": document.category,
+        "tags": json.dumps(list(document.tags), ensure_ascii=False),
+        "metadata": json.dumps(dict(document.metadata), ensure_ascii=False, default=str),
+        "last_indexed": document.last_indexed,
+    }
+
+
+def chunk_values(document_id: int, chunk: ChunkRecord) -> dict[str, object]:
+    return {
+        "id": chunk.id,
+        "document_id": document_id,
+        "ordinal": chunk.ordinal,
+        "heading": chunk.heading,
+        "heading_path": json.dumps(list(chunk.heading_path), ensure_ascii=False),
+        "content": chunk.content,
+        "content_hash": chunk.content_hash,
+        "start_line": chunk.start_line,
+        "end_line": chunk.end_line,
+        "page": chunk.page,
+    }
+
+
+def lexical_values(title: str, chunk: ChunkRecord) -> dict[str, object]:
+    """One FTS row: the document title, the heading trail and the chunk body."""
+    heading = " > ".join(h for h in chunk.heading_path if h)
+    return {"id": chunk.id, "title": title, "heading": heading, "body": chunk.content}
+
+
+def stored_document(m: Mapping[Any, Any]) -> StoredDocument:
+    return StoredDocument(
+        id=m["id"],
+        path=m["path"],
+        title=m["title"],
+        content_hash=m["content_hash"],
+        size_bytes=m["size_bytes"],
+        date=m["date"],
+        topic=m["topic"],
+        category=m["category"],
+        tags=json_list(m["tags"]),
+        metadata=json_object(m["metadata"]),
+        last_indexed=m["last_indexed"],
+    )
+
+
+def stored_chunk(m: Mapping[Any, Any]) -> StoredChunk:
+    """A ``chunks`` row joined with its document's path, title, tags, date, topic, category."""
+    return StoredChunk(
+        id=m["id"],
+        document_path=m["path"],
+        title=m["title"],
+        heading=m["heading"] or "",
+        heading_path=json_list(m["heading_path"]),
+        content=m["content"] or "",
+        start_line=m["start_line"],
+        end_line=m["end_line"],
+        page=m["page"],
+        tags=json_list(m["tags"]),
+        date=m["date"],
+        topic=m["topic"],
+        category=m["category"],
+    )

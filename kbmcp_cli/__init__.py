@@ -1,0 +1,1 @@
+"""The kb-mcp command line: a thin click front over the composition root."""

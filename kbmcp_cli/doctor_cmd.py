@@ -1,0 +1,54 @@
+"""``kb-mcp doctor``: a read-only health report of the index, as text or JSON."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from kbmcp_cli.main import EXIT_CANNOT_RUN, cli, kb_options, setup_logging
+from kbmcp_core.doctor import CHECKS
+
+_CHECK_LINES = "\n".join(f"  {c.id:<24} ({c.severity}) {c.what}" for c in CHECKS)
+
+DOCTOR_HELP = f"""Check the index's health without changing anything.
+
+\b
+Checks:
+{_CHECK_LINES}
+
+Exit status: 0 healthy, 1 findings, 2 could not run (no index, bad config).
+"""
+
+
+@cli.command(help=DOCTOR_HELP)
+@kb_options
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+def doctor(kb_path: Path | None, config: Path | None, fmt: str) -> None:
+    from kbmcp_adapters.knowledge_base import open_knowledge_base
+    from kbmcp_core.errors import KbError
+
+    setup_logging()
+    try:
+        kb = open_knowledge_base(kb_path, config=config)
+        try:
+            report = kb.doctor()
+        finally:
+            kb.close()
+    except KbError as exc:
+        click.echo(f"kb-mcp: doctor could not run: {exc}", err=True)
+        sys.exit(EXIT_CANNOT_RUN)
+    if fmt == "json":
+        click.echo(json.dumps(report.as_dict(), ensure_ascii=False, indent=2))
+    else:
+        click.echo(f"documents: {report.documents}  chunks: {report.chunks}")
+        if report.healthy:
+            click.echo("healthy: no findings")
+        for f in report.findings:
+            click.echo(f"[{f.severity}] {f.check}: {f.summary}")
+            for s in f.samples:
+                click.echo(f"    - {s}")
+            click.echo(f"    remedy: {f.remedy}")
+    sys.exit(0 if report.healthy else 1)

@@ -1,0 +1,151 @@
+"""``kb-mcp doctor``: read-only checks of what the index knows about itself."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from kbmcp_core.models import Consistency, extension_of
+from kbmcp_core.ports import IndexStore, ParserRegistry, VectorStore
+from kbmcp_core.reading import max_bytes_for, smallest_read_cap
+
+Severity = Literal["error", "warning", "info"]
+SAMPLES = 5
+
+
+@dataclass(frozen=True, slots=True)
+class CheckInfo:
+    id: str
+    severity: Severity
+    what: str
+
+
+#: Every check doctor runs, in order (also rendered into `kb-mcp doctor --help`).
+CHECKS: tuple[CheckInfo, ...] = (
+    CheckInfo("missing-vector", "error", "a chunk has no vector (the vector leg cannot find it)"),
+    CheckInfo("orphan-vector", "warning", "a vector has no chunk (ignored by search)"),
+    CheckInfo("missing-lexical-row", "error", "a chunk has no lexical row (BM25 cannot find it)"),
+    CheckInfo("orphan-lexical-row", "warning", "a lexical row has no chunk"),
+    CheckInfo("chunk-without-document", "error", "a chunk points at a missing document"),
+    CheckInfo("document-without-chunks", "warning", "a document has no chunks to search"),
+    CheckInfo("model-mismatch", "error", "the index was built with another embedding model"),
+    CheckInfo("schema-behind", "error", "the index schema is older than this kb-mcp"),
+    CheckInfo("extension-not-enabled", "warning",
+              "indexed documents whose format is no longer in [parsers].enabled"),
+    CheckInfo("larger-than-read-cap", "warning",
+              "documents searchable but too large to be offered or read"),
+    CheckInfo("size-not-recorded", "info", "documents indexed before sizes were recorded"),
+)
+_BY_ID = {c.id: c for c in CHECKS}
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    check: str
+    severity: Severity
+    summary: str
+    count: int
+    samples: tuple[str, ...]
+    remedy: str
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "check": self.check,
+            "severity": self.severity,
+            "summary": self.summary,
+            "count": self.count,
+            "samples": list(self.samples),
+            "remedy": self.remedy,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DoctorReport:
+    documents: int
+    chunks: int
+    findings: tuple[Finding, ...] = field(default_factory=tuple)
+
+    @property
+    def healthy(self) -> bool:
+        return not self.findings
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "documents": self.documents,
+            "chunks": self.chunks,
+            "findings": [f.as_dict() for f in self.findings],
+        }
+
+
+def _finding(check: str, items: Sequence[object], summary: str, remedy: str) -> Finding:
+    info = _BY_ID[check]
+    return Finding(check, info.severity, summary.format(n=len(items)), len(items),
+                   tuple(str(i) for i in list(items)[:SAMPLES]), remedy)
+
+
+def diagnose(
+    store: IndexStore,
+    vectors: VectorStore,
+    registry: ParserRegistry,
+    facts: Consistency,
+    configured_model: str,
+) -> DoctorReport:
+    """Run every check; touches nothing."""
+    findings: list[Finding] = []
+    vector_ids = vectors.ids()
+    chunk_ids = facts.chunk_ids
+    reindex = "run `kb-mcp index --force` to rebuild the chunks, vectors and lexical rows"
+
+    def add(check: str, items: Collection[object], summary: str, remedy: str) -> None:
+        if items:
+            findings.append(_finding(check, sorted(items, key=str), summary, remedy))
+
+    add("missing-vector", chunk_ids - vector_ids, "{n} chunks have no vector", reindex)
+    add("orphan-vector", vector_ids - chunk_ids, "{n} vectors belong to no chunk",
+        "run `kb-mcp index`: every run removes vectors without a chunk")
+    add("missing-lexical-row", chunk_ids - facts.lexical_ids,
+        "{n} chunks have no lexical row", reindex)
+    add("orphan-lexical-row", facts.lexical_ids - chunk_ids,
+        "{n} lexical rows belong to no chunk", reindex)
+    add("chunk-without-document", facts.chunks_without_document,
+        "{n} chunks point at a missing document", reindex)
+    add("document-without-chunks", facts.documents_without_chunks,
+        "{n} documents have no chunks", reindex)
+    stats = store.stats()
+    if stats.model_id is not None and stats.model_id != configured_model:
+        findings.append(Finding(
+            "model-mismatch", "error",
+            f"index built with {stats.model_id!r}, configured model is {configured_model!r}",
+            1, (stats.model_id,),
+            "configure the model the index was built with, or run `kb-mcp index --force` "
+            "to re-embed everything with the configured one"))
+    if facts.schema_revision != facts.head_revision:
+        findings.append(Finding(
+            "schema-behind", "error",
+            f"schema revision {facts.schema_revision} is behind {facts.head_revision}", 1,
+            (str(facts.schema_revision),),
+            "run any command that opens the index for writing (`kb-mcp index`): it "
+            "upgrades the schema in place without re-embedding"))
+    enabled = registry.extensions()
+    paths = store.document_paths()
+    add("extension-not-enabled", [p for p in paths if extension_of(p) not in enabled],
+        "{n} indexed documents have a format that is not enabled: searchable, not offered",
+        "add the format back to [parsers].enabled to offer them again, or run "
+        "`kb-mcp index --prune` to remove them from the index")
+    current = facts.schema_revision == facts.head_revision
+    too_big = [
+        f"{p} ({size} bytes)"
+        for p, size in (store.sizes_over(smallest_read_cap()) if current else [])
+        if size > max_bytes_for(extension_of(p))
+    ]
+    add("larger-than-read-cap", too_big,
+        "{n} documents are larger than their read cap: found by search, but not offered "
+        "and not readable",
+        "split each into files under 1 MiB (or convert to PDF, whose text is served "
+        "truncated); search already finds them and returns the matching passages")
+    add("size-not-recorded", facts.null_size_paths,
+        "{n} documents have no recorded size (indexed before sizes were recorded); they "
+        "stay offered",
+        "run `kb-mcp index` once: it records the sizes from its scan without re-embedding")
+    return DoctorReport(stats.documents, stats.chunks, tuple(findings))

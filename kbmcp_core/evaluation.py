@@ -1,0 +1,175 @@
+"""Retrieval metrics for ``kb-mcp eval``: recall@k, MRR@10, nDCG@10, document and section level."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+KS = (1, 5, 10)
+METRICS = ("recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10")
+
+
+@dataclass(frozen=True, slots=True)
+class Expected:
+    path: str
+    heading: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GoldenQuery:
+    id: str
+    query: str
+    expected: tuple[Expected, ...]
+    kind: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """One returned section, in rank order."""
+
+    path: str
+    heading: str
+
+
+@dataclass(slots=True)
+class QueryOutcome:
+    query: GoldenQuery
+    doc_rank: int | None
+    section_rank: int | None
+    top: list[Ranked] = field(default_factory=list)
+
+
+def fold(text: str) -> str:
+    """Case-fold and collapse whitespace (headings are compared this way)."""
+    return re.sub(r"\s+", " ", text).strip().casefold()
+
+
+def _scores(ranks: Sequence[int | None], n_expected: int) -> dict[str, float]:
+    found = sorted(r for r in ranks if r is not None)
+    out = {f"recall@{k}": sum(1 for r in found if r <= k) / n_expected for k in KS}
+    first = next((r for r in found if r <= 10), None)
+    out["mrr@10"] = 1.0 / first if first else 0.0
+    dcg = sum(1.0 / math.log2(r + 1) for r in found if r <= 10)
+    idcg = sum(1.0 / math.log2(r + 1) for r in range(1, min(n_expected, 10) + 1))
+    out["ndcg@10"] = dcg / idcg if idcg else 0.0
+    return out
+
+
+def rank_query(
+    q: GoldenQuery, ranked: Sequence[Ranked], clean: Callable[[str], str]
+) -> tuple[dict[str, float], dict[str, float], QueryOutcome]:
+    """Score one query at document level (distinct paths) and section level."""
+    docs: list[str] = []
+    for r in ranked:
+        if r.path not in docs:
+            docs.append(r.path)
+    doc_ranks: list[int | None] = []
+    sec_ranks: list[int | None] = []
+    used_docs: set[int] = set()
+    used_secs: set[int] = set()
+    for e in q.expected:
+        doc_ranks.append(_consume(
+            (i for i, p in enumerate(docs, 1) if p == e.path and i not in used_docs), used_docs))
+        if e.heading is not None:
+            want = fold(clean(e.heading))
+            sec_ranks.append(_consume(
+                (i for i, r in enumerate(ranked, 1)
+                 if r.path == e.path and fold(clean(r.heading)) == want and i not in used_secs),
+                used_secs))
+    n = len(q.expected)
+    n_sec = sum(1 for e in q.expected if e.heading is not None)
+    outcome = QueryOutcome(q, min((r for r in doc_ranks if r), default=None),
+                           min((r for r in sec_ranks if r), default=None), list(ranked[:5]))
+    return _scores(doc_ranks, n), (_scores(sec_ranks, n_sec) if n_sec else {}), outcome
+
+
+def _consume(candidates: object, used: set[int]) -> int | None:
+    for i in candidates:  # type: ignore[attr-defined]
+        used.add(i)
+        return int(i)
+    return None
+
+
+@dataclass(slots=True)
+class EvalReport:
+    mode: str
+    n: int
+    document: dict[str, float]
+    section: dict[str, float]
+    per_kind: dict[str, dict[str, dict[str, float]]]
+    misses: list[QueryOutcome]
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "mode": self.mode,
+            "queries": self.n,
+            "document": {k: round(v, 4) for k, v in self.document.items()},
+            "section": {k: round(v, 4) for k, v in self.section.items()},
+            "per_kind": {
+                kind: {lvl: {k: round(v, 4) for k, v in m.items()} for lvl, m in levels.items()}
+                for kind, levels in self.per_kind.items()
+            },
+            "misses": [
+                {
+                    "id": o.query.id,
+                    "query": o.query.query,
+                    "expected": [
+                        {"path": e.path, "heading": e.heading} for e in o.query.expected
+                    ],
+                    "document_rank": o.doc_rank,
+                    "section_rank": o.section_rank,
+                    "top": [{"path": r.path, "heading": r.heading} for r in o.top],
+                }
+                for o in self.misses
+            ],
+        }
+
+
+def evaluate(
+    mode: str,
+    queries: Sequence[GoldenQuery],
+    retrieve: Callable[[str], Sequence[Ranked]],
+    clean: Callable[[str], str],
+) -> EvalReport:
+    """Run every query through ``retrieve`` and average the metrics."""
+    doc_sum: dict[str, float] = dict.fromkeys(METRICS, 0.0)
+    sec_sum: dict[str, float] = dict.fromkeys(METRICS, 0.0)
+    n_sec = 0
+    kinds: dict[str, list[tuple[dict[str, float], dict[str, float]]]] = {}
+    misses: list[QueryOutcome] = []
+    for q in queries:
+        d, s, outcome = rank_query(q, retrieve(q.query), clean)
+        for k in METRICS:
+            doc_sum[k] += d[k]
+            if s:
+                sec_sum[k] += s[k]
+        n_sec += 1 if s else 0
+        kinds.setdefault(q.kind or "all", []).append((d, s))
+        if outcome.doc_rank is None or outcome.doc_rank > 10 or (
+            s and (outcome.section_rank is None or outcome.section_rank > 10)
+        ):
+            misses.append(outcome)
+    n = max(len(queries), 1)
+    per_kind = {
+        kind: {
+            "document": _mean([d for d, _ in rows]),
+            "section": _mean([s for _, s in rows if s]),
+        }
+        for kind, rows in kinds.items()
+    }
+    return EvalReport(
+        mode=mode,
+        n=len(queries),
+        document={k: v / n for k, v in doc_sum.items()},
+        section={k: v / max(n_sec, 1) for k, v in sec_sum.items()} if n_sec else {},
+        per_kind=per_kind,
+        misses=misses,
+    )
+
+
+def _mean(rows: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    if not rows:
+        return {}
+    return {k: sum(r[k] for r in rows) / len(rows) for k in METRICS}

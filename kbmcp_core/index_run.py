@@ -1,0 +1,305 @@
+"""The imperative half of an index run: carry out a plan through the ports.
+
+Crash safety: a document's vectors are written before its rows, and its rows (document,
+chunks, lexical rows) are written in one transaction. A run killed at any point leaves
+every indexed document complete; at worst some vectors have no chunk, and the next run
+removes them before it does anything else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kbmcp_core.errors import KbError, ModelMismatch, ParseError, PathRefused
+from kbmcp_core.index_plan import IndexPlan, plan
+from kbmcp_core.models import (
+    INDEX_CAP_BYTES,
+    ChunkRecord,
+    DocumentRecord,
+    ParsedDocument,
+    RunSummary,
+    Vector,
+    embed_text_of,
+    extension_of,
+)
+from kbmcp_core.offer import topic_of
+from kbmcp_core.ports import (
+    ChunkBudget,
+    Clock,
+    Embedder,
+    FileSystem,
+    IndexStore,
+    ParserRegistry,
+    Scanner,
+    VectorStore,
+)
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int, str], None]
+
+META_MODEL = "embedding_model"
+META_DIMENSION = "embedding_dimension"
+META_LAST_RUN = "last_run"
+
+#: Chunks collected before one embedding call (length-bucketed inside), in model batches.
+FLUSH_BATCHES = 8
+
+
+@dataclass(slots=True)
+class IndexDeps:
+    store: IndexStore
+    vectors: VectorStore
+    embedder: Embedder
+    registry: ParserRegistry
+    fs: FileSystem
+    scanner: Scanner
+    clock: Clock
+    budget: ChunkBudget
+    #: the embedder's batch size; a flush embeds FLUSH_BATCHES of them at once
+    batch_size: int = 32
+
+
+@dataclass(slots=True)
+class _Pending:
+    record: DocumentRecord
+    chunks: list[ChunkRecord]
+    replaces: str | None
+    kind: str  # "added" | "updated" | "renamed"
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def new_chunk_id() -> int:
+    return secrets.randbits(62) or 1
+
+
+def check_model(store: IndexStore, embedder: Embedder, force: bool) -> None:
+    """Refuse to mix vectors of two models in one index (``--force`` rebuilds)."""
+    indexed = store.get_meta(META_MODEL)
+    if indexed is not None and indexed != embedder.model_id and not force:
+        raise ModelMismatch(indexed, embedder.model_id)
+
+
+def index_file(deps: IndexDeps, path: str) -> tuple[DocumentRecord, ParsedDocument, bytes]:
+    """Read and parse one file through the guarded reader. Raises KbError per file."""
+    parser = deps.registry.parser_for(extension_of(path))
+    if parser is None:
+        raise ParseError(f"{path}: no parser for this extension")
+    data = deps.fs.read_bounded(path, INDEX_CAP_BYTES)
+    parsed = parser.parse(path, data, deps.budget)
+    record = DocumentRecord(
+        path=path,
+        title=parsed.title,
+        content_hash=content_hash(data),
+        size_bytes=len(data),
+        date=parsed.date,
+        topic=parsed.topic or topic_of(path) or None,
+        category=parsed.category or (path.split("/")[0] if "/" in path else None),
+        tags=parsed.tags,
+        metadata=dict(parsed.metadata),
+        last_indexed=deps.clock.now_iso(),
+    )
+    return record, parsed, data
+
+
+class IndexRun:
+    """One run of the index use-case: scan, plan, apply, summarise."""
+
+    def __init__(
+        self,
+        deps: IndexDeps,
+        *,
+        force: bool = False,
+        prune_disabled: bool = False,
+        progress: Progress | None = None,
+    ) -> None:
+        self.deps = deps
+        self.force = force
+        self.prune_disabled = prune_disabled
+        self.progress = progress
+        self.summary = RunSummary()
+        self._pending: list[_Pending] = []
+        self._pending_texts = 0
+
+    # -- entry point -------------------------------------------------------
+    def run(self) -> RunSummary:
+        started = time.monotonic()
+        d = self.deps
+        check_model(d.store, d.embedder, self.force)
+        if self.force:
+            d.vectors.reset()
+            self._record_model()
+        self._drop_orphan_vectors()
+        scan = d.scanner.scan()
+        for refusal in scan.refused:
+            self._warn(f"{refusal.path}: {refusal.reason}")
+        self.summary.skipped += len(scan.refused)
+        p = plan(
+            scan,
+            d.store.indexed_states(),
+            enabled_extensions=d.registry.extensions(),
+            force=self.force,
+            prune_disabled=self.prune_disabled,
+        )
+        self.summary.scanned = len(scan.files)
+        self._apply_cheap_actions(p)
+        work: list[tuple[str, str | None]] = [(path, None) for path in p.to_index]
+        work += [(new, old) for old, new in p.renames]
+        for done, (path, replaces) in enumerate(work, start=1):
+            self._index_one(path, replaces)
+            if self.progress is not None:
+                self.progress(done, len(work), path)
+        self._flush()
+        d.vectors.compact()
+        self.summary.seconds = time.monotonic() - started
+        d.store.set_meta(META_LAST_RUN, _json(self.summary.as_dict(), d.clock.now_iso()))
+        return self.summary
+
+    # -- steps -------------------------------------------------------------
+    def _drop_orphan_vectors(self) -> None:
+        orphans = self.deps.vectors.ids() - self.deps.store.chunk_ids()
+        if orphans:
+            log.info("removing %d vectors left by an interrupted run", len(orphans))
+            self.deps.vectors.delete(orphans)
+
+    def _apply_cheap_actions(self, p: IndexPlan) -> None:
+        d = self.deps
+        if p.delete:
+            d.vectors.delete(d.store.delete_documents(p.delete))
+            self.summary.deleted += len(p.delete)
+        for path, size in p.oversize_sizes.items():
+            d.store.record_size(path, size)
+            self._warn(f"{path}: larger than the 50 MiB index cap ({size} bytes); skipped")
+        for path in p.oversize_new:
+            self._warn(f"{path}: larger than the 50 MiB index cap; skipped")
+        self.summary.skipped += len(p.oversize_sizes) + len(p.oversize_new)
+        self.summary.sizes_backfilled = d.store.backfill_sizes(p.backfill_sizes)
+        self.summary.unchanged = len(p.unchanged)
+        self.summary.failed += len(p.kept_after_failure)
+
+    def _index_one(self, path: str, replaces: str | None) -> None:
+        d = self.deps
+        try:
+            record, parsed, _ = index_file(d, path)
+        except KbError as exc:
+            self.summary.failed += 1
+            self._warn(f"{path}: {exc.reason if isinstance(exc, PathRefused) else exc}")
+            return
+        except Exception as exc:  # a hostile file must never abort the run
+            self.summary.failed += 1
+            self._warn(f"{path}: unexpected error while parsing ({type(exc).__name__})")
+            log.debug("parse failure", exc_info=True)
+            return
+        for w in parsed.warnings:
+            self._warn(f"{path}: {w}")
+        if not parsed.chunks:
+            self._warn(f"{path}: no text to index; skipped")
+            self.summary.skipped += 1
+            if replaces is not None or d.store.document_chunk_hashes(path) is not None:
+                d.vectors.delete(d.store.delete_documents([path]))
+            return
+        hashes = [text_hash(c.embed_text) for c in parsed.chunks]
+        old = d.store.document_chunk_hashes(path) if replaces is None else None
+        if old is not None and old == hashes and not self.force:
+            d.store.update_document_metadata(record)
+            self.summary.updated += 1
+            self.summary.metadata_only += 1
+            self.summary.chunks_reused += len(hashes)
+            return
+        chunks = [
+            ChunkRecord(
+                id=new_chunk_id(),
+                ordinal=c.ordinal,
+                heading=c.heading,
+                heading_path=c.heading_path,
+                content=c.content,
+                content_hash=h,
+                start_line=c.start_line,
+                end_line=c.end_line,
+                page=c.page,
+            )
+            for c, h in zip(parsed.chunks, hashes, strict=True)
+        ]
+        kind = "renamed" if replaces else ("updated" if old is not None else "added")
+        self._pending.append(_Pending(record, chunks, replaces, kind))
+        self._pending_texts += len(chunks)
+        if self._pending_texts >= max(self.deps.batch_size * FLUSH_BATCHES, 32):
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        d = self.deps
+        all_chunks = [c for p in self._pending for c in p.chunks]
+        reusable: dict[str, Vector] = {}
+        if not self.force:
+            known = d.store.chunk_hashes({c.content_hash for c in all_chunks})
+            got = d.vectors.get(set(known.values()))
+            reusable = {h: got[cid] for h, cid in known.items() if cid in got}
+        to_embed = [c for c in all_chunks if c.content_hash not in reusable]
+        texts: dict[str, str] = {}
+        by_id = {c.id: c for c in all_chunks}
+        unique_hashes = list(dict.fromkeys(c.content_hash for c in to_embed))
+        for c in to_embed:
+            texts.setdefault(c.content_hash, embed_text_of(c.heading_path, c.content))
+        if unique_hashes:
+            vecs = d.embedder.embed_documents([texts[h] for h in unique_hashes])
+            reusable.update(zip(unique_hashes, vecs, strict=True))
+        self.summary.chunks_embedded += len(unique_hashes)
+        self.summary.chunks_reused += len(all_chunks) - len(unique_hashes)
+        if d.store.get_meta(META_MODEL) is None:
+            self._record_model()
+        ids = list(by_id)
+        d.vectors.add(ids, [reusable[by_id[i].content_hash] for i in ids])
+        removed: list[int] = []
+        for p in self._pending:
+            removed += d.store.write_document(p.record, p.chunks, replaces=p.replaces)
+            if p.kind == "renamed":
+                self.summary.renamed += 1
+            elif p.kind == "updated":
+                self.summary.updated += 1
+            else:
+                self.summary.added += 1
+        if removed:
+            d.vectors.delete(removed)
+        self._pending = []
+        self._pending_texts = 0
+
+    def _record_model(self) -> None:
+        self.deps.store.set_meta(META_MODEL, self.deps.embedder.model_id)
+        self.deps.store.set_meta(META_DIMENSION, str(self.deps.embedder.dimension))
+
+    def _warn(self, message: str) -> None:
+        log.warning("%s", message)
+        self.summary.warnings.append(message)
+
+
+def _json(summary: dict[str, object], finished_at: str) -> str:
+    import json
+
+    return json.dumps({**summary, "finished_at": finished_at}, ensure_ascii=False)
+
+
+def run_index(
+    deps: IndexDeps,
+    *,
+    force: bool = False,
+    prune_disabled: bool = False,
+    progress: Progress | None = None,
+) -> RunSummary:
+    return IndexRun(deps, force=force, prune_disabled=prune_disabled, progress=progress).run()
+
+
+__all__ = ["IndexDeps", "IndexRun", "check_model", "index_file", "run_index"]

@@ -1,0 +1,246 @@
+"""Core value types: frozen dataclasses shared by every use-case and port."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+Vector = list[float]
+
+KIB = 1024
+MIB = 1024 * KIB
+
+#: Files larger than this are never read for indexing (checked with stat first).
+INDEX_CAP_BYTES = 50 * MIB
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkDraft:
+    """One chunk produced by a parser, before it has an id or a vector."""
+
+    ordinal: int
+    heading: str
+    heading_path: tuple[str, ...]
+    content: str
+    start_line: int | None = None
+    end_line: int | None = None
+    page: int | None = None
+
+    @property
+    def embed_text(self) -> str:
+        """The text that is embedded and hashed: heading path plus body.
+
+        The document title is deliberately left out so that a frontmatter-only edit
+        (a new title, tags, date) never changes what is embedded.
+        """
+        return embed_text_of(self.heading_path, self.content)
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedDocument:
+    """What a parser extracted from the bytes of one file."""
+
+    title: str
+    chunks: tuple[ChunkDraft, ...]
+    date: str | None = None
+    tags: tuple[str, ...] = ()
+    topic: str | None = None
+    category: str | None = None
+    metadata: Mapping[str, object] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DiskFile:
+    """A regular file found by the walk: relative POSIX path, size and content hash.
+
+    ``content_hash`` is None when the file was refused for exceeding the index cap
+    (it is never read then, only stat'ed).
+    """
+
+    path: str
+    size: int
+    content_hash: str | None
+    oversize: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A path the walk or a read refused, with a one-line human reason."""
+
+    path: str
+    reason: str
+    #: "absent" refusals (symlinks, hard links, special files) mean "not a document":
+    #: any previous row for the path is removed. "failed" ones keep the previous row.
+    kind: Literal["absent", "failed"] = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class DiskScan:
+    files: Mapping[str, DiskFile]
+    refused: tuple[Refusal, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class IndexedState:
+    """What the index remembers about one document, as the planner needs it."""
+
+    path: str
+    content_hash: str
+    size_bytes: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentRecord:
+    """A document row as written to the index store."""
+
+    path: str
+    title: str
+    content_hash: str
+    size_bytes: int
+    date: str | None
+    topic: str | None
+    category: str | None
+    tags: tuple[str, ...]
+    metadata: Mapping[str, object]
+    last_indexed: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkRecord:
+    """A chunk row: a draft with its id and the hash of its embedded text."""
+
+    id: int
+    ordinal: int
+    heading: str
+    heading_path: tuple[str, ...]
+    content: str
+    content_hash: str
+    start_line: int | None
+    end_line: int | None
+    page: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredDocument:
+    """A document row read back from the index store."""
+
+    id: int
+    path: str
+    title: str
+    content_hash: str
+    size_bytes: int | None
+    date: str | None
+    topic: str | None
+    category: str | None
+    tags: tuple[str, ...]
+    metadata: Mapping[str, object]
+    last_indexed: str
+
+    @property
+    def extension(self) -> str:
+        return extension_of(self.path)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredChunk:
+    """A chunk joined with the document fields search results need."""
+
+    id: int
+    document_path: str
+    title: str
+    heading: str
+    heading_path: tuple[str, ...]
+    content: str
+    start_line: int | None
+    end_line: int | None
+    page: int | None
+    tags: tuple[str, ...]
+    date: str | None
+    topic: str | None
+    category: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStats:
+    documents: int
+    chunks: int
+    model_id: str | None
+    dimension: int | None
+    last_run: Mapping[str, object] | None
+    schema_revision: str | None
+
+
+@dataclass(slots=True)
+class RunSummary:
+    """The outcome of one index run, printed by the CLI and returned by rebuild_index."""
+
+    scanned: int = 0
+    added: int = 0
+    updated: int = 0
+    metadata_only: int = 0
+    renamed: int = 0
+    deleted: int = 0
+    unchanged: int = 0
+    skipped: int = 0
+    failed: int = 0
+    chunks_embedded: int = 0
+    chunks_reused: int = 0
+    sizes_backfilled: int = 0
+    seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+    def line(self) -> str:
+        return (
+            f"indexed {self.scanned} files: {self.added} added, {self.updated} updated "
+            f"({self.metadata_only} metadata-only), {self.renamed} renamed, "
+            f"{self.deleted} deleted, {self.unchanged} unchanged, {self.skipped} skipped, "
+            f"{self.failed} failed; {self.chunks_embedded} chunks embedded, "
+            f"{self.chunks_reused} reused; {self.seconds:.1f}s"
+        )
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "scanned": self.scanned,
+            "added": self.added,
+            "updated": self.updated,
+            "metadata_only": self.metadata_only,
+            "renamed": self.renamed,
+            "deleted": self.deleted,
+            "unchanged": self.unchanged,
+            "skipped": self.skipped,
+            "failed": self.failed,
+            "chunks_embedded": self.chunks_embedded,
+            "chunks_reused": self.chunks_reused,
+            "sizes_backfilled": self.sizes_backfilled,
+            "seconds": round(self.seconds, 3),
+            "warnings": list(self.warnings),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Consistency:
+    """Raw facts from the index store that doctor compares."""
+
+    chunk_ids: frozenset[int]
+    lexical_ids: frozenset[int]
+    chunks_without_document: tuple[int, ...]
+    documents_without_chunks: tuple[str, ...]
+    null_size_paths: tuple[str, ...]
+    schema_revision: str | None
+    head_revision: str
+
+
+def extension_of(path: str) -> str:
+    """Lower-case extension without the dot ('' when there is none)."""
+    name = path.rsplit("/", 1)[-1]
+    if "." not in name.lstrip("."):
+        return ""
+    return name.rsplit(".", 1)[-1].lower()
+
+
+def embed_text_of(heading_path: tuple[str, ...], content: str) -> str:
+    """Heading trail plus body: what is embedded for a chunk and what its hash covers."""
+    trail = " > ".join(h for h in heading_path if h)
+    return f"{trail}\n{content}" if trail else content

@@ -1,0 +1,101 @@
+"""What the index offers: ServableRules (the one predicate) and topic groups."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from urllib.parse import quote
+
+from kbmcp_core.models import StoredDocument, extension_of
+from kbmcp_core.ports import IndexStore, ParserRegistry
+from kbmcp_core.reading import max_bytes_for, smallest_read_cap
+
+log = logging.getLogger(__name__)
+
+#: Characters left as they are in kb:// URIs; everything else is percent-encoded.
+URI_SAFE = "-._~/"
+
+
+def doc_uri(path: str) -> str:
+    return "kb://doc/" + quote(path, safe=URI_SAFE)
+
+
+def topic_uri(prefix: str) -> str:
+    return "kb://topic/" + quote(prefix, safe=URI_SAFE)
+
+
+def topic_of(path: str) -> str:
+    """The group a document is listed under: its first one or two directory names.
+
+    Documents at the root form the group with the empty prefix.
+    """
+    dirs = path.split("/")[:-1]
+    return "/".join(dirs[:2])
+
+
+class ServableRules:
+    """Offered = indexed AND extension registered AND recorded size within its read cap.
+
+    A NULL size (never recorded) is offered. The size lookup asks the store only for rows
+    past the smallest read cap, so a corpus with no large document pays nothing. If that
+    lookup fails, nothing is offered and the failure is logged.
+    """
+
+    def __init__(self, store: IndexStore, registry: ParserRegistry) -> None:
+        self.store = store
+        self.registry = registry
+
+    def _refused_by_size(self) -> set[str] | None:
+        try:
+            rows = self.store.sizes_over(smallest_read_cap())
+        except Exception:
+            log.error("size lookup failed; offering nothing", exc_info=True)
+            return None
+        return {p for p, size in rows if size > max_bytes_for(extension_of(p))}
+
+    def servable(self, paths: Iterable[str]) -> set[str]:
+        """The subset of ``paths`` (taken as indexed) that is offered."""
+        too_big = self._refused_by_size()
+        if too_big is None:
+            return set()
+        exts = self.registry.extensions()
+        return {p for p in paths if extension_of(p) in exts and p not in too_big}
+
+    def servable_paths(self) -> list[str]:
+        return sorted(self.servable(self.store.document_paths()))
+
+    def is_servable(self, path: str) -> bool:
+        if self.store.get_document(path) is None:
+            return False
+        return path in self.servable([path])
+
+
+@dataclass(frozen=True, slots=True)
+class TopicGroup:
+    prefix: str
+    uri: str
+    documents: tuple[StoredDocument, ...]
+
+
+def topic_groups(rules: ServableRules) -> list[TopicGroup]:
+    """Offered documents grouped by topic prefix, sorted by prefix then path."""
+    docs = rules.store.documents()
+    offered = rules.servable(d.path for d in docs)
+    groups: dict[str, list[StoredDocument]] = {}
+    for d in docs:
+        if d.path in offered:
+            groups.setdefault(topic_of(d.path), []).append(d)
+    return [
+        TopicGroup(prefix, topic_uri(prefix), tuple(sorted(items, key=lambda d: d.path)))
+        for prefix, items in sorted(groups.items())
+    ]
+
+
+def topic_body(group: TopicGroup) -> str:
+    """Markdown list of a group's offered documents with their URIs."""
+    title = group.prefix or "(top level)"
+    lines = [f"# {title}", "", f"{len(group.documents)} documents.", ""]
+    for d in group.documents:
+        lines.append(f"- [{d.title}]({doc_uri(d.path)}) — `{d.path}`")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,228 @@
+"""Ports: the interfaces the core needs from the outside world, in core types only."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from kbmcp_core.models import (
+    ChunkRecord,
+    Consistency,
+    DiskScan,
+    DocumentRecord,
+    IndexedState,
+    IndexStats,
+    ParsedDocument,
+    StoredChunk,
+    StoredDocument,
+    Vector,
+)
+
+
+class Clock(Protocol):
+    def now_iso(self) -> str:
+        """Current UTC time as ISO-8601 with seconds, e.g. 2026-11-29T13:37:00Z."""
+        ...
+
+
+class Embedder(Protocol):
+    """Turns text into unit-length vectors. Loading may be lazy."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    @property
+    def max_tokens(self) -> int:
+        """The model's token window: longer inputs would be truncated."""
+        ...
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Token counts including special tokens, without truncation."""
+        ...
+
+    def embed_documents(self, texts: Sequence[str]) -> list[Vector]: ...
+
+    def embed_query(self, text: str) -> Vector: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkBudget:
+    """How large a chunk may be, measured by the embedder's own tokenizer."""
+
+    max_tokens: int
+    min_tokens: int
+    counter: TokenCounter
+
+
+class TokenCounter(Protocol):
+    def __call__(self, text: str) -> int: ...
+
+
+class Parser(Protocol):
+    """Parses one format. Raises ``ParseError`` for a file it cannot use."""
+
+    extensions: tuple[str, ...]
+    #: True for formats whose bytes are not text (PDF): read under the index cap and
+    #: served as extracted text.
+    binary: bool
+
+    def parse(self, path: str, data: bytes, budget: ChunkBudget) -> ParsedDocument: ...
+
+    def extract_text(self, path: str, data: bytes) -> str:
+        """The text served to clients for this file."""
+        ...
+
+
+class ParserRegistry(Protocol):
+    def extensions(self) -> frozenset[str]: ...
+
+    def parser_for(self, extension: str) -> Parser | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class FileFacts:
+    """What ``lstat`` says about a path (links are never followed)."""
+
+    is_symlink: bool
+    is_regular: bool
+    nlink: int
+    size: int
+
+
+class FileSystem(Protocol):
+    """Read-only, link-refusing access to files under the knowledge-base root."""
+
+    def lstat(self, rel_path: str) -> FileFacts | None:
+        """Facts about the path, or None when it does not exist."""
+        ...
+
+    def is_contained(self, rel_path: str) -> bool:
+        """True when the resolved path stays inside the root (no symlinked parent out)."""
+        ...
+
+    def read_bounded(self, rel_path: str, cap: int) -> bytes:
+        """Read through one handle opened with O_NOFOLLOW|O_NONBLOCK; fstat re-checks
+        regular file, one link and size; reads at most cap+1 bytes. Raises PathRefused."""
+        ...
+
+
+class ExclusionPolicy(Protocol):
+    """The single answer to "is this path excluded from indexing"."""
+
+    def is_excluded(self, rel_path: str, is_dir: bool = False) -> bool: ...
+
+
+class Scanner(Protocol):
+    def scan(self) -> DiskScan: ...
+
+
+class IndexStore(Protocol):
+    """The source of truth: documents, chunks, lexical rows and index metadata."""
+
+    # -- writer side -------------------------------------------------------
+    def indexed_states(self) -> dict[str, IndexedState]: ...
+
+    def write_document(
+        self,
+        document: DocumentRecord,
+        chunks: Sequence[ChunkRecord],
+        replaces: str | None = None,
+    ) -> list[int]:
+        """Atomically replace the rows at ``document.path`` (and at ``replaces``, a
+        renamed-from path) with this document, its chunks and their lexical rows.
+        Returns the ids of chunks that were removed."""
+        ...
+
+    def update_document_metadata(self, document: DocumentRecord) -> None:
+        """Rewrite only the document row (title, tags, size, ...) and its lexical rows."""
+        ...
+
+    def delete_documents(self, paths: Iterable[str]) -> list[int]:
+        """Remove documents with their chunks and lexical rows; returns chunk ids."""
+        ...
+
+    def backfill_sizes(self, sizes: Mapping[str, int]) -> int:
+        """Set size_bytes only where it is NULL. Returns rows changed."""
+        ...
+
+    def record_size(self, path: str, size: int) -> bool:
+        """Overwrite the recorded size of an existing row (oversize refusal)."""
+        ...
+
+    def chunk_hashes(self, hashes: Iterable[str]) -> dict[str, int]:
+        """Map embedded-text hashes to an existing chunk id carrying that hash."""
+        ...
+
+    def document_chunk_hashes(self, path: str) -> list[str] | None:
+        """Hashes of the document's chunks in ordinal order; None when not indexed."""
+        ...
+
+    def chunk_ids(self) -> set[int]: ...
+
+    def get_meta(self, key: str) -> str | None: ...
+
+    def set_meta(self, key: str, value: str) -> None: ...
+
+    # -- reader side -------------------------------------------------------
+    def stats(self) -> IndexStats: ...
+
+    def get_document(self, path: str) -> StoredDocument | None: ...
+
+    def documents(self) -> list[StoredDocument]: ...
+
+    def document_paths(self) -> list[str]: ...
+
+    def sizes_over(self, min_bytes: int) -> list[tuple[str, int]]:
+        """(path, size_bytes) of rows whose recorded size exceeds ``min_bytes``."""
+        ...
+
+    def get_chunks(self, ids: Collection[int]) -> dict[int, StoredChunk]: ...
+
+    def chunk_ids_for(self, paths: Collection[str]) -> list[int]:
+        """Ids of every chunk of the given documents."""
+        ...
+
+    def lexical_search(
+        self, query: str, limit: int, document_paths: Collection[str] | None = None
+    ) -> list[tuple[int, float]]:
+        """(chunk id, score, higher is better) for arbitrary user text; never raises
+        on query syntax. ``document_paths`` restricts the search when given."""
+        ...
+
+    def consistency(self) -> Consistency:
+        """Raw facts for doctor: chunk and lexical ids, dangling rows, NULL sizes, schema."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class VectorStore(Protocol):
+    """Chunk vectors keyed by chunk id. SQLite stays the source of truth."""
+
+    def add(self, ids: Sequence[int], vectors: Sequence[Vector]) -> None: ...
+
+    def get(self, ids: Collection[int]) -> dict[int, Vector]: ...
+
+    def delete(self, ids: Collection[int]) -> None: ...
+
+    def ids(self) -> set[int]: ...
+
+    def count(self) -> int: ...
+
+    def search(
+        self, vector: Vector, limit: int, allowed_ids: Collection[int] | None = None
+    ) -> list[tuple[int, float]]:
+        """(chunk id, cosine similarity) best first."""
+        ...
+
+    def reset(self) -> None:
+        """Drop every vector (a forced rebuild or a model change)."""
+        ...
+
+    def compact(self) -> None:
+        """Fold small writes together and drop old versions (end of a run)."""
+        ...

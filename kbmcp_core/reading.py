@@ -1,0 +1,129 @@
+"""The read path: the single cap chooser and the single guard chain (``load_document``)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+from kbmcp_core.errors import PathRefused
+from kbmcp_core.models import INDEX_CAP_BYTES, MIB, extension_of
+from kbmcp_core.ports import FileSystem, ParserRegistry
+
+#: How much text kb-mcp hands a client in one response.
+TEXT_READ_CAP = 1 * MIB
+#: Binary formats are read under the index cap; their extracted text is cut at this size.
+EXTRACTED_TEXT_CAP = 1 * MIB
+#: Formats whose bytes are not the text that is served.
+BINARY_FORMATS = frozenset({"pdf"})
+
+TRUNCATION_NOTICE = (
+    "\n\n---\n[kb-mcp: this document's extracted text is longer than {cap} MiB; only the "
+    "first {cap} MiB is shown. Use the search tool to find passages further in.]\n"
+)
+
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+def max_bytes_for(extension: str) -> int:
+    """The one read cap per extension, used by the listing, the stat check and the read."""
+    return INDEX_CAP_BYTES if extension.lower() in BINARY_FORMATS else TEXT_READ_CAP
+
+
+def smallest_read_cap() -> int:
+    return min(TEXT_READ_CAP, INDEX_CAP_BYTES)
+
+
+def media_type_for(extension: str) -> str:
+    return "text/markdown" if extension in ("md", "markdown") else "text/plain"
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedDocument:
+    path: str
+    text: str
+    truncated: bool
+    media_type: str
+
+
+def clean_request_path(raw: str) -> str:
+    """Validate a client-supplied relative path; refuse anything that could escape.
+
+    Refused: empty, NUL or control characters, backslashes, absolute paths (POSIX or
+    drive letters), and any ``..`` segment. ``.`` and empty segments are dropped.
+    """
+    if not isinstance(raw, str) or not raw.strip():
+        raise PathRefused("", "empty path")
+    shown = raw[:200]
+    if any(ord(ch) < 32 for ch in raw):
+        raise PathRefused(shown.replace("\x00", "\\0"), "control characters are not allowed")
+    if "\\" in raw:
+        raise PathRefused(shown, "backslashes are not allowed")
+    if raw.startswith("/") or _DRIVE.match(raw):
+        raise PathRefused(shown, "absolute paths are not allowed; use a path relative to the "
+                                 "knowledge base")
+    parts = [p for p in raw.split("/") if p not in ("", ".")]
+    if any(p == ".." for p in parts):
+        raise PathRefused(shown, "'..' is not allowed")
+    if not parts:
+        raise PathRefused(shown, "empty path")
+    return "/".join(parts)
+
+
+def decode_uri_path(encoded: str) -> str:
+    """Percent-decode a ``kb://doc/`` path; validation happens after decoding."""
+    return clean_request_path(unquote(encoded, errors="strict"))
+
+
+def load_document(path: str, fs: FileSystem, registry: ParserRegistry) -> LoadedDocument:
+    """THE guard chain, shared by ``get_document`` and ``resources/read``.
+
+    Order: path syntax (no NUL, backslash, absolute or ``..``); symlink refused; more than
+    one hard link refused; resolved path must stay inside the root with no linked
+    component; extension must be registered; size from stat against ``max_bytes_for``;
+    then one handle-bound read (O_NOFOLLOW, fstat re-check, at most cap+1 bytes).
+    """
+    rel = clean_request_path(path)
+    facts = fs.lstat(rel)
+    if facts is None:
+        raise PathRefused(rel, "no such document")
+    if facts.is_symlink:
+        raise PathRefused(rel, "symbolic links are not served")
+    if facts.nlink > 1:
+        raise PathRefused(rel, "files with more than one hard link are not served")
+    if not fs.is_contained(rel):
+        raise PathRefused(rel, "outside the knowledge base")
+    if not facts.is_regular:
+        raise PathRefused(rel, "not a regular file")
+    ext = extension_of(rel)
+    parser = registry.parser_for(ext)
+    if parser is None:
+        raise PathRefused(rel, f"the {ext or 'extension-less'} format is not enabled")
+    cap = max_bytes_for(ext)
+    if facts.size > cap:
+        raise PathRefused(rel, f"larger than the {cap // MIB} MiB read cap")
+    data = fs.read_bounded(rel, cap)
+    if ext not in BINARY_FORMATS:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise PathRefused(rel, "not valid UTF-8 text") from None
+        return LoadedDocument(rel, text.removeprefix("\ufeff"), False, media_type_for(ext))
+    text = parser.extract_text(rel, data)
+    text, truncated = cut_utf8(text, EXTRACTED_TEXT_CAP)
+    return LoadedDocument(rel, text, truncated, "text/plain")
+
+
+def cut_utf8(text: str, limit: int) -> tuple[str, bool]:
+    """At most ``limit`` bytes of UTF-8, never splitting a character."""
+    raw = text.encode("utf-8")
+    if len(raw) <= limit:
+        return text, False
+    return raw[:limit].decode("utf-8", errors="ignore"), True
+
+
+def with_notice(doc: LoadedDocument) -> str:
+    """The resource body: the text, plus a visible notice when it was cut."""
+    if not doc.truncated:
+        return doc.text
+    return doc.text + TRUNCATION_NOTICE.format(cap=EXTRACTED_TEXT_CAP // MIB)

@@ -1,0 +1,1 @@
+"""Alembic migrations of the kb-mcp index store (shipped inside the wheel)."""

@@ -1,0 +1,64 @@
+"""Shared fixtures: one real embedding model per test session, and knowledge-base builders."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kbmcp_adapters.bootstrap import bootstrap
+from kbmcp_adapters.config import build_settings
+from kbmcp_adapters.embedder import FastEmbedEmbedder
+from kbmcp_adapters.knowledge_base import KnowledgeBase
+
+
+@pytest.fixture(scope="session")
+def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("model-cache")
+
+
+@pytest.fixture(scope="session")
+def embedder(model_cache: Path) -> FastEmbedEmbedder:
+    """The real default model, loaded once for the whole session."""
+    return FastEmbedEmbedder(cache_dir=model_cache)
+
+
+def write_files(root: Path, files: dict[str, str | bytes]) -> None:
+    for rel, content in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            p.write_bytes(content)
+        else:
+            p.write_text(content, encoding="utf-8")
+
+
+OpenKb = Callable[..., KnowledgeBase]
+
+
+@pytest.fixture
+def open_kb(embedder: FastEmbedEmbedder) -> Iterator[OpenKb]:
+    """Open a KnowledgeBase on a folder with the shared real embedder."""
+    opened: list[KnowledgeBase] = []
+
+    def _open(kb_path: Path, **settings: Any) -> KnowledgeBase:
+        s = build_settings(None, cwd=kb_path, kb_path=kb_path, **settings)
+        kb = KnowledgeBase(bootstrap(s, embedder=embedder))
+        opened.append(kb)
+        return kb
+
+    yield _open
+    for kb in opened:
+        kb.close()
+
+
+@pytest.fixture
+def kb_env(model_cache: Path) -> dict[str, str]:
+    """Environment for `kb-mcp` subprocesses: offline, the session's model cache."""
+    env = dict(os.environ)
+    env.update({"HF_HUB_OFFLINE": "1", "XDG_CACHE_HOME": str(model_cache.parent / "xdg"),
+                "PYTHONUNBUFFERED": "1"})
+    return env

@@ -1,0 +1,310 @@
+"""In-memory fakes of the core ports, shared by unit tests (a contract test keeps them honest)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from kbmcp_core.errors import ParseError, PathRefused
+from kbmcp_core.models import (
+    ChunkDraft,
+    ChunkRecord,
+    DiskFile,
+    DiskScan,
+    DocumentRecord,
+    IndexedState,
+    IndexStats,
+    ParsedDocument,
+    StoredChunk,
+    StoredDocument,
+    Vector,
+)
+from kbmcp_core.ports import ChunkBudget, FileFacts
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.tick = 0
+
+    def now_iso(self) -> str:
+        self.tick += 1
+        return f"2026-01-01T00:00:{self.tick:02d}Z"
+
+
+class FakeEmbedder:
+    """Deterministic bag-of-words vectors; counts every text it embeds."""
+
+    model_id = "fake-model"
+    dimension = 16
+    max_tokens = 64
+
+    def __init__(self, model_id: str = "fake-model") -> None:
+        self.model_id = model_id
+        self.embedded: list[str] = []
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        return [len(t.split()) + 2 for t in texts]
+
+    def _vec(self, text: str) -> Vector:
+        v = [0.0] * self.dimension
+        for word in re.findall(r"\w+", text.lower()):
+            v[int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dimension] += 1.0
+        n = math.sqrt(sum(x * x for x in v)) or 1.0
+        return [x / n for x in v]
+
+    def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
+        self.embedded.extend(texts)
+        return [self._vec(t) for t in texts]
+
+    def embed_query(self, text: str) -> Vector:
+        return self._vec(text)
+
+
+class FakeParser:
+    """'# heading' lines start chunks; 'title: X' on line 1 sets the title; 'FAIL' fails."""
+
+    extensions = ("md",)
+    binary = False
+
+    def parse(self, path: str, data: bytes, budget: ChunkBudget) -> ParsedDocument:
+        text = data.decode("utf-8")
+        if "FAIL" in text:
+            raise ParseError("cannot parse this file")
+        lines = text.splitlines()
+        title = path
+        if lines and lines[0].startswith("title:"):
+            title = lines[0][6:].strip()
+            lines = lines[1:]
+        chunks: list[ChunkDraft] = []
+        heading, body = "", []
+        for line in [*lines, "# <end>"]:
+            if line.startswith("# "):
+                if body:
+                    chunks.append(ChunkDraft(len(chunks), heading, (heading,), "\n".join(body)))
+                heading, body = line[2:], []
+            elif line.strip():
+                body.append(line)
+        return ParsedDocument(title=title, chunks=tuple(chunks))
+
+    def extract_text(self, path: str, data: bytes) -> str:
+        return data.decode("utf-8")
+
+
+class FakeRegistry:
+    def __init__(self, parser: FakeParser | None = None) -> None:
+        self.parser = parser or FakeParser()
+
+    def extensions(self) -> frozenset[str]:
+        return frozenset(self.parser.extensions)
+
+    def parser_for(self, extension: str) -> FakeParser | None:
+        return self.parser if extension in self.parser.extensions else None
+
+
+class FakeFileSystem:
+    """Files as a dict of path -> bytes."""
+
+    def __init__(self, files: dict[str, bytes] | None = None) -> None:
+        self.files: dict[str, bytes] = dict(files or {})
+        self.reads: list[str] = []
+
+    def lstat(self, rel_path: str) -> FileFacts | None:
+        data = self.files.get(rel_path)
+        if data is None:
+            return None
+        return FileFacts(is_symlink=False, is_regular=True, nlink=1, size=len(data))
+
+    def is_contained(self, rel_path: str) -> bool:
+        return True
+
+    def read_bounded(self, rel_path: str, cap: int) -> bytes:
+        self.reads.append(rel_path)
+        if rel_path not in self.files:
+            raise PathRefused(rel_path, "no such document")
+        return self.files[rel_path]
+
+
+class FakeScanner:
+    def __init__(self, fs: FakeFileSystem, oversize: Mapping[str, int] | None = None) -> None:
+        self.fs = fs
+        self.oversize = dict(oversize or {})
+
+    def scan(self) -> DiskScan:
+        files = {
+            p: DiskFile(p, len(d), hashlib.sha256(d).hexdigest()) for p, d in self.fs.files.items()
+        }
+        for p, size in self.oversize.items():
+            files[p] = DiskFile(p, size, None, oversize=True)
+        return DiskScan(files=files)
+
+
+@dataclass
+class _Doc:
+    record: DocumentRecord
+    id: int
+    chunks: list[ChunkRecord] = field(default_factory=list)
+    size_bytes: int | None = None
+
+
+class FakeIndexStore:
+    """Dictionary-backed IndexStore; counts document row writes."""
+
+    def __init__(self) -> None:
+        self.docs: dict[str, _Doc] = {}
+        self.meta: dict[str, str] = {}
+        self.row_writes: list[str] = []
+        self._next = 1
+
+    def indexed_states(self) -> dict[str, IndexedState]:
+        return {
+            p: IndexedState(p, d.record.content_hash, d.size_bytes) for p, d in self.docs.items()
+        }
+
+    def write_document(
+        self, document: DocumentRecord, chunks: Sequence[ChunkRecord], replaces: str | None = None
+    ) -> list[int]:
+        removed = self.delete_documents([p for p in (document.path, replaces) if p])
+        self.docs[document.path] = _Doc(document, self._next, list(chunks), document.size_bytes)
+        self._next += 1
+        self.row_writes.append(document.path)
+        return removed
+
+    def update_document_metadata(self, document: DocumentRecord) -> None:
+        doc = self.docs[document.path]
+        doc.record, doc.size_bytes = document, document.size_bytes
+        self.row_writes.append(document.path)
+
+    def delete_documents(self, paths: Iterable[str]) -> list[int]:
+        removed: list[int] = []
+        for p in paths:
+            doc = self.docs.pop(p, None)
+            if doc:
+                removed += [c.id for c in doc.chunks]
+        return removed
+
+    def backfill_sizes(self, sizes: Mapping[str, int]) -> int:
+        n = 0
+        for p, size in sizes.items():
+            if p in self.docs and self.docs[p].size_bytes is None:
+                self.docs[p].size_bytes = size
+                n += 1
+        return n
+
+    def record_size(self, path: str, size: int) -> bool:
+        if path not in self.docs:
+            return False
+        self.docs[path].size_bytes = size
+        return True
+
+    def chunk_hashes(self, hashes: Iterable[str]) -> dict[str, int]:
+        wanted = set(hashes)
+        return {c.content_hash: c.id for d in self.docs.values() for c in d.chunks
+                if c.content_hash in wanted}
+
+    def document_chunk_hashes(self, path: str) -> list[str] | None:
+        doc = self.docs.get(path)
+        return None if doc is None else [c.content_hash for c in doc.chunks]
+
+    def chunk_ids(self) -> set[int]:
+        return {c.id for d in self.docs.values() for c in d.chunks}
+
+    def get_meta(self, key: str) -> str | None:
+        return self.meta.get(key)
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.meta[key] = value
+
+    def stats(self) -> IndexStats:
+        last = self.meta.get("last_run")
+        return IndexStats(len(self.docs), len(self.chunk_ids()), self.meta.get("embedding_model"),
+                          None, json.loads(last) if last else None, "fake")
+
+    def _stored(self, d: _Doc) -> StoredDocument:
+        r = d.record
+        return StoredDocument(d.id, r.path, r.title, r.content_hash, d.size_bytes, r.date,
+                              r.topic, r.category, r.tags, r.metadata, r.last_indexed)
+
+    def get_document(self, path: str) -> StoredDocument | None:
+        d = self.docs.get(path)
+        return None if d is None else self._stored(d)
+
+    def documents(self) -> list[StoredDocument]:
+        return [self._stored(d) for _, d in sorted(self.docs.items())]
+
+    def document_paths(self) -> list[str]:
+        return sorted(self.docs)
+
+    def sizes_over(self, min_bytes: int) -> list[tuple[str, int]]:
+        return [(p, d.size_bytes) for p, d in sorted(self.docs.items())
+                if d.size_bytes is not None and d.size_bytes > min_bytes]
+
+    def get_chunks(self, ids: Collection[int]) -> dict[int, StoredChunk]:
+        out: dict[int, StoredChunk] = {}
+        for d in self.docs.values():
+            r = d.record
+            for c in d.chunks:
+                if c.id in ids:
+                    out[c.id] = StoredChunk(c.id, r.path, r.title, c.heading, c.heading_path,
+                                            c.content, c.start_line, c.end_line, c.page, r.tags,
+                                            r.date, r.topic, r.category)
+        return out
+
+    def chunk_ids_for(self, paths: Collection[str]) -> list[int]:
+        return [c.id for p in paths if p in self.docs for c in self.docs[p].chunks]
+
+    def lexical_search(self, query: str, limit: int,
+                       document_paths: Collection[str] | None = None) -> list[tuple[int, float]]:
+        words = set(re.findall(r"\w+", query.lower()))
+        scored = []
+        for p, d in self.docs.items():
+            if document_paths is not None and p not in document_paths:
+                continue
+            for c in d.chunks:
+                overlap = len(words & set(re.findall(r"\w+", c.content.lower())))
+                if overlap:
+                    scored.append((c.id, float(overlap)))
+        return sorted(scored, key=lambda x: -x[1])[:limit]
+
+    def close(self) -> None:
+        return None
+
+
+class FakeVectorStore:
+    def __init__(self) -> None:
+        self.rows: dict[int, Vector] = {}
+
+    def add(self, ids: Sequence[int], vectors: Sequence[Vector]) -> None:
+        self.rows.update(zip(ids, vectors, strict=True))
+
+    def get(self, ids: Collection[int]) -> dict[int, Vector]:
+        return {i: self.rows[i] for i in ids if i in self.rows}
+
+    def delete(self, ids: Collection[int]) -> None:
+        for i in ids:
+            self.rows.pop(i, None)
+
+    def ids(self) -> set[int]:
+        return set(self.rows)
+
+    def count(self) -> int:
+        return len(self.rows)
+
+    def search(self, vector: Vector, limit: int,
+               allowed_ids: Collection[int] | None = None) -> list[tuple[int, float]]:
+        scored = [(i, sum(a * b for a, b in zip(vector, v, strict=True)))
+                  for i, v in self.rows.items() if allowed_ids is None or i in allowed_ids]
+        return sorted(scored, key=lambda x: -x[1])[:limit]
+
+    def reset(self) -> None:
+        self.rows.clear()
+
+    def compact(self) -> None:
+        return None
+
+
+def with_size(record: DocumentRecord, size: int) -> DocumentRecord:
+    return replace(record, size_bytes=size)

@@ -1,0 +1,121 @@
+"""SPEC §3 discovery on a real directory: exclusions, refusals, and the index cap."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from kbmcp_adapters.exclusion import ExclusionRules
+from kbmcp_adapters.filesystem import LocalFileSystem
+from kbmcp_adapters.scanner import DiskScanner
+from kbmcp_core.settings import DEFAULT_EXCLUDE_DIRS
+
+
+def write(root: Path, rel: str, text: str = "# T\nbody\n") -> Path:
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def scan(root: Path, exclude_dirs: tuple[str, ...] = DEFAULT_EXCLUDE_DIRS,
+         exts: tuple[str, ...] = ("md",)):  # type: ignore[no-untyped-def]
+    rules = ExclusionRules.load(root, exclude_dirs, root / ".kb-mcp")
+    return DiskScanner(root, LocalFileSystem(root), rules, exts).scan()
+
+
+def test_fail_safe_and_default_dirs_are_never_walked(tmp_path: Path) -> None:
+    for rel in [".git/x.md", "node_modules/p/readme.md", ".kb-mcp/y.md", ".svn/z.md",
+                ".venv/lib/a.md", "notes/a.md", "NODE_MODULES/b.md"]:
+        write(tmp_path, rel)
+    assert sorted(scan(tmp_path).files) == ["notes/a.md"]
+
+
+def test_fail_safe_dirs_stay_excluded_with_a_user_list(tmp_path: Path) -> None:
+    for rel in [".git/x.md", "Drafts/a.md", "keep/b.md", ".venv/c.md"]:
+        write(tmp_path, rel)
+    # a user list replaces the defaults (.venv is walked now) but not the fail-safe
+    assert sorted(scan(tmp_path, exclude_dirs=("drafts",)).files) == [".venv/c.md", "keep/b.md"]
+
+
+def test_kbmcpignore_gitignore_semantics_case_insensitive(tmp_path: Path) -> None:
+    (tmp_path / ".kb-mcpignore").write_text(
+        "*.draft.md\nprivate/\n!private/ok.md\nlogs/*.md\n!logs/keep.md\nSecret.md\n")
+    for rel in ["a.md", "b.DRAFT.md", "private/x.md", "private/ok.md", "logs/1.md",
+                "logs/keep.md", "sub/secret.md", "sub/deeper/SECRET.md"]:
+        write(tmp_path, rel)
+    assert sorted(scan(tmp_path).files) == ["a.md", "logs/keep.md"]
+
+
+def test_nested_kbmcpignore_is_not_read(tmp_path: Path) -> None:
+    write(tmp_path, "sub/.kb-mcpignore", "*.md\n")
+    write(tmp_path, "sub/a.md")
+    assert sorted(scan(tmp_path).files) == ["sub/a.md"]
+
+
+def test_only_enabled_extensions(tmp_path: Path) -> None:
+    for rel in ["a.md", "b.txt", "c.pdf", "d.MD", "e.rst"]:
+        write(tmp_path, rel)
+    assert sorted(scan(tmp_path).files) == ["a.md", "d.MD"]
+    assert sorted(scan(tmp_path, exts=("md", "txt")).files) == ["a.md", "b.txt", "d.MD"]
+
+
+def test_links_and_special_files_are_refused_and_the_rest_indexed(tmp_path: Path) -> None:
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    outside.mkdir()
+    write(outside, "secret.md", "# secret\n")
+    kb = tmp_path / "kb"
+    write(kb, "good.md")
+    os.symlink(outside / "secret.md", kb / "link.md")
+    os.symlink(outside, kb / "linkdir")
+    os.link(write(kb, "hard.md"), kb / "hard2.md")
+    os.mkfifo(kb / "pipe.md")
+    s = scan(kb)
+    assert sorted(s.files) == ["good.md"]
+    reasons = {r.path: r.reason for r in s.refused}
+    assert "symbolic link" in reasons["link.md"]
+    assert "symbolic link" in reasons["linkdir"]
+    assert "hard link" in reasons["hard.md"] and "hard link" in reasons["hard2.md"]
+    assert "regular" in reasons["pipe.md"]
+    assert all(r.kind == "absent" for r in s.refused)
+
+
+def test_unreadable_file_is_a_failure_not_an_abort(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(tmp_path, "locked.md")
+    write(tmp_path, "ok.md")
+    real_open = os.open
+
+    def deny(path: str, flags: int, *a: object) -> int:
+        if str(path).endswith("locked.md"):
+            raise PermissionError(13, "Permission denied")
+        return real_open(path, flags, *a)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", deny)  # root can read anything: simulate EACCES
+    s = scan(tmp_path)
+    assert sorted(s.files) == ["ok.md"]
+    assert [(r.path, r.kind) for r in s.refused] == [("locked.md", "failed")]
+    assert "Permission denied" in s.refused[0].reason
+
+
+def test_file_over_the_index_cap_is_only_stated(tmp_path: Path) -> None:
+    big = tmp_path / "big.md"
+    with open(big, "wb") as f:
+        f.truncate(60 * 1024 * 1024)  # sparse: 60 MiB by stat, no disk used
+    write(tmp_path, "ok.md")
+    s = scan(tmp_path)
+    assert s.files["big.md"].oversize and s.files["big.md"].content_hash is None
+    assert s.files["big.md"].size == 60 * 1024 * 1024
+    assert not s.files["ok.md"].oversize
+
+
+def test_one_predicate_answers_for_single_paths_too(tmp_path: Path) -> None:
+    (tmp_path / ".kb-mcpignore").write_text("private/\n!private/ok.md\n")
+    rules = ExclusionRules.load(tmp_path, DEFAULT_EXCLUDE_DIRS, tmp_path / ".kb-mcp")
+    assert rules.is_excluded("private/ok.md")
+    assert rules.is_excluded("a/.git/config.md")
+    assert rules.is_excluded(".kb-mcp/index.md")
+    assert not rules.is_excluded("public/ok.md")

@@ -1,0 +1,152 @@
+"""The index use-case against in-memory fakes: what is parsed, embedded and written."""
+
+from __future__ import annotations
+
+import pytest
+
+from kbmcp_core.errors import ModelMismatch
+from kbmcp_core.index_run import IndexDeps, run_index
+from kbmcp_core.ports import ChunkBudget
+from tests.fakes import (
+    FakeClock,
+    FakeEmbedder,
+    FakeFileSystem,
+    FakeIndexStore,
+    FakeRegistry,
+    FakeScanner,
+    FakeVectorStore,
+)
+
+
+@pytest.fixture
+def world() -> IndexDeps:
+    fs = FakeFileSystem({
+        "a.md": b"title: A\n# One\nalpha text\n# Two\nbeta text\n",
+        "b.md": b"# Only\ngamma text\n",
+    })
+    return IndexDeps(
+        store=FakeIndexStore(), vectors=FakeVectorStore(), embedder=FakeEmbedder(),
+        registry=FakeRegistry(), fs=fs, scanner=FakeScanner(fs), clock=FakeClock(),
+        budget=ChunkBudget(64, 1, lambda t: len(t.split())),
+    )
+
+
+def test_first_run_indexes_and_embeds_every_chunk(world: IndexDeps) -> None:
+    s = run_index(world)
+    assert (s.added, s.chunks_embedded) == (2, 3)
+    assert world.vectors.ids() == world.store.chunk_ids()
+    assert world.store.get_meta("embedding_model") == "fake-model"
+
+
+def test_unchanged_run_parses_embeds_and_writes_nothing(world: IndexDeps) -> None:
+    run_index(world)
+    store, emb, fs = world.store, world.embedder, world.fs
+    assert isinstance(store, FakeIndexStore) and isinstance(emb, FakeEmbedder)
+    assert isinstance(fs, FakeFileSystem)
+    writes, embedded, reads = len(store.row_writes), len(emb.embedded), len(fs.reads)
+    s = run_index(world)
+    assert s.unchanged == 2
+    assert len(store.row_writes) == writes
+    assert len(emb.embedded) == embedded
+    assert len(fs.reads) == reads  # the fake scanner hashes without the reader
+
+
+def test_unchanged_run_backfills_null_sizes(world: IndexDeps) -> None:
+    run_index(world)
+    store = world.store
+    assert isinstance(store, FakeIndexStore)
+    store.docs["a.md"].size_bytes = None
+    writes = len(store.row_writes)
+    s = run_index(world)
+    assert s.sizes_backfilled == 1
+    assert store.docs["a.md"].size_bytes == len(world.fs.files["a.md"])  # type: ignore[attr-defined]
+    assert len(store.row_writes) == writes
+
+
+def test_metadata_only_edit_reembeds_nothing_and_keeps_chunk_ids(world: IndexDeps) -> None:
+    run_index(world)
+    ids = world.store.chunk_ids()
+    emb = world.embedder
+    assert isinstance(emb, FakeEmbedder)
+    before = len(emb.embedded)
+    world.fs.files["a.md"] = b"title: A renamed\n# One\nalpha text\n# Two\nbeta text\n"  # type: ignore[attr-defined]
+    s = run_index(world)
+    assert (s.updated, s.metadata_only, s.chunks_embedded) == (1, 1, 0)
+    assert len(emb.embedded) == before
+    assert world.store.chunk_ids() == ids
+    doc = world.store.get_document("a.md")
+    assert doc is not None and doc.title == "A renamed"
+    assert doc.size_bytes == len(world.fs.files["a.md"])  # type: ignore[attr-defined]
+
+
+def test_rename_reuses_vectors(world: IndexDeps) -> None:
+    run_index(world)
+    emb = world.embedder
+    assert isinstance(emb, FakeEmbedder)
+    before = len(emb.embedded)
+    old_vectors = sorted(map(tuple, world.vectors.get(world.store.chunk_ids()).values()))
+    fs = world.fs
+    assert isinstance(fs, FakeFileSystem)
+    fs.files["moved/a.md"] = fs.files.pop("a.md")
+    s = run_index(world)
+    assert (s.renamed, s.added, s.deleted, s.chunks_embedded) == (1, 0, 0, 0)
+    assert len(emb.embedded) == before
+    assert world.store.document_paths() == ["b.md", "moved/a.md"]
+    assert sorted(map(tuple, world.vectors.get(world.store.chunk_ids()).values())) == old_vectors
+    assert world.vectors.ids() == world.store.chunk_ids()
+
+
+def test_edit_embeds_only_the_changed_chunk(world: IndexDeps) -> None:
+    run_index(world)
+    world.fs.files["a.md"] = b"title: A\n# One\nalpha text\n# Two\nbeta text changed\n"  # type: ignore[attr-defined]
+    s = run_index(world)
+    assert (s.updated, s.chunks_embedded, s.chunks_reused) == (1, 1, 1)
+    assert world.vectors.ids() == world.store.chunk_ids()
+
+
+def test_failed_parse_keeps_previous_rows_and_run_continues(world: IndexDeps) -> None:
+    run_index(world)
+    before = world.store.get_document("a.md")
+    world.fs.files["a.md"] = b"FAIL"  # type: ignore[attr-defined]
+    world.fs.files["c.md"] = b"# C\ndelta\n"  # type: ignore[attr-defined]
+    s = run_index(world)
+    assert s.failed == 1 and s.added == 1
+    assert world.store.get_document("a.md") == before
+    assert any("a.md" in w for w in s.warnings)
+
+
+def test_deleted_file_loses_rows_and_vectors(world: IndexDeps) -> None:
+    run_index(world)
+    del world.fs.files["b.md"]  # type: ignore[attr-defined]
+    s = run_index(world)
+    assert s.deleted == 1
+    assert world.store.document_paths() == ["a.md"]
+    assert world.vectors.ids() == world.store.chunk_ids()
+
+
+def test_oversize_refusal_records_size_and_keeps_row(world: IndexDeps) -> None:
+    run_index(world)
+    scanner = world.scanner
+    assert isinstance(scanner, FakeScanner)
+    scanner.oversize["a.md"] = 60 << 20
+    s = run_index(world)
+    doc = world.store.get_document("a.md")
+    assert doc is not None and doc.size_bytes == 60 << 20
+    assert s.skipped == 1
+
+
+def test_orphan_vectors_from_a_killed_run_are_removed(world: IndexDeps) -> None:
+    run_index(world)
+    world.vectors.add([12345], [[0.0] * 16])
+    run_index(world)
+    assert world.vectors.ids() == world.store.chunk_ids()
+
+
+def test_other_model_is_refused_unless_forced(world: IndexDeps) -> None:
+    run_index(world)
+    world.embedder = FakeEmbedder("other-model")
+    with pytest.raises(ModelMismatch, match="--force"):
+        run_index(world)
+    s = run_index(world, force=True)
+    assert s.chunks_embedded == 3
+    assert world.store.get_meta("embedding_model") == "other-model"
