@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from kbmcp_core.search import SearchRequest, SearchResponse, Searcher
 from kbmcp_core.settings import Settings
 
 from kbmcp_adapters.bootstrap import Container, bootstrap, settings_for
+from kbmcp_adapters.writer_lock import writer_lock
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,13 +72,17 @@ class KnowledgeBase:
 
     # -- writing -----------------------------------------------------------
     def index(self, *, force: bool = False, prune: bool = False,
-              progress: Progress | None = None) -> RunSummary:
-        with self._write_lock:
+              progress: Progress | None = None,
+              paths: Collection[str] | None = None) -> RunSummary:
+        """Index everything, or only ``paths`` (the watcher's single-file route)."""
+        with self._write_lock, writer_lock(self.settings.index_dir,
+                                           self.settings.writer_lock_timeout_s):
             c = self.container
             # before anything asks the model for its window (which may need a download)
             check_model(c.open_store(create=True), c.embedder, force)
             deps = c.index_deps()
-            return run_index(deps, force=force, prune_disabled=prune, progress=progress)
+            return run_index(deps, force=force, prune_disabled=prune, progress=progress,
+                             paths=paths)
 
     # -- reading -----------------------------------------------------------
     def rules(self) -> ServableRules:

@@ -65,9 +65,38 @@ class DiskScanner:
         self.extensions = frozenset(extensions)
 
     def scan(self) -> DiskScan:
+        return self._walk([""])
+
+    def scan_paths(self, paths: Collection[str]) -> DiskScan:
+        """The watcher's entry: each path is classified exactly as the walk would; a
+        folder is walked with the walk's own code."""
         files: dict[str, DiskFile] = {}
         refused: list[Refusal] = []
-        stack = [""]
+        folders: list[str] = []
+        for rel in sorted(set(paths)):
+            try:
+                mode = os.lstat(self.root / rel).st_mode
+            except OSError:
+                continue
+            if stat.S_ISDIR(mode):
+                if not self.rules.is_excluded(rel, is_dir=True):
+                    folders.append(rel)
+                continue
+            outcome = classify(self.fs, rel, self.extensions, self.rules)
+            if isinstance(outcome, DiskFile):
+                files[rel] = outcome
+            elif isinstance(outcome, Refusal):
+                refused.append(outcome)
+        if folders:
+            sub = self._walk(folders)
+            files.update(sub.files)
+            refused.extend(sub.refused)
+        return DiskScan(files=files, refused=tuple(refused))
+
+    def _walk(self, roots: list[str]) -> DiskScan:
+        files: dict[str, DiskFile] = {}
+        refused: list[Refusal] = []
+        stack = list(roots)
         while stack:
             rel_dir = stack.pop()
             try:

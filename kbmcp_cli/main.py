@@ -74,6 +74,6 @@ def cli() -> None:
 
 
 def main() -> None:
-    from kbmcp_cli import commands, doctor_cmd, search_cmd  # noqa: F401  (registers the commands)
+    from kbmcp_cli import commands, doctor_cmd, search_cmd, serve  # noqa: F401  (registers the commands)
 
     cli(prog_name="kb-mcp")

@@ -14,27 +14,59 @@ log = logging.getLogger("kbmcp_adapters.mcp_server")
 
 @cli.command()
 @kb_options
-@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio",
-              show_default=True,
-              help="stdio for a client that starts kb-mcp itself; http for streamable HTTP at "
-                   "/mcp (plus /healthz).")
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="HTTP: address to listen on. Anything but a loopback address needs "
-                   "--allow-remote.")
-@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
-              help="HTTP: port to listen on (0 picks a free one and logs it).")
-@click.option("--allow-remote", is_flag=True,
-              help="HTTP: allow a non-loopback --host. The server has no authentication: "
-                   "anyone who can reach the port can read the knowledge base.")
-@click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="NAME",
-              help="HTTP: another host name clients may use (Host/Origin checks); repeatable.")
-@click.option("--no-watch", is_flag=True,
-              help="Do not watch the knowledge base for file changes while serving.")
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "http"]),
+    default="stdio",
+    show_default=True,
+    help="stdio for a client that starts kb-mcp itself; http for streamable HTTP at "
+    "/mcp (plus /healthz).",
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="HTTP: address to listen on. Anything but a loopback address needs --allow-remote.",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8765,
+    show_default=True,
+    help="HTTP: port to listen on (0 picks a free one and logs it).",
+)
+@click.option(
+    "--allow-remote",
+    is_flag=True,
+    help="HTTP: allow a non-loopback --host. The server has no authentication: "
+    "anyone who can reach the port can read the knowledge base.",
+)
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="HTTP: another host name clients may use (Host/Origin checks); repeatable.",
+)
+@click.option(
+    "--no-watch",
+    is_flag=True,
+    help="Do not watch the knowledge base for file changes while serving.",
+)
 @click.option("--verbose", "-v", is_flag=True, help="Debug logging (on stderr).")
 @click.option("--quiet", "-q", is_flag=True, help="Only errors on stderr.")
-def serve(kb_path: Path | None, config: Path | None, transport: str, host: str, port: int,
-          allow_remote: bool, allowed_hosts: tuple[str, ...], no_watch: bool, verbose: bool,
-          quiet: bool) -> None:
+def serve(
+    kb_path: Path | None,
+    config: Path | None,
+    transport: str,
+    host: str,
+    port: int,
+    allow_remote: bool,
+    allowed_hosts: tuple[str, ...],
+    no_watch: bool,
+    verbose: bool,
+    quiet: bool,
+) -> None:
     """Serve the knowledge base to an MCP client.
 
     stdout carries only the MCP protocol; every log line goes to stderr. The index and
@@ -55,13 +87,17 @@ def serve(kb_path: Path | None, config: Path | None, transport: str, host: str, 
 
     settings = settings_for(kb_path, config)
     if settings.database_url is None and not settings.sqlite_path.exists():
-        log.warning("no index yet at %s: tools will ask for `kb-mcp index` (or the "
-                    "rebuild_index tool) until one exists", settings.index_dir)
+        log.warning(
+            "no index yet at %s: tools will ask for `kb-mcp index` (or the "
+            "rebuild_index tool) until one exists",
+            settings.index_dir,
+        )
     runtime = KbRuntime(settings)
     try:
         if transport == "http":
-            serve_http(runtime, host=host, port=port, allow_remote=allow_remote,
-                       extra_hosts=allowed_hosts)
+            serve_http(
+                runtime, host=host, port=port, allow_remote=allow_remote, extra_hosts=allowed_hosts
+            )
         else:
             serve_stdio(runtime, wire=wire)
     except KeyboardInterrupt:

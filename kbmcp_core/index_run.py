@@ -12,7 +12,7 @@ import hashlib
 import logging
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from kbmcp_core.errors import KbError, ModelMismatch, ParseError, PathRefused
@@ -124,8 +124,11 @@ class IndexRun:
         force: bool = False,
         prune_disabled: bool = False,
         progress: Progress | None = None,
+        paths: Collection[str] | None = None,
     ) -> None:
         self.deps = deps
+        #: None: the whole knowledge base; otherwise only these paths (the watcher)
+        self.paths = None if paths is None else frozenset(paths)
         self.force = force
         self.prune_disabled = prune_disabled
         self.progress = progress
@@ -142,13 +145,18 @@ class IndexRun:
             d.vectors.reset()
             self._record_model()
         self._drop_orphan_vectors()
-        scan = d.scanner.scan()
+        indexed = d.store.indexed_states()
+        if self.paths is None:
+            scan = d.scanner.scan()
+        else:
+            scan = d.scanner.scan_paths(self.paths)
+            indexed = {p: s for p, s in indexed.items() if _within(p, self.paths)}
         for refusal in scan.refused:
             self._warn(f"{refusal.path}: {refusal.reason}")
         self.summary.skipped += len(scan.refused)
         p = plan(
             scan,
-            d.store.indexed_states(),
+            indexed,
             enabled_extensions=d.registry.extensions(),
             force=self.force,
             prune_disabled=self.prune_disabled,
@@ -292,14 +300,22 @@ def _json(summary: dict[str, object], finished_at: str) -> str:
     return json.dumps({**summary, "finished_at": finished_at}, ensure_ascii=False)
 
 
+def _within(path: str, targets: Collection[str]) -> bool:
+    """True when ``path`` is one of ``targets`` or lies under one of them (a folder)."""
+    return path in targets or any(path.startswith(t.rstrip("/") + "/") for t in targets)
+
+
 def run_index(
     deps: IndexDeps,
     *,
     force: bool = False,
     prune_disabled: bool = False,
     progress: Progress | None = None,
+    paths: Collection[str] | None = None,
 ) -> RunSummary:
-    return IndexRun(deps, force=force, prune_disabled=prune_disabled, progress=progress).run()
+    """Index the whole knowledge base, or only ``paths`` (files or folders)."""
+    return IndexRun(deps, force=force, prune_disabled=prune_disabled, progress=progress,
+                    paths=paths).run()
 
 
 __all__ = ["IndexDeps", "IndexRun", "check_model", "index_file", "run_index"]

@@ -117,7 +117,13 @@ class ExclusionPolicy(Protocol):
 
 
 class Scanner(Protocol):
-    def scan(self) -> DiskScan: ...
+    def scan(self) -> DiskScan:
+        """Walk the whole knowledge base."""
+        ...
+
+    def scan_paths(self, paths: Collection[str]) -> DiskScan:
+        """Classify just these paths (files, or folders to walk) with the same rules."""
+        ...
 
 
 class IndexStore(Protocol):

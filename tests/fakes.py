@@ -133,6 +133,10 @@ class FakeScanner:
         self.fs = fs
         self.oversize = dict(oversize or {})
 
+    def scan_paths(self, paths: Collection[str]) -> DiskScan:
+        full = self.scan()
+        return DiskScan({p: f for p, f in full.files.items() if p in paths})
+
     def scan(self) -> DiskScan:
         files = {
             p: DiskFile(p, len(d), hashlib.sha256(d).hexdigest()) for p, d in self.fs.files.items()

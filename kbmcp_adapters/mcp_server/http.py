@@ -15,10 +15,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from kbmcp_adapters.mcp_server.server import BackgroundTask, KbRuntime, build_server
 from kbmcp_core.errors import ConfigError
 from kbmcp_core.models import MIB
-
-from kbmcp_adapters.mcp_server.server import BackgroundTask, KbRuntime, build_server
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +63,9 @@ def allowed_hosts(names: Sequence[str], port: int) -> frozenset[str]:
 
 
 def allowed_origins(names: Sequence[str], port: int) -> frozenset[str]:
-    return frozenset(f"{scheme}://{host}" for scheme in ("http", "https")
-                     for host in allowed_hosts(names, port))
+    return frozenset(
+        f"{scheme}://{host}" for scheme in ("http", "https") for host in allowed_hosts(names, port)
+    )
 
 
 class HostOriginGuard:
@@ -98,11 +98,16 @@ class HostOriginGuard:
 
 
 def _forbidden(reason: str) -> Response:
-    return Response(json.dumps({"error": "forbidden", "reason": reason}), status_code=403,
-                    media_type="application/json")
+    return Response(
+        json.dumps({"error": "forbidden", "reason": reason}),
+        status_code=403,
+        media_type="application/json",
+    )
 
 
-def build_http_app(rt: KbRuntime, *, host: str, port: int, extra_hosts: Iterable[str] = ()) -> ASGIApp:
+def build_http_app(
+    rt: KbRuntime, *, host: str, port: int, extra_hosts: Iterable[str] = ()
+) -> ASGIApp:
     """The ASGI app: guard -> body limit -> Starlette (/mcp, /healthz, session lifespan)."""
     names = host_names(host, extra_hosts)
     hosts, origins = allowed_hosts(names, port), allowed_origins(names, port)
@@ -144,17 +149,28 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve_http(rt: KbRuntime, *, host: str, port: int, allow_remote: bool = False,
-               extra_hosts: Sequence[str] = (),
-               background: Sequence[BackgroundTask] = ()) -> None:
+def serve_http(
+    rt: KbRuntime,
+    *,
+    host: str,
+    port: int,
+    allow_remote: bool = False,
+    extra_hosts: Sequence[str] = (),
+    background: Sequence[BackgroundTask] = (),
+) -> None:
     """Serve MCP over streamable HTTP until interrupted."""
     check_bind(host, allow_remote)
     sock = bind_socket(host, port)
     bound_port = int(sock.getsockname()[1])
     app = build_http_app(rt, host=host, port=bound_port, extra_hosts=extra_hosts)
     shown = f"[{host.strip('[]')}]" if ":" in host else host
-    log.info("serving MCP over streamable HTTP at http://%s:%d%s (health: %s)",
-             shown, bound_port, MCP_PATH, HEALTH_PATH)
+    log.info(
+        "serving MCP over streamable HTTP at http://%s:%d%s (health: %s)",
+        shown,
+        bound_port,
+        MCP_PATH,
+        HEALTH_PATH,
+    )
     try:
         anyio.run(_serve_http, rt, app, sock, tuple(background))
     finally:
@@ -162,12 +178,19 @@ def serve_http(rt: KbRuntime, *, host: str, port: int, allow_remote: bool = Fals
         rt.close()
 
 
-async def _serve_http(rt: KbRuntime, app: ASGIApp, sock: socket.socket,
-                      background: tuple[BackgroundTask, ...]) -> None:
+async def _serve_http(
+    rt: KbRuntime, app: ASGIApp, sock: socket.socket, background: tuple[BackgroundTask, ...]
+) -> None:
     import uvicorn
 
-    config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on",
-                            timeout_graceful_shutdown=5, server_header=False)
+    config = uvicorn.Config(
+        app,
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=5,
+        server_header=False,
+    )
     server = uvicorn.Server(config)
     async with anyio.create_task_group() as tg:
         for task in background:

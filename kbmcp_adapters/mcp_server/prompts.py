@@ -31,8 +31,12 @@ class PromptSpec:
     render: Callable[[Mapping[str, str]], str]
 
     def as_prompt(self) -> types.Prompt:
-        return types.Prompt(name=self.name, title=self.title, description=self.description,
-                            arguments=list(self.arguments))
+        return types.Prompt(
+            name=self.name,
+            title=self.title,
+            description=self.description,
+            arguments=list(self.arguments),
+        )
 
 
 def _summarize_topic(args: Mapping[str, str]) -> str:
@@ -71,12 +75,16 @@ def _whats_new(args: Mapping[str, str]) -> str:
     since = args.get("since")
     if since:
         window = f"since {since}"
-        dated = (f'search with date_from="{since}" and broad queries (the names of the topic '
-                 "groups work well) to find documents dated on or after that day")
+        dated = (
+            f'search with date_from="{since}" and broad queries (the names of the topic '
+            "groups work well) to find documents dated on or after that day"
+        )
     else:
         window = "recently"
-        dated = ("search with broad queries (the names of the topic groups work well) and "
-                 "look at the date of each hit to find the newest documents")
+        dated = (
+            "search with broad queries (the names of the topic groups work well) and "
+            "look at the date of each hit to find the newest documents"
+        )
     return f"""Report what is new in this knowledge base {window}.
 
 1. Call list_topics: it gives the topic groups, their document counts and when the index
@@ -94,21 +102,29 @@ def _argument(name: str, description: str, required: bool) -> types.PromptArgume
 
 
 PROMPTS: dict[str, PromptSpec] = {
-    spec.name: spec for spec in (
-        PromptSpec("summarize_topic", "Summarise a topic",
-                   "Summarise what the knowledge base says about a topic, citing paths.",
-                   (_argument("topic", "The topic: a group name from list_topics or any subject.",
-                              True),),
-                   _summarize_topic),
-        PromptSpec("deep_dive", "Deep dive into a question",
-                   "Answer a question in depth from the knowledge base, citing every source.",
-                   (_argument("question", "The question to answer.", True),),
-                   _deep_dive),
-        PromptSpec("whats_new", "What's new",
-                   "What was added or changed in the knowledge base, optionally since a date.",
-                   (_argument("since", "Only documents dated on or after this day (YYYY-MM-DD).",
-                              False),),
-                   _whats_new),
+    spec.name: spec
+    for spec in (
+        PromptSpec(
+            "summarize_topic",
+            "Summarise a topic",
+            "Summarise what the knowledge base says about a topic, citing paths.",
+            (_argument("topic", "The topic: a group name from list_topics or any subject.", True),),
+            _summarize_topic,
+        ),
+        PromptSpec(
+            "deep_dive",
+            "Deep dive into a question",
+            "Answer a question in depth from the knowledge base, citing every source.",
+            (_argument("question", "The question to answer.", True),),
+            _deep_dive,
+        ),
+        PromptSpec(
+            "whats_new",
+            "What's new",
+            "What was added or changed in the knowledge base, optionally since a date.",
+            (_argument("since", "Only documents dated on or after this day (YYYY-MM-DD).", False),),
+            _whats_new,
+        ),
     )
 }
 
@@ -120,13 +136,16 @@ async def list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
 async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
     spec = PROMPTS.get(params.name)
     if spec is None:
-        raise MCPError(types.INVALID_PARAMS,
-                       f"unknown prompt {params.name[:64]!r}; the prompts are {', '.join(PROMPTS)}")
+        raise MCPError(
+            types.INVALID_PARAMS,
+            f"unknown prompt {params.name[:64]!r}; the prompts are {', '.join(PROMPTS)}",
+        )
     args = check_prompt_arguments(spec, params.arguments or {})
     return types.GetPromptResult(
         description=spec.description,
-        messages=[types.PromptMessage(role="user",
-                                      content=types.TextContent(text=spec.render(args)))],
+        messages=[
+            types.PromptMessage(role="user", content=types.TextContent(text=spec.render(args)))
+        ],
     )
 
 
@@ -135,8 +154,9 @@ def check_prompt_arguments(spec: PromptSpec, given: Mapping[str, str]) -> dict[s
     known = {a.name for a in spec.arguments}
     unknown = sorted(set(given) - known)
     if unknown:
-        raise MCPError(types.INVALID_PARAMS, f"unknown argument {unknown[0][:64]!r} for prompt "
-                                             f"{spec.name}")
+        raise MCPError(
+            types.INVALID_PARAMS, f"unknown argument {unknown[0][:64]!r} for prompt {spec.name}"
+        )
     out: dict[str, str] = {}
     for arg in spec.arguments:
         value = (given.get(arg.name) or "").strip()
@@ -145,8 +165,10 @@ def check_prompt_arguments(spec: PromptSpec, given: Mapping[str, str]) -> dict[s
                 raise MCPError(types.INVALID_PARAMS, f"prompt {spec.name} needs {arg.name!r}")
             continue
         if len(value) > MAX_ARGUMENT_CHARS:
-            raise MCPError(types.INVALID_PARAMS, f"{arg.name!r} is {len(value)} characters "
-                                                 f"long; the limit is {MAX_ARGUMENT_CHARS}")
+            raise MCPError(
+                types.INVALID_PARAMS,
+                f"{arg.name!r} is {len(value)} characters long; the limit is {MAX_ARGUMENT_CHARS}",
+            )
         if arg.name == "since":
             _check_date(value)
         out[arg.name] = value

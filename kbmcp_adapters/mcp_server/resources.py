@@ -58,18 +58,21 @@ async def list_resources(rt: KbRuntime, ctx: Any, params: Any) -> types.ListReso
 
 
 async def list_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
-    return types.ListResourceTemplatesResult(resource_templates=[
-        types.ResourceTemplate(
-            uri_template=DOC_TEMPLATE,
-            name="document",
-            title="A document of the knowledge base",
-            description=(
-                "One indexed document by its path relative to the knowledge base, percent-"
-                "encoded (search hits and topic listings carry ready-made URIs). Markdown comes "
-                "back as text/markdown; text and text extracted from PDFs as text/plain."
-            ),
-        )
-    ])
+    return types.ListResourceTemplatesResult(
+        resource_templates=[
+            types.ResourceTemplate(
+                uri_template=DOC_TEMPLATE,
+                name="document",
+                title="A document of the knowledge base",
+                description=(
+                    "One indexed document by its path relative to the knowledge base, "
+                    "percent-encoded (search hits and topic listings carry ready-made URIs). "
+                    "Markdown comes back as text/markdown; text and text extracted from PDFs "
+                    "as text/plain."
+                ),
+            )
+        ]
+    )
 
 
 async def read_resource(
@@ -79,9 +82,11 @@ async def read_resource(
 
     def run() -> types.ReadResourceResult:
         body = rt.open_index().read_resource(uri)
-        return types.ReadResourceResult(contents=[
-            types.TextResourceContents(uri=uri, mime_type=body.media_type, text=body.text)
-        ])
+        return types.ReadResourceResult(
+            contents=[
+                types.TextResourceContents(uri=uri, mime_type=body.media_type, text=body.text)
+            ]
+        )
 
     try:
         return await rt.in_thread(run)
@@ -98,11 +103,14 @@ def read_error(exc: BaseException, uri: str) -> MCPError:
     """
     shown = uri[:_URI_SHOWN]
     if isinstance(exc, PathRefused):
-        return MCPError(RESOURCE_NOT_FOUND, "Resource not found",
-                        {"uri": shown, "reason": exc.reason})
+        return MCPError(
+            RESOURCE_NOT_FOUND, "Resource not found", {"uri": shown, "reason": exc.reason}
+        )
     if isinstance(exc, IndexNotFound):
-        return MCPError(RESOURCE_NOT_FOUND, "Resource not found",
-                        {"uri": shown, "reason": "this knowledge base has no index yet; "
-                                                 "run `kb-mcp index`"})
+        return MCPError(
+            RESOURCE_NOT_FOUND,
+            "Resource not found",
+            {"uri": shown, "reason": "this knowledge base has no index yet; run `kb-mcp index`"},
+        )
     log.error("resource request failed for %s", shown or "the listing", exc_info=exc)
     return MCPError(types.INTERNAL_ERROR, "Internal error: see the kb-mcp server log")

@@ -9,7 +9,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import UTC, datetime
 from functools import partial
 from importlib import metadata
@@ -26,17 +26,16 @@ from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourcesListChanged
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from kbmcp_core.errors import IndexNotFound, WriterBusy
-from kbmcp_core.settings import Settings
-
 from kbmcp_adapters.bootstrap import bootstrap
 from kbmcp_adapters.knowledge_base import KnowledgeBase
+from kbmcp_core.errors import IndexNotFound, WriterBusy
+from kbmcp_core.settings import Settings
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 #: A task run beside the transport for the server's lifetime (the file watcher plugs in here).
-BackgroundTask = Callable[["KbRuntime"], Awaitable[None]]
+BackgroundTask = Callable[["KbRuntime"], Coroutine[Any, Any, None]]
 
 INSTRUCTIONS = (
     "kb-mcp serves a local knowledge base of documents. Use `search` to find passages "
@@ -59,7 +58,9 @@ class ChangeNotifier:
         self.bus = InMemorySubscriptionBus()
         self._connections: weakref.WeakSet[Any] = weakref.WeakSet()
 
-    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    async def __call__(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             # The SDK exposes the per-client Connection only through the session.
             connection = getattr(ctx.session, "_connection", None)
@@ -80,8 +81,9 @@ class KbRuntime:
     ``in_thread`` so the event loop keeps answering while they work.
     """
 
-    def __init__(self, settings: Settings,
-                 open_kb: Callable[[Settings], KnowledgeBase] | None = None) -> None:
+    def __init__(
+        self, settings: Settings, open_kb: Callable[[Settings], KnowledgeBase] | None = None
+    ) -> None:
         self.settings = settings
         self.notifier = ChangeNotifier()
         self._open_kb = open_kb or (lambda s: KnowledgeBase(bootstrap(s)))
@@ -192,8 +194,14 @@ class _KbServer(Server[Any]):
 #: The index changes behind the client's back (rebuilds, the watcher): nothing is cached.
 _ALWAYS_FRESH: dict[CacheableMethod, CacheHint] = {
     method: CacheHint(ttl_ms=0)
-    for method in ("prompts/list", "resources/list", "resources/read", "resources/templates/list",
-                   "server/discover", "tools/list")
+    for method in (
+        "prompts/list",
+        "resources/list",
+        "resources/read",
+        "resources/templates/list",
+        "server/discover",
+        "tools/list",
+    )
 }
 
 
@@ -218,8 +226,10 @@ def build_server(rt: KbRuntime) -> Server[Any]:
         if spec is None:
             from mcp.shared.exceptions import MCPError
 
-            raise MCPError(types.INVALID_PARAMS, f"unknown tool {params.name[:64]!r}; "
-                                                 f"the tools are {', '.join(specs)}")
+            raise MCPError(
+                types.INVALID_PARAMS,
+                f"unknown tool {params.name[:64]!r}; the tools are {', '.join(specs)}",
+            )
         try:
             args = tools.check_arguments(spec.input_schema, params.arguments or {})
             return tools.success_result(await spec.run(rt, args))
@@ -258,8 +268,9 @@ def claim_stdout() -> BinaryIO:
     return wire
 
 
-def serve_stdio(rt: KbRuntime, *, wire: BinaryIO | None = None,
-                background: Sequence[BackgroundTask] = ()) -> None:
+def serve_stdio(
+    rt: KbRuntime, *, wire: BinaryIO | None = None, background: Sequence[BackgroundTask] = ()
+) -> None:
     """Serve MCP over stdin/stdout until the client closes stdin.
 
     ``wire`` is the real stdout from an earlier ``claim_stdout()``; claimed here if omitted.
@@ -271,14 +282,17 @@ def serve_stdio(rt: KbRuntime, *, wire: BinaryIO | None = None,
         rt.close()
 
 
-async def _serve_stdio(rt: KbRuntime, wire: BinaryIO,
-                       background: tuple[BackgroundTask, ...]) -> None:
+async def _serve_stdio(
+    rt: KbRuntime, wire: BinaryIO, background: tuple[BackgroundTask, ...]
+) -> None:
     server = build_server(rt)
     out = anyio.wrap_file(io.TextIOWrapper(wire, encoding="utf-8", newline="\n"))
     log.info("serving %s over stdio", rt.settings.kb_path.name or "the knowledge base")
-    async with stdio_server(stdout=out) as (read_stream, write_stream):
-        async with anyio.create_task_group() as tg:
-            for task in background:
-                tg.start_soon(task, rt)
-            await server.run(read_stream, write_stream, server.create_initialization_options())
-            tg.cancel_scope.cancel()
+    async with (
+        stdio_server(stdout=out) as (read_stream, write_stream),
+        anyio.create_task_group() as tg,
+    ):
+        for task in background:
+            tg.start_soon(task, rt)
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+        tg.cancel_scope.cancel()

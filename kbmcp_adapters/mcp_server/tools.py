@@ -36,94 +36,74 @@ NO_INDEX_MESSAGE = (
 )
 INTERNAL_MESSAGE = "kb-mcp hit an unexpected error; the details are in the server's log (stderr)"
 
-_STRING_LIST = {
-    "type": "array",
-    "items": {"type": "string", "minLength": 1, "maxLength": MAX_FILTER_CHARS},
-    "minItems": 1,
-    "maxItems": MAX_FILTER_ITEMS,
-}
-_STRINGS = {"type": "array", "items": {"type": "string"}}
 
-_HIT = {
-    "type": "object",
-    "properties": {
-        "path": {"type": "string"},
-        "title": {"type": "string"},
-        "heading": {"type": "string"},
-        "heading_path": _STRINGS,
-        "content": {"type": "string"},
-        "score": {"type": "number"},
-        "tags": _STRINGS,
-        "date": {"type": "string"},
-        "start_line": {"type": "integer"},
-        "end_line": {"type": "integer"},
-        "page": {"type": "integer"},
-        "uri": {"type": "string"},
-    },
-    "required": ["path", "title", "heading", "heading_path", "content", "score", "tags"],
-}
+def _obj(properties: JsonObject, *required: str, closed: bool = False) -> JsonObject:
+    schema: JsonObject = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = list(required)
+    if closed:
+        schema["additionalProperties"] = False
+    return schema
 
-SEARCH_OUTPUT: JsonObject = {
-    "type": "object",
-    "properties": {
-        "results": {"type": "array", "items": _HIT},
-        "low_confidence": {"type": "boolean"},
+
+def _typed(kind: str, description: str = "", **rules: Any) -> JsonObject:
+    return {"type": kind, **rules, **({"description": description} if description else {})}
+
+
+def _text(description: str = "", *, limit: int = MAX_FILTER_CHARS) -> JsonObject:
+    return _typed("string", description, minLength=1, maxLength=limit)
+
+
+def _filter_list(description: str) -> JsonObject:
+    return _typed("array", description, items=_text(), minItems=1, maxItems=MAX_FILTER_ITEMS)
+
+
+def _date(description: str) -> JsonObject:
+    return _typed("string", description, format="date", pattern=_DATE)
+
+
+_STR, _INT, _NUM, _BOOL = ({"type": t} for t in ("string", "integer", "number", "boolean"))
+_STRINGS = _typed("array", items=_STR)
+_COUNT = _typed("integer", minimum=0)
+_HIT_FIELDS = ("path", "title", "heading", "heading_path", "content", "score", "tags")
+_RUN_COUNTS = ("scanned", "added", "updated", "metadata_only", "renamed", "deleted",
+               "unchanged", "skipped", "failed", "chunks_embedded", "chunks_reused",
+               "sizes_backfilled")  # fmt: skip
+
+#: Output schemas: one plain type per property; a field whose value is unknown is left out.
+SEARCH_OUTPUT = _obj(
+    {
+        "results": _typed("array", items=_obj(
+            {"path": _STR, "title": _STR, "heading": _STR, "heading_path": _STRINGS,
+             "content": _STR, "score": _NUM, "tags": _STRINGS, "date": _STR,
+             "start_line": _INT, "end_line": _INT, "page": _INT, "uri": _STR},
+            *_HIT_FIELDS)),
+        "low_confidence": _BOOL,
         "filter_applied": {"type": "object"},
-        "notice": {"type": "string"},
+        "notice": _STR,
     },
-    "required": ["results", "low_confidence", "filter_applied"],
-}
-
-DOCUMENT_OUTPUT: JsonObject = {
-    "type": "object",
-    "properties": {
-        "path": {"type": "string"},
-        "title": {"type": "string"},
-        "date": {"type": "string"},
-        "topic": {"type": "string"},
-        "tags": _STRINGS,
-        "content": {"type": "string"},
-        "truncated": {"type": "boolean"},
+    "results", "low_confidence", "filter_applied",
+)  # fmt: skip
+DOCUMENT_OUTPUT = _obj(
+    {"path": _STR, "title": _STR, "date": _STR, "topic": _STR, "tags": _STRINGS,
+     "content": _STR, "truncated": _BOOL},
+    "path", "title", "tags", "content", "truncated",
+)  # fmt: skip
+TOPICS_OUTPUT = _obj(
+    {
+        "topics": _typed("array", items=_obj(
+            {"prefix": _STR, "uri": _STR, "documents": _COUNT, "titles": _STRINGS},
+            "prefix", "uri", "documents", "titles")),
+        "documents": _COUNT,
+        "last_indexed": _STR,
     },
-    "required": ["path", "title", "tags", "content", "truncated"],
-}
-
-TOPICS_OUTPUT: JsonObject = {
-    "type": "object",
-    "properties": {
-        "topics": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "prefix": {"type": "string"},
-                    "uri": {"type": "string"},
-                    "documents": {"type": "integer", "minimum": 0},
-                    "titles": _STRINGS,
-                },
-                "required": ["prefix", "uri", "documents", "titles"],
-            },
-        },
-        "documents": {"type": "integer", "minimum": 0},
-        "last_indexed": {"type": "string"},
-    },
-    "required": ["topics", "documents"],
-}
-
-_COUNT = {"type": "integer", "minimum": 0}
-REBUILD_OUTPUT: JsonObject = {
-    "type": "object",
-    "properties": {
-        **{k: _COUNT for k in (
-            "scanned", "added", "updated", "metadata_only", "renamed", "deleted", "unchanged",
-            "skipped", "failed", "chunks_embedded", "chunks_reused", "sizes_backfilled",
-        )},
-        "seconds": {"type": "number", "minimum": 0},
-        "warnings": _STRINGS,
-    },
-    "required": ["scanned", "added", "updated", "deleted", "unchanged", "skipped", "failed",
-                 "seconds", "warnings"],
-}
+    "topics", "documents",
+)  # fmt: skip
+REBUILD_OUTPUT = _obj(
+    {**dict.fromkeys(_RUN_COUNTS, _COUNT), "seconds": _typed("number", minimum=0),
+     "warnings": _STRINGS},
+    *_RUN_COUNTS, "seconds", "warnings",
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,40 +127,41 @@ class ToolSpec:
         )
 
 
-def _read_only(title: str) -> types.ToolAnnotations:
+def _hints(title: str, *, read_only: bool = True) -> types.ToolAnnotations:
     return types.ToolAnnotations(
-        title=title, read_only_hint=True, idempotent_hint=True, open_world_hint=False
+        title=title,
+        read_only_hint=read_only,
+        destructive_hint=None if read_only else False,
+        idempotent_hint=True,
+        open_world_hint=False,
     )
 
 
 def search_input(settings: Settings) -> JsonObject:
-    date = {"type": "string", "format": "date", "pattern": _DATE}
-    return {
-        "type": "object",
-        "properties": {
-            "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS,
-                      "description": "What to look for, in natural language or keywords."},
-            "limit": {"type": "integer", "minimum": 1, "maximum": settings.search_max_limit,
-                      "default": min(settings.search_default_limit, settings.search_max_limit),
-                      "description": "How many passages to return."},
-            "path_globs": {**_STRING_LIST, "description": "Only paths matching these globs "
-                           "(e.g. 'guides/**'); a glob starting with '!' excludes."},
-            "tags_any": {**_STRING_LIST, "description": "Documents with at least one of these tags."},
-            "tags_all": {**_STRING_LIST, "description": "Documents with all of these tags."},
-            "date_from": {**date, "description": "Documents dated on or after this day (YYYY-MM-DD)."},
-            "date_to": {**date, "description": "Documents dated on or before this day (YYYY-MM-DD)."},
-            "category": {"type": "string", "minLength": 1, "maxLength": MAX_FILTER_CHARS,
-                         "description": "Documents whose frontmatter category is this."},
-            "topic": {"type": "string", "minLength": 1, "maxLength": MAX_FILTER_CHARS,
-                      "description": "Documents whose frontmatter topic is this."},
-            "chunks_per_document": {"type": "integer", "minimum": 1,
-                                    "maximum": MAX_CHUNKS_PER_DOCUMENT,
-                                    "description": "Most passages from one document "
-                                                   f"(default {settings.search_chunks_per_document})."},
+    limit_max = settings.search_max_limit
+    per_doc = settings.search_chunks_per_document
+    return _obj(
+        {
+            "query": _text("What to look for, in natural language or keywords.",
+                           limit=MAX_QUERY_CHARS),
+            "limit": _typed("integer", "How many passages to return.", minimum=1,
+                            maximum=limit_max,
+                            default=min(settings.search_default_limit, limit_max)),
+            "path_globs": _filter_list("Only paths matching these globs (e.g. 'guides/**'); "
+                                       "a glob starting with '!' excludes."),
+            "tags_any": _filter_list("Documents with at least one of these tags."),
+            "tags_all": _filter_list("Documents with all of these tags."),
+            "date_from": _date("Documents dated on or after this day (YYYY-MM-DD)."),
+            "date_to": _date("Documents dated on or before this day (YYYY-MM-DD)."),
+            "category": _text("Documents whose frontmatter category is this."),
+            "topic": _text("Documents whose frontmatter topic is this."),
+            "chunks_per_document": _typed("integer",
+                                          f"Most passages from one document (default {per_doc}).",
+                                          minimum=1, maximum=MAX_CHUNKS_PER_DOCUMENT),
         },
-        "required": ["query"],
-        "additionalProperties": False,
-    }
+        "query",
+        closed=True,
+    )  # fmt: skip
 
 
 def tool_specs(settings: Settings) -> list[ToolSpec]:
@@ -192,44 +173,34 @@ def tool_specs(settings: Settings) -> list[ToolSpec]:
             "passages with their path, heading, line range or page, score and, when the document "
             "can be read as a resource, its kb://doc/ uri. low_confidence=true means nothing "
             "matched clearly: say so rather than guess. Filters apply before the limit.",
-            search_input(settings), SEARCH_OUTPUT, _read_only("Search the knowledge base"),
-            _search,
+            search_input(settings), SEARCH_OUTPUT, _hints("Search the knowledge base"), _search,
         ),
         ToolSpec(
             "get_document", "Read one document",
             "The full text of one document by its path relative to the knowledge base (as given "
             "by search hits), with its title, date, topic and tags. truncated=true means the "
             "text was cut at the 1 MiB read cap.",
-            {"type": "object",
-             "properties": {"path": {"type": "string", "minLength": 1, "maxLength": MAX_PATH_CHARS,
-                                     "description": "e.g. 'guides/setup.md'"}},
-             "required": ["path"], "additionalProperties": False},
-            DOCUMENT_OUTPUT, _read_only("Read one document"), _get_document,
+            _obj({"path": _text("e.g. 'guides/setup.md'", limit=MAX_PATH_CHARS)}, "path",
+                 closed=True),
+            DOCUMENT_OUTPUT, _hints("Read one document"), _get_document,
         ),
         ToolSpec(
             "list_topics", "List topics",
             "An overview of the knowledge base: its topic groups (first folders of the paths) "
             "with their kb://topic/ resource, document count and a few titles, the number of "
             "indexed documents, and when the index was last updated.",
-            {"type": "object", "properties": {}, "additionalProperties": False},
-            TOPICS_OUTPUT, _read_only("List topics"), _list_topics,
+            _obj({}, closed=True), TOPICS_OUTPUT, _hints("List topics"), _list_topics,
         ),
         ToolSpec(
             "rebuild_index", "Update the index",
             "Bring the index up to date with the files on disk (incremental: unchanged files "
             "cost a hash). force=true re-parses and re-embeds everything. One rebuild runs at "
             "a time; a call made while one runs is refused with writer_busy.",
-            {"type": "object",
-             "properties": {"force": {"type": "boolean", "default": False,
-                                      "description": "Re-embed every file."}},
-             "additionalProperties": False},
-            REBUILD_OUTPUT,
-            types.ToolAnnotations(title="Update the index", read_only_hint=False,
-                                  destructive_hint=False, idempotent_hint=True,
-                                  open_world_hint=False),
-            _rebuild_index,
+            _obj({"force": _typed("boolean", "Re-embed every file.", default=False)},
+                 closed=True),
+            REBUILD_OUTPUT, _hints("Update the index", read_only=False), _rebuild_index,
         ),
-    ]
+    ]  # fmt: skip
 
 
 # -- the calls ---------------------------------------------------------------------------------
@@ -259,8 +230,12 @@ async def _list_topics(rt: KbRuntime, args: JsonObject) -> JsonObject:
         last = (stats.last_run or {}).get("finished_at")
         return {
             "topics": [
-                {"prefix": g.prefix, "uri": g.uri, "documents": len(g.documents),
-                 "titles": [d.title for d in g.documents[:TOPIC_TITLES_SHOWN]]}
+                {
+                    "prefix": g.prefix,
+                    "uri": g.uri,
+                    "documents": len(g.documents),
+                    "titles": [d.title for d in g.documents[:TOPIC_TITLES_SHOWN]],
+                }
                 for g in groups
             ],
             "documents": stats.documents,
@@ -362,8 +337,9 @@ def _check_string(name: str, rule: Mapping[str, Any], value: Any) -> str:
     if len(value.strip()) < rule.get("minLength", 0):
         raise InvalidQuery(f"{_name(name)} must not be empty")
     if len(value) > rule.get("maxLength", len(value)):
-        raise InvalidQuery(f"{_name(name)} is {len(value)} characters long; the limit is "
-                           f"{rule['maxLength']}")
+        raise InvalidQuery(
+            f"{_name(name)} is {len(value)} characters long; the limit is {rule['maxLength']}"
+        )
     if "pattern" in rule and not re.match(rule["pattern"], value):
         form = "a date as YYYY-MM-DD" if rule.get("format") == "date" else rule["pattern"]
         raise InvalidQuery(f"{_name(name)} must be {form}")

@@ -9,11 +9,12 @@ here is never truncated by the embedder. A chunk is also capped at
 of unknown-word tokens cannot become a megabyte-sized search hit.
 
 Splitting prefers, in order: paragraph boundaries (blank lines, but never inside a fenced
-code block), then line boundaries, then word boundaries, then characters.
+code block), then line boundaries, then word or CJK sentence boundaries, then characters.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -40,6 +41,8 @@ __all__ = [
 #: A chunk holds at most this many characters per budget token (4,096 for 256 tokens);
 #: natural text and code stay under 6.
 MAX_CHARS_PER_TOKEN = 16
+#: Where an over-long line may be cut: after white space or a CJK sentence end.
+_WORD_BREAK = re.compile(r"(?<=[\s。！？])(?=\S)")
 #: Text up to this many characters per budget token is first counted whole.
 _SHORT_CHARS_PER_TOKEN = 6
 
@@ -260,23 +263,28 @@ def split_range(
 def _split_line(
     line: str, index: int, heading_path: tuple[str, ...], budget: ChunkBudget, label: int
 ) -> list[Unit]:
-    """Split one over-long line on words, and a word longer than the budget on characters."""
-    words = line.split()
+    """Split one over-long line after spaces and CJK sentence ends (text without spaces,
+    such as Japanese, is cut between sentences), and a piece still over the budget on
+    characters. The pieces keep the line's own spacing."""
+    parts = [part for part in _WORD_BREAK.split(line) if part.strip()]
     special = budget.counter("")
 
     def count(text: str) -> int:
         return token_count(budget, heading_path, text)
 
-    def word_cost(w: int) -> int:
-        return measured(budget, words[w]) - special
+    def part_cost(w: int) -> int:
+        return measured(budget, parts[w].strip()) - special
 
-    def words_measure(a: int, b: int) -> int:
-        return count(" ".join(words[a : b + 1]))
+    def parts_measure(a: int, b: int) -> int:
+        return count("".join(parts[a : b + 1]).strip())
 
     units: list[Unit] = []
     base = count("")
-    for a, b in _pack(len(words), word_cost, base, words_measure, budget.max_tokens):
-        pieces = [" ".join(words[a : b + 1])] if b >= 0 else _split_word(words[a], count, budget)
+    for a, b in _pack(len(parts), part_cost, base, parts_measure, budget.max_tokens):
+        if b >= 0:
+            pieces = ["".join(parts[a : b + 1]).strip()]
+        else:
+            pieces = _split_word(parts[a].strip(), count, budget)
         units.extend(Unit(index, index, label, p, count(p), exact=False) for p in pieces)
     return units
 

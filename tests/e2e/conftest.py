@@ -22,6 +22,9 @@ from mcp import Client
 from mcp.client.session import MessageHandlerFnT
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+#: Extra environment variables for the `kb-mcp` processes the tests start.
+Env = dict[str, str]
+
 #: Every wait in these tests ends by this many seconds (the first model load included).
 DEADLINE = 120.0
 
@@ -41,42 +44,75 @@ def write(root: Path, rel: str, text: str) -> Path:
     return path
 
 
-FILLER = ("The archive keeps quarterly reports on inventory, shipping lanes, warehouse "
-          "staffing and supplier reviews. Each section lists the figures and the people who "
-          "signed them off.")
+FILLER = (
+    "The archive keeps quarterly reports on inventory, shipping lanes, warehouse "
+    "staffing and supplier reviews. Each section lists the figures and the people who "
+    "signed them off."
+)
 
 
 def make_corpus(root: Path) -> Path:
     """A small knowledge base in three topic groups, plus filler so a forced rebuild takes
     a measurable moment. A secret file sits next to (outside) the root."""
     kb = root / "kb"
-    write(kb, "guides/keys.md", "---\ntitle: Rotating signing keys\ntags: [ops, security]\n"
-          "date: 2026-02-10\n---\n# Rotating keys\n\nRotate the signing keys every 90 days "
-          "with the vault CLI: `vault rotate signing`.\n\n## Rollback\n\nKeep the previous "
-          "key for one week so old tokens still verify.\n")
-    write(kb, "guides/backup.md", "---\ntitle: Nightly backups\ntags: [ops]\ndate: 2025-11-02"
-          "\n---\n# Backups\n\nThe database is dumped at 02:00 and copied to cold storage.\n")
-    write(kb, "notes/garden.md", "# Garden\n\nTomatoes need staking in June; basil likes the "
-          "south bed.\n")
+    write(
+        kb,
+        "guides/keys.md",
+        "---\ntitle: Rotating signing keys\ntags: [ops, security]\n"
+        "date: 2026-02-10\n---\n# Rotating keys\n\nRotate the signing keys every 90 days "
+        "with the vault CLI: `vault rotate signing`.\n\n## Rollback\n\nKeep the previous "
+        "key for one week so old tokens still verify.\n",
+    )
+    write(
+        kb,
+        "guides/backup.md",
+        "---\ntitle: Nightly backups\ntags: [ops]\ndate: 2025-11-02"
+        "\n---\n# Backups\n\nThe database is dumped at 02:00 and copied to cold storage.\n",
+    )
+    write(
+        kb,
+        "notes/garden.md",
+        "# Garden\n\nTomatoes need staking in June; basil likes the south bed.\n",
+    )
     write(kb, "readme.md", "# About\n\nThis is the team handbook.\n")
     for i in range(40):
-        write(kb, f"archive/q{i:02d}.md", f"# Quarter {i}\n\n{FILLER} Report number {i}.\n\n"
-              f"## Details {i}\n\n{FILLER} Appendix {i}.\n")
+        write(
+            kb,
+            f"archive/q{i:02d}.md",
+            f"# Quarter {i}\n\n{FILLER} Report number {i}.\n\n"
+            f"## Details {i}\n\n{FILLER} Appendix {i}.\n",
+        )
     write(root, "secret.md", "# Secret\n\nthe launch codes\n")
     return kb
 
 
-def run_index(kb: Path) -> None:
-    done = subprocess.run([*kb_mcp_command(), "index", "--kb-path", str(kb), "--quiet"],
-                          capture_output=True, text=True, timeout=DEADLINE, check=False)
+@pytest.fixture(scope="session")
+def server_env(model_cache: Path) -> Env:
+    """Extra environment for every `kb-mcp` the tests start: offline, the session's cache."""
+    return {
+        "HF_HUB_OFFLINE": "1",
+        "XDG_CACHE_HOME": str(model_cache.parent / "xdg"),
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+def run_index(kb: Path, env: Env) -> None:
+    done = subprocess.run(
+        [*kb_mcp_command(), "index", "--kb-path", str(kb), "--quiet"],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
 
 
 @pytest.fixture(scope="module")
-def indexed_kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def indexed_kb(tmp_path_factory: pytest.TempPathFactory, server_env: Env) -> Path:
     """One indexed knowledge base per test module (indexing embeds with the real model)."""
     kb = make_corpus(tmp_path_factory.mktemp("e2e"))
-    run_index(kb)
+    run_index(kb, server_env)
     return kb
 
 
@@ -153,19 +189,24 @@ def stop(proc: subprocess.Popen[str]) -> None:
 class RawStdio:
     """`kb-mcp serve` over raw pipes: one JSON-RPC line in, every stdout line checked."""
 
-    def __init__(self, kb: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(self, kb: Path, env: Env) -> None:
         self.proc = subprocess.Popen(
             [*kb_mcp_command(), "serve", "--kb-path", str(kb), "--no-watch"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True, encoding="utf-8", env={**os.environ, **(env or {})},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            env={**os.environ, **env},
         )
         assert self.proc.stdout is not None and self.proc.stderr is not None
         self.stdout = LineReader(self.proc.stdout)
         self.stderr = LineReader(self.proc.stderr)
         self._next_id = 0
 
-    def send(self, method: str, params: dict[str, Any] | None = None,
-             notify: bool = False) -> dict[str, Any] | None:
+    def send(
+        self, method: str, params: dict[str, Any] | None = None, notify: bool = False
+    ) -> dict[str, Any] | None:
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = params
@@ -186,10 +227,14 @@ class RawStdio:
                 return dict(reply)
 
     def initialize(self) -> dict[str, Any]:
-        reply = self.send("initialize", {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "e2e-raw", "version": "1"},
-        })
+        reply = self.send(
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "e2e-raw", "version": "1"},
+            },
+        )
         assert reply is not None
         self.send("notifications/initialized", notify=True)
         return reply
@@ -214,18 +259,28 @@ def raw_stdio() -> Iterator[list[RawStdio]]:
 
 
 @contextlib.asynccontextmanager
-async def stdio_session(kb: Path, log: Path, *, mode: str = "legacy",
-                        message_handler: MessageHandlerFnT | None = None,
-                        ) -> AsyncIterator[Client]:
+async def stdio_session(
+    kb: Path,
+    log: Path,
+    env: Env,
+    *,
+    mode: str = "legacy",
+    message_handler: MessageHandlerFnT | None = None,
+) -> AsyncIterator[Client]:
     """The SDK's own client talking to a `kb-mcp serve` subprocess; its stderr goes to ``log``."""
     command = kb_mcp_command()
     params = StdioServerParameters(
-        command=command[0], args=[*command[1:], "serve", "--kb-path", str(kb), "--no-watch"],
+        command=command[0],
+        args=[*command[1:], "serve", "--kb-path", str(kb), "--no-watch"],
+        env=env,
     )
     with log.open("w", encoding="utf-8") as errlog:
-        async with Client(stdio_client(params, errlog=errlog), mode=mode,
-                          message_handler=message_handler,
-                          read_timeout_seconds=DEADLINE) as client:
+        async with Client(
+            stdio_client(params, errlog=errlog),
+            mode=mode,
+            message_handler=message_handler,
+            read_timeout_seconds=DEADLINE,
+        ) as client:
             yield client
 
 

@@ -17,10 +17,18 @@ from tests.conftest import write_files
 KB_MCP = [sys.executable, "-m", "kbmcp_cli"]
 
 
-def run(args: list[str], env: dict[str, str], cwd: Path | None = None,
-        timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*KB_MCP, *args], env=env, cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
+def run(
+    args: list[str], env: dict[str, str], cwd: Path | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*KB_MCP, *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def closed_port() -> int:
@@ -30,22 +38,24 @@ def closed_port() -> int:
 
 
 def corpus(root: Path, n: int) -> None:
-    write_files(root, {
-        f"topic{i % 7}/note-{i:03d}.md": (
-            f"---\ntitle: Note {i}\ntags: [t{i % 3}]\n---\n# Note {i}\n\n"
-            f"Paragraph one of note {i} talks about subject {i * 7919 % 1000}.\n\n"
-            f"## Details\n\nDetails of note {i}: {'lorem ipsum ' * 30}\n"
-        )
-        for i in range(n)
-    })
+    write_files(
+        root,
+        {
+            f"topic{i % 7}/note-{i:03d}.md": (
+                f"---\ntitle: Note {i}\ntags: [t{i % 3}]\n---\n# Note {i}\n\n"
+                f"Paragraph one of note {i} talks about subject {i * 7919 % 1000}.\n\n"
+                f"## Details\n\nDetails of note {i}: {'lorem ipsum ' * 30}\n"
+            )
+            for i in range(n)
+        },
+    )
 
 
 def test_index_runs_with_the_network_unavailable(tmp_path: Path, kb_env: dict[str, str]) -> None:
     corpus(tmp_path / "kb", 5)
     port = closed_port()
     env = dict(kb_env)
-    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
-                "all_proxy"):
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
         env[var] = f"http://127.0.0.1:{port}"
     env["XDG_CACHE_HOME"] = str(tmp_path / "fresh-cache")  # nothing cached beforehand
     env["HF_HUB_OFFLINE"] = "1"
@@ -53,8 +63,9 @@ def test_index_runs_with_the_network_unavailable(tmp_path: Path, kb_env: dict[st
     assert r.returncode == 0, r.stderr
     summary = json.loads(r.stdout)
     assert summary["added"] == 5 and summary["chunks_embedded"] >= 5
-    r = run(["search", "subject of note 3", "--kb-path", str(tmp_path / "kb"),
-             "--format", "json"], env)
+    r = run(
+        ["search", "subject of note 3", "--kb-path", str(tmp_path / "kb"), "--format", "json"], env
+    )
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["results"]
 
@@ -64,11 +75,15 @@ def test_a_killed_run_leaves_an_index_the_next_run_completes(
 ) -> None:
     kb = tmp_path / "kb"
     corpus(kb, 60)
-    (kb / "kb-mcp.toml").write_text('[embedding]\nbatch_size = 4\n')  # commit every 32 chunks
+    (kb / "kb-mcp.toml").write_text("[embedding]\nbatch_size = 4\n")  # commit every 32 chunks
     db = kb / ".kb-mcp" / "index.db"
-    proc = subprocess.Popen([*KB_MCP, "index", "--kb-path", str(kb), "--config",
-                             str(kb / "kb-mcp.toml")], env=kb_env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [*KB_MCP, "index", "--kb-path", str(kb), "--config", str(kb / "kb-mcp.toml")],
+        env=kb_env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 120
         committed = 0
@@ -92,27 +107,31 @@ def test_a_killed_run_leaves_an_index_the_next_run_completes(
     # what survived is whole: every chunk has lexical rows; every document has chunks
     with sqlite3.connect(db) as conn:
         docs = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
-        no_chunks = conn.execute("SELECT count(*) FROM documents WHERE id NOT IN "
-                                 "(SELECT document_id FROM chunks)").fetchone()[0]
+        no_chunks = conn.execute(
+            "SELECT count(*) FROM documents WHERE id NOT IN (SELECT document_id FROM chunks)"
+        ).fetchone()[0]
         chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
         fts = conn.execute("SELECT count(*) FROM fts_words").fetchone()[0]
     assert docs > 0 and no_chunks == 0 and chunks == fts
 
-    r = run(["doctor", "--kb-path", str(kb), "--config", str(kb / "kb-mcp.toml"),
-             "--format", "json"], kb_env)
+    r = run(
+        ["doctor", "--kb-path", str(kb), "--config", str(kb / "kb-mcp.toml"), "--format", "json"],
+        kb_env,
+    )
     findings = {f["check"] for f in json.loads(r.stdout)["findings"]}
     assert "missing-vector" not in findings and "missing-lexical-row" not in findings
 
-    r = run(["index", "--kb-path", str(kb), "--config", str(kb / "kb-mcp.toml"),
-             "--format", "json"], kb_env)
+    r = run(
+        ["index", "--kb-path", str(kb), "--config", str(kb / "kb-mcp.toml"), "--format", "json"],
+        kb_env,
+    )
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["added"] == 60 - docs
     r = run(["doctor", "--kb-path", str(kb), "--config", str(kb / "kb-mcp.toml")], kb_env)
     assert r.returncode == 0, r.stdout + r.stderr
 
 
-def test_config_discovery_strict_keys_and_flags_win(tmp_path: Path,
-                                                   kb_env: dict[str, str]) -> None:
+def test_config_discovery_strict_keys_and_flags_win(tmp_path: Path, kb_env: dict[str, str]) -> None:
     kb = tmp_path / "kb"
     write_files(kb, {"a.md": "# A\n\nalpha\n", "b.txt": "beta text\n"})
     work = tmp_path / "work"
@@ -149,7 +168,10 @@ def test_status_and_model_mismatch_from_the_cli(tmp_path: Path, kb_env: dict[str
     r = run(["status", "--kb-path", str(kb), "--format", "json"], kb_env)
     status = json.loads(r.stdout)
     assert (status["documents"], status["model"], status["dimension"]) == (
-        3, "kb-mcp/all-MiniLM-L6-v2-int8", 384)
+        3,
+        "kb-mcp/all-MiniLM-L6-v2-int8",
+        384,
+    )
     assert status["last_run"]["added"] == 3
     (kb / "kb-mcp.toml").write_text('[embedding]\nmodel = "BAAI/bge-small-en-v1.5"\n')
     r = run(["index", "--kb-path", str(kb), "--config", str(kb / "kb-mcp.toml")], kb_env)

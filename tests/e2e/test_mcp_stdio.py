@@ -15,6 +15,7 @@ from mcp.shared.exceptions import MCPError
 
 from tests.e2e.conftest import (
     DEADLINE,
+    Env,
     RawStdio,
     error_of,
     make_corpus,
@@ -24,13 +25,17 @@ from tests.e2e.conftest import (
 )
 
 TOOLS = {"search", "get_document", "list_topics", "rebuild_index"}
-PROMPTS = {"summarize_topic": {"topic": "ops"}, "deep_dive": {"question": "How are keys rotated?"},
-           "whats_new": {"since": "2026-01-01"}}
+PROMPTS = {
+    "summarize_topic": {"topic": "ops"},
+    "deep_dive": {"question": "How are keys rotated?"},
+    "whats_new": {"since": "2026-01-01"},
+}
 MODEL_LOAD = "loading embedding model"
 
 
 def run(test: Any) -> None:
     """Run an async test body under the suite's deadline."""
+
     async def bounded() -> None:
         with anyio.fail_after(DEADLINE * 2):
             await test()
@@ -56,9 +61,11 @@ def wait_for_text(path: Path, needle: str) -> str:
     raise AssertionError(f"{needle!r} never appeared in {path.name}: {text[-2000:]}")
 
 
-def test_listings_describe_the_whole_surface(indexed_kb: Path, tmp_path: Path) -> None:
+def test_listings_describe_the_whole_surface(
+    indexed_kb: Path, tmp_path: Path, server_env: Env
+) -> None:
     async def body() -> None:
-        async with stdio_session(indexed_kb, tmp_path / "err.log") as client:
+        async with stdio_session(indexed_kb, tmp_path / "err.log", server_env) as client:
             caps = client.server_capabilities
             assert caps.resources is not None and caps.resources.list_changed is True
             tools = {t.name: t for t in (await client.list_tools()).tools}
@@ -76,61 +83,92 @@ def test_listings_describe_the_whole_surface(indexed_kb: Path, tmp_path: Path) -
 
             assert {p.name for p in (await client.list_prompts()).prompts} == set(PROMPTS)
             listed = (await client.list_resources()).resources
-            assert [r.uri for r in listed] == ["kb://topic/", "kb://topic/archive",
-                                               "kb://topic/guides", "kb://topic/notes"]
+            assert [r.uri for r in listed] == [
+                "kb://topic/",
+                "kb://topic/archive",
+                "kb://topic/guides",
+                "kb://topic/notes",
+            ]
             guides = next(r for r in listed if r.uri == "kb://topic/guides")
-            assert guides.mime_type == "text/markdown" and "2 documents" in (guides.description or "")
+            assert guides.mime_type == "text/markdown" and "2 documents" in (
+                guides.description or ""
+            )
             templates = (await client.list_resource_templates()).resource_templates
             assert [t.uri_template for t in templates] == ["kb://doc/{path}"]
 
     run(body)
 
 
-def test_every_tool_answers_with_its_output_schema(indexed_kb: Path, tmp_path: Path) -> None:
+def test_every_tool_answers_with_its_output_schema(
+    indexed_kb: Path, tmp_path: Path, server_env: Env
+) -> None:
     async def body() -> None:
-        async with stdio_session(indexed_kb, tmp_path / "err.log") as client:
+        async with stdio_session(indexed_kb, tmp_path / "err.log", server_env) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
 
             found = assert_matches_schema(
-                await client.call_tool("search", {"query": "how do I rotate the signing keys",
-                                                  "limit": 3}), tools["search"])
+                await client.call_tool(
+                    "search", {"query": "how do I rotate the signing keys", "limit": 3}
+                ),
+                tools["search"],
+            )
             assert found["results"][0]["path"] == "guides/keys.md"
             assert found["results"][0]["uri"] == "kb://doc/guides/keys.md"
 
             filtered = assert_matches_schema(
-                await client.call_tool("search", {"query": "backups", "tags_all": ["ops"],
-                                                  "path_globs": ["guides/*"],
-                                                  "date_from": "2026-01-01"}), tools["search"])
+                await client.call_tool(
+                    "search",
+                    {
+                        "query": "backups",
+                        "tags_all": ["ops"],
+                        "path_globs": ["guides/*"],
+                        "date_from": "2026-01-01",
+                    },
+                ),
+                tools["search"],
+            )
             assert {h["path"] for h in filtered["results"]} == {"guides/keys.md"}
             assert filtered["filter_applied"]["date_from"] == "2026-01-01"
 
             doc = assert_matches_schema(
                 await client.call_tool("get_document", {"path": "guides/keys.md"}),
-                tools["get_document"])
+                tools["get_document"],
+            )
             assert doc["title"] == "Rotating signing keys" and doc["truncated"] is False
             assert "vault rotate signing" in doc["content"] and doc["tags"] == ["ops", "security"]
 
-            topics = assert_matches_schema(await client.call_tool("list_topics", {}),
-                                           tools["list_topics"])
+            topics = assert_matches_schema(
+                await client.call_tool("list_topics", {}), tools["list_topics"]
+            )
             assert topics["documents"] == 44 and topics["last_indexed"]
             guides = next(t for t in topics["topics"] if t["prefix"] == "guides")
-            assert guides == {"prefix": "guides", "uri": "kb://topic/guides", "documents": 2,
-                              "titles": ["Nightly backups", "Rotating signing keys"]}
+            assert guides == {
+                "prefix": "guides",
+                "uri": "kb://topic/guides",
+                "documents": 2,
+                "titles": ["Nightly backups", "Rotating signing keys"],
+            }
 
-            summary = assert_matches_schema(await client.call_tool("rebuild_index", {}),
-                                            tools["rebuild_index"])
+            summary = assert_matches_schema(
+                await client.call_tool("rebuild_index", {}), tools["rebuild_index"]
+            )
             assert summary["unchanged"] == 44 and summary["chunks_embedded"] == 0
 
     run(body)
 
 
-def test_resources_read_as_text_and_topic_lists(indexed_kb: Path, tmp_path: Path) -> None:
+def test_resources_read_as_text_and_topic_lists(
+    indexed_kb: Path, tmp_path: Path, server_env: Env
+) -> None:
     async def body() -> None:
-        async with stdio_session(indexed_kb, tmp_path / "err.log") as client:
+        async with stdio_session(indexed_kb, tmp_path / "err.log", server_env) as client:
             topic = (await client.read_resource("kb://topic/guides")).contents[0]
             assert isinstance(topic, types.TextResourceContents)
             assert topic.mime_type == "text/markdown"
-            assert "kb://doc/guides/keys.md" in topic.text and "kb://doc/guides/backup.md" in topic.text
+            assert (
+                "kb://doc/guides/keys.md" in topic.text
+                and "kb://doc/guides/backup.md" in topic.text
+            )
 
             doc = (await client.read_resource("kb://doc/guides/keys.md")).contents[0]
             assert isinstance(doc, types.TextResourceContents)
@@ -140,9 +178,11 @@ def test_resources_read_as_text_and_topic_lists(indexed_kb: Path, tmp_path: Path
     run(body)
 
 
-def test_each_prompt_teaches_the_tools_and_citing(indexed_kb: Path, tmp_path: Path) -> None:
+def test_each_prompt_teaches_the_tools_and_citing(
+    indexed_kb: Path, tmp_path: Path, server_env: Env
+) -> None:
     async def body() -> None:
-        async with stdio_session(indexed_kb, tmp_path / "err.log") as client:
+        async with stdio_session(indexed_kb, tmp_path / "err.log", server_env) as client:
             for name, arguments in PROMPTS.items():
                 prompt = await client.get_prompt(name, arguments)
                 content = prompt.messages[0].content
@@ -150,9 +190,13 @@ def test_each_prompt_teaches_the_tools_and_citing(indexed_kb: Path, tmp_path: Pa
                 assert "search" in content.text and "get_document" in content.text
                 assert "Cite the path" in content.text and "say so" in content.text
                 assert next(iter(arguments.values())) in content.text
-            assert "since" not in (await client.get_prompt("whats_new", {})).messages[0].content.text  # type: ignore[union-attr]
-            for name, arguments in [("summarize_topic", {}), ("whats_new", {"since": "May"}),
-                                    ("no_such_prompt", {})]:
+            undated = (await client.get_prompt("whats_new", {})).messages[0].content
+            assert isinstance(undated, types.TextContent) and "since" not in undated.text
+            for name, arguments in [
+                ("summarize_topic", {}),
+                ("whats_new", {"since": "May"}),
+                ("no_such_prompt", {}),
+            ]:
                 with pytest.raises(MCPError) as refused:
                     await client.get_prompt(name, arguments)
                 assert refused.value.code == types.INVALID_PARAMS
@@ -180,10 +224,10 @@ BAD_ARGUMENTS: list[tuple[str, dict[str, Any], str]] = [
 
 
 def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(
-    indexed_kb: Path, tmp_path: Path
+    indexed_kb: Path, tmp_path: Path, server_env: Env
 ) -> None:
     async def body() -> None:
-        async with stdio_session(indexed_kb, tmp_path / "err.log") as client:
+        async with stdio_session(indexed_kb, tmp_path / "err.log", server_env) as client:
             for tool, arguments, says in BAD_ARGUMENTS:
                 error = error_of(await client.call_tool(tool, arguments))
                 assert error["code"] == "invalid_argument", (tool, arguments, error)
@@ -196,16 +240,23 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(
     run(body)
 
 
-def test_refused_and_unoffered_reads_are_resource_not_found(fresh_kb: Path,
-                                                            tmp_path: Path) -> None:
+def test_refused_and_unoffered_reads_are_resource_not_found(
+    fresh_kb: Path, tmp_path: Path, server_env: Env
+) -> None:
     write(fresh_kb, "guides/unindexed.md", "# Not yet indexed\n\nwritten after the index run\n")
 
     async def body() -> None:
-        async with stdio_session(fresh_kb, tmp_path / "err.log") as client:
-            for uri in ["kb://doc/%2e%2e%2fsecret.md", "kb://doc/../secret.md",
-                        "kb://doc/guides/unindexed.md", f"kb://doc/{tmp_path}/secret.md",
-                        "kb://doc/guides%5Ckeys.md", "kb://doc/guides/missing.md",
-                        "kb://topic/nowhere", "file:///etc/passwd"]:
+        async with stdio_session(fresh_kb, tmp_path / "err.log", server_env) as client:
+            for uri in [
+                "kb://doc/%2e%2e%2fsecret.md",
+                "kb://doc/../secret.md",
+                "kb://doc/guides/unindexed.md",
+                f"kb://doc/{tmp_path}/secret.md",
+                "kb://doc/guides%5Ckeys.md",
+                "kb://doc/guides/missing.md",
+                "kb://topic/nowhere",
+                "file:///etc/passwd",
+            ]:
                 with pytest.raises(MCPError) as refused:
                     await client.read_resource(uri)
                 assert refused.value.code == -32002, uri
@@ -221,11 +272,13 @@ def test_refused_and_unoffered_reads_are_resource_not_found(fresh_kb: Path,
     run(body)
 
 
-def test_initialize_is_answered_before_the_model_loads(indexed_kb: Path, tmp_path: Path) -> None:
+def test_initialize_is_answered_before_the_model_loads(
+    indexed_kb: Path, tmp_path: Path, server_env: Env
+) -> None:
     log = tmp_path / "err.log"
 
     async def body() -> None:
-        async with stdio_session(indexed_kb, log) as client:
+        async with stdio_session(indexed_kb, log, server_env) as client:
             assert client.server_info is not None and client.server_info.name == "kb-mcp"
             topics = await client.call_tool("list_topics", {})
             assert not topics.is_error
@@ -237,10 +290,10 @@ def test_initialize_is_answered_before_the_model_loads(indexed_kb: Path, tmp_pat
 
 
 def test_stdout_is_only_json_rpc_and_a_missing_index_is_a_clear_tool_error(
-    tmp_path: Path, raw_stdio: list[RawStdio]
+    tmp_path: Path, raw_stdio: list[RawStdio], server_env: Env
 ) -> None:
     kb = make_corpus(tmp_path)  # never indexed: the server warns about it while starting
-    server = RawStdio(kb, env={"PYTHONWARNINGS": "always"})
+    server = RawStdio(kb, {**server_env, "PYTHONWARNINGS": "always"})
     raw_stdio.append(server)
     hello = server.initialize()
     assert hello["result"]["serverInfo"]["name"] == "kb-mcp"
@@ -258,9 +311,11 @@ def test_stdout_is_only_json_rpc_and_a_missing_index_is_a_clear_tool_error(
         assert json.loads(line)["jsonrpc"] == "2.0"
 
 
-def test_concurrent_rebuilds_run_one_at_a_time(fresh_kb: Path, tmp_path: Path) -> None:
+def test_concurrent_rebuilds_run_one_at_a_time(
+    fresh_kb: Path, tmp_path: Path, server_env: Env
+) -> None:
     async def body() -> None:
-        async with stdio_session(fresh_kb, tmp_path / "err.log") as client:
+        async with stdio_session(fresh_kb, tmp_path / "err.log", server_env) as client:
             results: list[types.CallToolResult] = []
 
             async def rebuild() -> None:
@@ -281,8 +336,9 @@ def test_concurrent_rebuilds_run_one_at_a_time(fresh_kb: Path, tmp_path: Path) -
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
-def test_a_rebuild_that_changes_the_offer_notifies_the_client(fresh_kb: Path, tmp_path: Path,
-                                                              mode: str) -> None:
+def test_a_rebuild_that_changes_the_offer_notifies_the_client(
+    fresh_kb: Path, tmp_path: Path, mode: str, server_env: Env
+) -> None:
     changed = anyio.Event()
 
     async def on_message(message: Any) -> None:
@@ -290,8 +346,9 @@ def test_a_rebuild_that_changes_the_offer_notifies_the_client(fresh_kb: Path, tm
             changed.set()
 
     async def body() -> None:
-        async with stdio_session(fresh_kb, tmp_path / "err.log", mode=mode,
-                                 message_handler=on_message) as client:
+        async with stdio_session(
+            fresh_kb, tmp_path / "err.log", server_env, mode=mode, message_handler=on_message
+        ) as client:
             before = {r.uri for r in (await client.list_resources()).resources}
             write(fresh_kb, "recipes/soup.md", "# Soup\n\nSimmer the stock for an hour.\n")
             if mode == "legacy":  # handshake era: a spontaneous notification

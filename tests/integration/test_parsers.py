@@ -278,7 +278,7 @@ def test_a_long_section_is_split_under_budget_and_no_text_is_lost() -> None:
             assert line in joined
     words = " ".join(c.content for c in long_chunks).split()
     assert [w for w in words if w.startswith("run")] == [f"run{k}" for k in range(400)]
-    starts = [c.start_line for c in long_chunks]
+    starts = [c.start_line or 0 for c in long_chunks]
     assert starts == sorted(starts) and long_chunks[0].start_line == 3
 
 
@@ -398,6 +398,13 @@ def test_text_parser_rejects_invalid_utf8_and_accepts_empty_files() -> None:
 # -- PDF -------------------------------------------------------------------------------
 
 
+def mupdf() -> Any:
+    """pymupdf, imported where the PDF tests need it (it ships without type hints)."""
+    import pymupdf
+
+    return pymupdf
+
+
 def make_pdf(
     pages: list[str],
     *,
@@ -406,8 +413,7 @@ def make_pdf(
     toc: list[list[Any]] | None = None,
     **save: Any,
 ) -> bytes:
-    import pymupdf
-
+    pymupdf = mupdf()
     doc = pymupdf.open()
     for text in pages:
         page = doc.new_page()
@@ -460,8 +466,7 @@ def test_pdf_outline_titles_name_the_pages_they_cover() -> None:
 
 
 def test_encrypted_pdf_is_refused() -> None:
-    import pymupdf
-
+    pymupdf = mupdf()
     data = make_pdf(
         [sentence("secret")],
         encryption=pymupdf.PDF_ENCRYPT_AES_256,
@@ -475,8 +480,7 @@ def test_encrypted_pdf_is_refused() -> None:
 
 
 def test_image_only_pdf_is_refused() -> None:
-    import pymupdf
-
+    pymupdf = mupdf()
     doc = pymupdf.open()
     page = doc.new_page()
     page.draw_rect(pymupdf.Rect(100, 100, 300, 300), color=(0, 0, 0), fill=(0.5, 0.5, 0.5))

@@ -150,3 +150,26 @@ def test_other_model_is_refused_unless_forced(world: IndexDeps) -> None:
     s = run_index(world, force=True)
     assert s.chunks_embedded == 3
     assert world.store.get_meta("embedding_model") == "other-model"
+
+
+def test_targeted_run_touches_only_its_paths(world: IndexDeps) -> None:
+    run_index(world)
+    fs = world.fs
+    assert isinstance(fs, FakeFileSystem)
+    del fs.files["b.md"]  # gone, but not part of this targeted run
+    fs.files["c.md"] = b"# C\nnew text\n"
+    s = run_index(world, paths=["c.md"])
+    assert (s.added, s.deleted) == (1, 0)
+    assert world.store.document_paths() == ["a.md", "b.md", "c.md"]
+    s = run_index(world, paths=["b.md"])
+    assert s.deleted == 1
+    assert world.store.document_paths() == ["a.md", "c.md"]
+
+
+def test_targeted_run_sees_a_rename_in_one_batch(world: IndexDeps) -> None:
+    run_index(world)
+    fs = world.fs
+    assert isinstance(fs, FakeFileSystem)
+    fs.files["moved.md"] = fs.files.pop("a.md")
+    s = run_index(world, paths=["a.md", "moved.md"])
+    assert (s.renamed, s.chunks_embedded) == (1, 0)
