@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from kbmcp_core.errors import ConfigError, EmbeddingUnavailable, KbError
 from kbmcp_core.models import Vector
+from kbmcp_core.search import readable_share
 
 if TYPE_CHECKING:
     from fastembed import TextEmbedding
@@ -115,6 +116,23 @@ class FastEmbedEmbedder:
             if len(texts) == 1:  # the chunker's case: one section at a time, no batch overhead
                 return [len(tokenizer.encode(texts[0]).ids)]
             return [len(encoding.ids) for encoding in tokenizer.encode_batch(list(texts))]
+
+    def coverage(self, text: str) -> float:
+        """How much of ``text`` this model can read. The default model (and any catalogue
+        model not marked multilingual) was trained on English: Chinese, Japanese and
+        Korean characters carry no meaning for it, so they count as unread."""
+        if self._multilingual():
+            return 1.0
+        return readable_share(text)
+
+    def _multilingual(self) -> bool:
+        if self._name == DEFAULT_MODEL_ID:
+            return False
+        for d in _catalogue():
+            if str(d["model"]).lower() == self._name.lower():
+                about = f"{d['model']} {d.get('description', '')}".lower()
+                return "multilingual" in about or "multi-lingual" in about
+        return False
 
     def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
         if not texts:

@@ -177,8 +177,12 @@ def _grams_expression(analysis: _Analysis) -> str | None:
             return None
         words = [w for w in analysis.free_words if len(w) >= 3 and w not in STOP_WORDS]
         return _combine([quote(p) for p in phrases], [quote(w) for w in words])
+    # CJK text: trigrams of each run, plus the Latin words of a mixed query as substrings,
+    # so one BM25 ranks the whole query (measured: docs/decisions/0007-search-fusion.md).
     required = [quote(r) for r in analysis.quoted_runs if len(r) >= 3]
+    required += [quote(" ".join(p)) for p in analysis.phrases if len(" ".join(p)) >= 3]
     optional = [quote(g) for r in analysis.free_runs for g in _trigrams(r)]
+    optional += [quote(w) for w in analysis.free_words if len(w) >= 3 and w not in STOP_WORDS]
     return _combine(required, optional)
 
 

@@ -343,8 +343,9 @@ class SqlIndexStore:
     def lexical_search(
         self, query: str, limit: int, document_paths: Collection[str] | None = None
     ) -> list[tuple[int, float]]:
-        """BM25 on the word index; the trigram index for CJK (or when words find nothing);
-        a substring scan for CJK runs too short for trigrams.
+        """BM25 on the word index; for a query with CJK text, BM25 on the trigram index
+        alone (its Latin words join as substrings); the trigram index also when the words
+        find nothing; a substring scan for CJK runs too short for trigrams.
 
         Merging: each leg's scores are divided by that leg's best score and a chunk found
         by several legs keeps its highest normalised score. Scores are in (0, 1], 1 for
@@ -356,7 +357,7 @@ class SqlIndexStore:
         paths = None if document_paths is None else json.dumps(sorted(document_paths))
         legs: list[list[tuple[int, float]]] = []
         with self._read() as conn:
-            if compiled.words:
+            if compiled.words and not compiled.has_cjk:
                 legs.append(_fts_leg(conn, FTS_WORDS, compiled.words, limit, paths))
             if compiled.grams and (compiled.has_cjk or not any(legs)):
                 legs.append(_fts_leg(conn, FTS_GRAMS, compiled.grams, limit, paths))

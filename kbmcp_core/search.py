@@ -216,7 +216,10 @@ class Searcher:
         if req.mode in ("hybrid", "vector"):
             qv = self.embedder.embed_query(req.query)
             vector = self.vectors.search(qv, pool, allowed_ids)
-        fused = fuse(vector, lexical) if req.mode == "hybrid" else (vector or lexical)
+        if req.mode == "hybrid":
+            fused = fuse(vector, lexical, coverage=self.embedder.coverage(req.query))
+        else:
+            fused = list(vector or lexical)
         chunks = self.store.get_chunks([cid for cid, _ in fused])
         picked = _per_document(fused, chunks, per_doc, req.limit)
         offered = self.rules.servable({chunks[cid].document_path for cid, _ in picked})
@@ -224,25 +227,44 @@ class Searcher:
         return SearchResponse(hits, _low_confidence(vector, lexical, hits), filters, req.mode)
 
 
+_CJK = re.compile(
+    "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
+    "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]"
+)
+
+
+def readable_share(text: str) -> float:
+    """Share of the letters and digits of ``text`` that are not Chinese, Japanese or
+    Korean: what an English-only embedding model can make sense of."""
+    chars = [c for c in text if c.isalnum()]
+    if not chars:
+        return 0.0
+    return sum(1 for c in chars if not _CJK.match(c)) / len(chars)
+
+
 def fuse(
     vector: Sequence[tuple[int, float]],
     lexical: Sequence[tuple[int, float]],
     lexical_weight: float = LEXICAL_WEIGHT,
+    coverage: float = 1.0,
 ) -> list[tuple[int, float]]:
-    """Convex combination of the two legs' scores.
+    """Weighted sum of the two legs' scores.
 
-    The vector leg contributes its cosine similarity as is (comparable across queries);
-    the lexical leg its BM25 score divided by the best BM25 score of this query, so the
-    strongest lexical match counts fully. A chunk found by one leg only gets that leg's
-    share. Ties break by chunk id so results are stable.
+    The lexical leg contributes its BM25 score divided by the best BM25 score of this
+    query (the strongest lexical match counts fully), times ``lexical_weight``. The vector
+    leg contributes its cosine similarity as is (comparable across queries), times the
+    rest of the weight scaled by ``coverage``² — the share of the query the model can
+    read — so an English model adds no noise to a Japanese query. A chunk found by one
+    leg only gets that leg's share. Ties break by chunk id so results are stable.
     """
     scores: dict[int, float] = {}
     best = max((s for _, s in lexical), default=0.0)
     if best > 0:
         for cid, s in lexical:
             scores[cid] = lexical_weight * (s / best)
+    vector_weight = (1.0 - lexical_weight) * max(0.0, min(coverage, 1.0)) ** 2
     for cid, sim in vector:
-        scores[cid] = scores.get(cid, 0.0) + (1.0 - lexical_weight) * max(sim, 0.0)
+        scores[cid] = scores.get(cid, 0.0) + vector_weight * max(sim, 0.0)
     return sorted(scores.items(), key=lambda x: (-x[1], x[0]))
 
 

@@ -56,6 +56,9 @@ class FakeEmbedder:
         n = math.sqrt(sum(x * x for x in v)) or 1.0
         return [x / n for x in v]
 
+    def coverage(self, text: str) -> float:
+        return 1.0 if text.isascii() else 0.0
+
     def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
         self.embedded.extend(texts)
         return [self._vec(t) for t in texts]

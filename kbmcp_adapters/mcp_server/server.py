@@ -115,7 +115,7 @@ class KbRuntime:
             return self.knowledge_base()
 
     def ensure_model(self, kb: KnowledgeBase) -> None:
-        """Load the embedding model once, saying so on the log."""
+        """Load the embedding model (and open the vector store) once, saying so on the log."""
         if self._model_ready:
             return
         with self._model_lock:
@@ -124,6 +124,7 @@ class KbRuntime:
             log.info("loading embedding model %s", self.settings.embedding_model)
             started = time.monotonic()
             kb.container.embedder.embed_query("kb-mcp")
+            kb.container.vectors  # noqa: B018  (built here once, not by racing threads)
             log.info("embedding model ready in %.1fs", time.monotonic() - started)
             self._model_ready = True
 

@@ -19,7 +19,16 @@ from jsonschema import Draft202012Validator
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from tests.e2e.conftest import DEADLINE, Env, LineReader, error_of, kb_mcp_command, stop, text_of
+from tests.e2e.conftest import (
+    DEADLINE,
+    Env,
+    LineReader,
+    error_of,
+    kb_mcp_command,
+    stop,
+    text_of,
+    write,
+)
 
 READY = r"streamable HTTP at http://127\.0\.0\.1:(\d+)/mcp"
 
@@ -175,6 +184,31 @@ def test_the_sdk_client_uses_every_feature_over_http(server: HttpServer, mode: s
                 assert "search" in got.messages[0].content.text  # type: ignore[union-attr]
 
     run(body)
+
+
+def test_http_clients_hear_that_the_offer_changed(fresh_kb: Path, server_env: Env) -> None:
+    running = start_http(fresh_kb, server_env)
+    changed = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ResourceListChangedNotification):
+            changed.set()
+
+    async def body() -> None:
+        async with Client(
+            running.url, mode="legacy", message_handler=on_message, read_timeout_seconds=DEADLINE
+        ) as client:
+            write(fresh_kb, "recipes/soup.md", "# Soup\n\nSimmer the stock for an hour.\n")
+            assert not (await client.call_tool("rebuild_index", {})).is_error
+            await changed.wait()
+            uris = {r.uri for r in (await client.list_resources()).resources}
+            assert "kb://topic/recipes" in uris
+
+    try:
+        run(body)
+    finally:
+        stop(running.proc)
+        running.log.drain()
 
 
 def test_healthz_answers_while_a_rebuild_runs(server: HttpServer) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -363,3 +365,21 @@ def test_a_rebuild_that_changes_the_offer_notifies_the_client(
             assert after - before == {"kb://topic/recipes"}
 
     run(body)
+
+
+def test_whatever_a_library_prints_after_start_up_lands_on_stderr(tmp_path: Path) -> None:
+    script = (
+        "import os\n"
+        "from kbmcp_adapters.mcp_server.server import claim_stdout\n"
+        "wire = claim_stdout()\n"
+        "print('python-level noise')\n"
+        "os.write(1, b'c-level noise\\n')\n"
+        'wire.write(b\'{"jsonrpc": "2.0"}\\n\')\n'
+        "wire.flush()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=DEADLINE
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == '{"jsonrpc": "2.0"}\n'
+    assert "python-level noise" in done.stderr and "c-level noise" in done.stderr

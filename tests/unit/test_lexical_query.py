@@ -106,9 +106,10 @@ def test_a_lone_particle_is_ignored_when_the_query_has_other_content() -> None:
     assert query.short_runs == ()
 
 
-def test_english_words_go_to_the_trigram_table_only_without_cjk() -> None:
+def test_a_mixed_query_is_ranked_by_one_trigram_bm25() -> None:
     assert compile_grams("config watcher") == '"config" OR "watcher"'
-    assert compile_grams("config セッター関数") == '"セッタ" OR "ッター" OR "ター関" OR "ー関数"'
+    assert compile_grams("config セッター関数") == (
+        '"セッタ" OR "ッター" OR "ター関" OR "ー関数" OR "config"')
 
 
 def test_the_number_of_terms_is_capped() -> None:

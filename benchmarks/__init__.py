@@ -1,0 +1,1 @@
+"""Benchmarks for kb-mcp: `make bench` (or `python -m benchmarks.run`); see docs/benchmarks.md."""

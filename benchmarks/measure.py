@@ -1,0 +1,103 @@
+"""Timing helpers: summary statistics and child processes measured from outside (wall, peak RSS)."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: The environment of every child: offline, unbuffered, no tokenizer thread pool surprises.
+CHILD_ENV = {"HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
+REPO = Path(__file__).resolve().parent.parent
+
+
+def summary(samples: list[float]) -> dict[str, float | int]:
+    """Median and spread of seconds (or any unit): n, median, min, max, p95, mean."""
+    if not samples:
+        return {"n": 0}
+    ordered = sorted(samples)
+    return {
+        "n": len(ordered),
+        "median": statistics.median(ordered),
+        "min": ordered[0],
+        "max": ordered[-1],
+        "p95": percentile(ordered, 95),
+        "mean": statistics.fmean(ordered),
+    }
+
+
+def percentile(ordered: list[float], pct: float) -> float:
+    """Linear-interpolated percentile of an already sorted list."""
+    if len(ordered) == 1:
+        return ordered[0]
+    rank = (len(ordered) - 1) * pct / 100.0
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+@dataclass(frozen=True, slots=True)
+class ChildResult:
+    """One child process: its wall time from spawn to exit, peak RSS, and its JSON answer."""
+
+    wall_s: float
+    max_rss_mb: float
+    data: dict[str, Any]
+
+
+def run_child(args: list[str], *, timeout: float = 1800.0) -> ChildResult:
+    """Run a command; ``data`` is the JSON object it wrote to the file named by
+    ``$BENCH_RESULT`` (empty when it wrote none). Peak RSS comes from ``wait4``."""
+    with tempfile.TemporaryDirectory(prefix="kbbench-child-") as scratch:
+        result_file = Path(scratch) / "result.json"
+        log_file = Path(scratch) / "output.log"
+        env = {**os.environ, **CHILD_ENV, "BENCH_RESULT": str(result_file)}
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+        with log_file.open("wb") as log:
+            started = time.perf_counter()
+            proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log,
+                                    stderr=subprocess.STDOUT, env=env, cwd=scratch)
+            status, usage = _wait4(proc, started + timeout)
+            wall = time.perf_counter() - started
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            tail = log_file.read_text(encoding="utf-8", errors="replace")[-3000:]
+            raise RuntimeError(f"{' '.join(args[:4])} ... exited {proc.returncode}:\n{tail}")
+        data = json.loads(result_file.read_text()) if result_file.exists() else {}
+    return ChildResult(wall, usage.ru_maxrss / 1024.0, data)
+
+
+def _wait4(proc: subprocess.Popen[bytes], deadline: float) -> tuple[int, Any]:
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid == proc.pid:
+            return status, usage
+        if time.perf_counter() > deadline:
+            proc.kill()
+            _, status, usage = os.wait4(proc.pid, 0)
+            raise RuntimeError(f"child {proc.args!r} timed out")
+        time.sleep(0.005)
+
+
+def worker(task: str, **params: Any) -> list[str]:
+    """The command line that runs one task of ``benchmarks.worker`` in a fresh interpreter."""
+    return [sys.executable, "-m", "benchmarks.worker", task, json.dumps(params)]
+
+
+def kb_mcp() -> str:
+    """The installed console script next to this interpreter."""
+    return str(Path(sys.executable).with_name("kb-mcp"))
+
+
+def write_result(data: dict[str, Any]) -> None:
+    """Called in a child: hand ``data`` back to ``run_child``."""
+    target = os.environ.get("BENCH_RESULT")
+    if target:
+        Path(target).write_text(json.dumps(data))

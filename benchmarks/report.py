@@ -1,0 +1,158 @@
+"""The results table (measurement, median, spread, target, PASS/MISS) and the JSON record."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    name: str
+    value: str
+    spread: str = ""
+    target: str = ""
+    result: str = ""  # PASS, MISS, ERROR or "" (informational)
+
+    def as_dict(self) -> dict[str, str]:
+        return {"measurement": self.name, "value": self.value, "spread": self.spread,
+                "target": self.target, "result": self.result}
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def spread(s: dict[str, Any], p95: bool = False) -> str:
+    if not s.get("n"):
+        return ""
+    low, high = ms(s["min"]), ms(s["max"])
+    tail = f", p95 {ms(s['p95'])}" if p95 else ""
+    return f"{low} .. {high}{tail} (n={s['n']})"
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def rows(results: dict[str, Any]) -> list[Row]:
+    out: list[Row] = []
+    full = results.get("full_index")
+    if isinstance(full, dict) and "index_s" in full:
+        idx, emb = full["index_s"], full["embed_only_s"]
+        out += [
+            Row(f"full index, {full['chunks']} chunks (real model)", ms(idx["median"]),
+                spread(idx)),
+            Row("  embed-only, same chunks", ms(emb["median"]), spread(emb)),
+            Row("  index / embed-only", f"{full['ratio_of_medians']:.2f}x",
+                f"{full['ratio']['min']:.2f} .. {full['ratio']['max']:.2f}", "<= 1.25x",
+                verdict(full["ratio_of_medians"] <= 1.25)),
+            Row("  chunks/s (index | embed-only)",
+                f"{full['chunks_per_s']['median']:.1f} | "
+                f"{full['embed_chunks_per_s']['median']:.1f}"),
+            Row("  peak RSS while indexing", f"{full['peak_rss_mb']['median']:.0f} MB",
+                f"max {full['peak_rss_mb']['max']:.0f} MB", "<= 1024 MB",
+                verdict(full["peak_rss_mb"]["max"] <= 1024)),
+        ]
+    large = results.get("large")
+    files = large["build"]["documents"] if isinstance(large, dict) and "build" in large else "?"
+    re = results.get("reindex")
+    if isinstance(re, dict) and "nochange_cli_s" in re:
+        cli = re["nochange_cli_s"]
+        out += [
+            Row(f"no-change re-index, {files} files (kb-mcp index)", ms(cli["median"]),
+                spread(cli), "<= 3 s", verdict(cli["median"] <= 3.0)),
+            Row("  library kb.index(), warm process", ms(re["nochange_library_warm_s"]["median"]),
+                spread(re["nochange_library_warm_s"])),
+            Row("  floor: walk + read + sha256", ms(re["floor_read_hash_s"]["median"]),
+                spread(re["floor_read_hash_s"])),
+            Row("  library / floor", f"{re['nochange_ratio_to_floor']:.2f}x"),
+            Row("single-file change (kb-mcp index)", ms(re["change_cli_s"]["median"]),
+                spread(re["change_cli_s"])),
+            Row("  library, full scan (model loaded)",
+                ms(re["change_library_scan_s"]["median"]), spread(re["change_library_scan_s"])),
+            Row("  library, paths=[file] (watcher route)",
+                ms(re["change_library_paths_s"]["median"]), spread(re["change_library_paths_s"])),
+        ]
+    se = results.get("search")
+    if isinstance(se, dict) and "library_s" in se:
+        lib, parts = se["library_s"], se["parts_s"]
+        out += [
+            Row(f"search p50 via library, {se['chunks']} chunks", ms(lib["median"]),
+                spread(lib, p95=True)),
+            Row("  part: query embedding (real model)", ms(parts["embed"]["median"]),
+                spread(parts["embed"], p95=True)),
+            Row(f"  part: LanceDB k-NN (k={se['pool']})", ms(parts["knn"]["median"]),
+                spread(parts["knn"], p95=True)),
+            Row(f"  part: lexical query (limit {se['pool']})", ms(parts["lexical"]["median"]),
+                spread(parts["lexical"], p95=True)),
+            Row("  library p50 / sum of part p50s", f"{se['library_ratio']:.2f}x",
+                f"parts sum {ms(se['parts_p50_sum_s'])}", "<= 1.5x",
+                verdict(se["library_ratio"] <= 1.5)),
+        ]
+        if "mcp_s" in se:
+            out += [
+                Row("search p50 via MCP stdio", ms(se["mcp_s"]["median"]),
+                    spread(se["mcp_s"], p95=True)),
+                Row("  MCP p50 / sum of part p50s", f"{se['mcp_ratio']:.2f}x", "", "<= 2x",
+                    verdict(se["mcp_ratio"] <= 2.0)),
+            ]
+        else:
+            out.append(Row("search via MCP stdio", "-", se.get("mcp_error", "")[:60], "<= 2x",
+                           "ERROR"))
+    ini = results.get("initialize")
+    if isinstance(ini, dict) and "initialize_s" in ini:
+        s = ini["initialize_s"]
+        out.append(Row("serve start -> initialize answered", ms(s["median"]), spread(s),
+                       "<= 1 s", verdict(s["median"] <= 1.0)))
+    li = results.get("listings")
+    if isinstance(li, dict) and "resources_list_s" in li:
+        rl, lt = li["resources_list_s"], li["list_topics_s"]
+        out += [
+            Row(f"resources/list, {li['documents']} docs ({li['resources']} topics)",
+                ms(rl["median"]), spread(rl, p95=True), "<= 50 ms",
+                verdict(rl["median"] <= 0.050)),
+            Row(f"list_topics, {li['documents']} docs", ms(lt["median"]), spread(lt, p95=True)),
+        ]
+    for step, value in results.items():
+        if isinstance(value, dict) and "error" in value:
+            out.append(Row(f"{step}: failed", "-", value["error"][:70], "", "ERROR"))
+    return out
+
+
+def table(rows_: list[Row]) -> str:
+    headers = ("Measurement", "Median", "Spread", "Target", "Result")
+    cells = [headers] + [(r.name, r.value, r.spread, r.target, r.result) for r in rows_]
+    widths = [max(len(c[i]) for c in cells) for i in range(len(headers))]
+    lines = []
+    for n, c in enumerate(cells):
+        lines.append(" | ".join(v.ljust(w) for v, w in zip(c, widths, strict=True)).rstrip())
+        if n == 0:
+            lines.append("-+-".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def environment() -> dict[str, Any]:
+    versions = {}
+    for name in ("kb-mcp", "fastembed", "onnxruntime", "lancedb", "mcp", "SQLAlchemy"):
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return {"python": sys.version.split()[0], "platform": platform.platform(),
+            "cpus": os.cpu_count(), "versions": versions}
+
+
+def write_json(out_dir: Path, stamp: str, record: dict[str, Any]) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(record, indent=2, sort_keys=False)
+    path = out_dir / f"{stamp}.json"
+    path.write_text(text + "\n")
+    (out_dir / "latest.json").write_text(text + "\n")
+    return path

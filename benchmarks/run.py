@@ -1,0 +1,118 @@
+"""`python -m benchmarks.run` (`make bench`): run every measurement, print the table, save JSON."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from benchmarks import report, steps
+from benchmarks.measure import REPO
+
+STEPS = ("full", "reindex", "search", "initialize", "listings")
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__)
+    p.add_argument("--quick", action="store_true",
+                   help="a small smoke run (tiny corpora, few repetitions); targets not judged")
+    p.add_argument("--corpus", type=Path, metavar="DIR",
+                   help="use a copy of this directory instead of generated notes for the full "
+                        "index and the re-index/search steps (the original is never written)")
+    p.add_argument("--work", type=Path, metavar="DIR",
+                   help="where corpora and indexes go (default: a temporary directory, removed "
+                        "afterwards; a --work directory is kept)")
+    p.add_argument("--out", type=Path, default=REPO / "bench-results", metavar="DIR",
+                   help="where the JSON results go (default: bench-results/)")
+    p.add_argument("--only", action="append", choices=STEPS, metavar="STEP",
+                   help=f"run only these steps (repeatable): {', '.join(STEPS)}")
+    args = p.parse_args(argv)
+    if args.corpus is not None and not args.corpus.is_dir():
+        p.error(f"--corpus {args.corpus} is not a directory")
+    return args
+
+
+def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    cfg = steps.Config.quick_run() if args.quick else steps.Config()
+    wanted = set(args.only or STEPS)
+    source = args.corpus.resolve() if args.corpus else None
+    errlog = work / "serve-stderr.log"
+    results: dict[str, Any] = {}
+
+    def step(name: str, fn: Callable[[], dict[str, Any]]) -> None:
+        started = time.perf_counter()
+        try:
+            results[name] = fn()
+        except Exception as exc:  # one broken step must not hide the others' numbers
+            steps.say(f"{name} failed: {type(exc).__name__}: {exc}")
+            results[name] = {"error": f"{type(exc).__name__}: {exc}",
+                             "traceback": traceback.format_exc()}
+        results[name]["step_seconds"] = time.perf_counter() - started
+
+    if "full" in wanted:
+        step("full_index", lambda: steps.full_index(cfg, work, source))
+    if wanted & {"reindex", "search", "initialize"}:
+        large: dict[str, Path] = {}
+
+        def build() -> dict[str, Any]:
+            large["kb"], facts = steps.large_corpus(cfg, work, source)
+            return facts
+
+        step("large", build)
+        if "kb" in large:
+            kb = large["kb"]
+            if "search" in wanted:  # before the edits of the re-index step
+                step("search", lambda: steps.search(cfg, kb, errlog))
+            if "reindex" in wanted:
+                step("reindex", lambda: steps.reindex(cfg, kb))
+            if "initialize" in wanted:
+                step("initialize", lambda: steps.initialize(cfg, kb))
+    if "listings" in wanted:
+        step("listings", lambda: steps.listings(cfg, work, errlog))
+    return {"config": cfg.as_dict(), **results}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    started = datetime.now(UTC)
+    stamp = started.strftime("%Y%m%dT%H%M%SZ")
+    temporary = args.work is None
+    work = Path(tempfile.mkdtemp(prefix="kb-mcp-bench-")) if temporary else args.work.resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    steps.say(f"work directory: {work}{' (quick run)' if args.quick else ''}")
+    clock = time.perf_counter()
+    try:
+        results = run(args, work)
+    finally:
+        if temporary:
+            shutil.rmtree(work, ignore_errors=True)
+    total = time.perf_counter() - clock
+    table_rows = report.rows(results)
+    record = {
+        "started_at": started.isoformat(timespec="seconds"),
+        "total_seconds": round(total, 1),
+        "quick": args.quick,
+        "corpus": str(args.corpus) if args.corpus else None,
+        "environment": report.environment(),
+        "table": [r.as_dict() for r in table_rows],
+        "results": results,
+    }
+    path = report.write_json(args.out, stamp, record)
+    print()
+    print(report.table(table_rows))
+    print()
+    note = " (quick run: sizes are below the targets' sizes; PASS/MISS is indicative)"
+    print(f"total {total / 60:.1f} min; results: {path}{note if args.quick else ''}")
+    failed = any(r.result == "ERROR" for r in table_rows)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

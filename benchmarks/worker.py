@@ -1,0 +1,172 @@
+"""Child-process tasks of the benchmarks: `python -m benchmarks.worker TASK JSON-PARAMS`.
+
+Each task runs in a fresh interpreter so its peak RSS and import costs are its own, and
+hands its numbers back through ``measure.write_result``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from benchmarks.corpus import edit_one
+from benchmarks.measure import write_result
+
+
+def _open(kb_path: str, standin: bool = False) -> Any:
+    from kbmcp_adapters.bootstrap import bootstrap, settings_for
+    from kbmcp_adapters.knowledge_base import KnowledgeBase
+
+    settings = settings_for(kb_path)
+    container = bootstrap(settings)
+    if standin:
+        from benchmarks.standin import HashEmbedder
+
+        container = bootstrap(settings, embedder=HashEmbedder(container.embedder))
+    return KnowledgeBase(container)
+
+
+def build(kb: str) -> dict[str, Any]:
+    """Index with the stand-in embedder (a large index without the model's cost)."""
+    started = time.perf_counter()
+    base = _open(kb, standin=True)
+    summary = base.index()
+    seconds = time.perf_counter() - started
+    stats = base.stats()
+    return {"seconds": seconds, "summary": summary.as_dict(), "documents": stats.documents,
+            "chunks": stats.chunks}
+
+
+def index(kb: str) -> dict[str, Any]:
+    """A full index with the real default model: open + index, timed in-process."""
+    started = time.perf_counter()
+    base = _open(kb)
+    summary = base.index()
+    seconds = time.perf_counter() - started
+    stats = base.stats()
+    return {"seconds": seconds, "summary": summary.as_dict(), "documents": stats.documents,
+            "chunks": stats.chunks}
+
+
+def embed_only(kb: str) -> dict[str, Any]:
+    """The floor of a full index: embed exactly the chunk texts the index holds, in one call
+    to the same embedder (same model, batch size, threads), the model already loaded."""
+    from kbmcp_core.models import embed_text_of
+
+    base = _open(kb)
+    store = base.container.store
+    chunks = store.get_chunks(store.chunk_ids())
+    ordered = sorted(chunks.values(), key=lambda c: (c.document_path, c.start_line or 0, c.id))
+    texts = list(dict.fromkeys(embed_text_of(c.heading_path, c.content) for c in ordered))
+    embedder = base.container.embedder
+    started = time.perf_counter()
+    embedder.embed_documents(["warm up the model"])
+    load = time.perf_counter() - started
+    tokens = sum(embedder.count_tokens(texts))
+    started = time.perf_counter()
+    vectors = embedder.embed_documents(texts)
+    seconds = time.perf_counter() - started
+    assert len(vectors) == len(texts)
+    return {"seconds": seconds, "model_load_s": load, "texts": len(texts), "tokens": tokens,
+            "batch_size": base.settings.embedding_batch_size}
+
+
+def nochange(kb: str, runs: int) -> dict[str, Any]:
+    """No-change re-index through the library: the first call in a fresh process (imports
+    included), then ``runs`` more in the same warm process."""
+    started = time.perf_counter()
+    base = _open(kb)
+    first = base.index()
+    first_s = time.perf_counter() - started
+    assert first.added == first.updated == first.deleted == 0, first.line()
+    warm = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        summary = base.index()
+        warm.append(time.perf_counter() - started)
+    return {"first_s": first_s, "warm_s": warm, "scanned": summary.scanned,
+            "unchanged": summary.unchanged}
+
+
+def single_change(kb: str, edits: list[int]) -> dict[str, Any]:
+    """Edit one file, re-index; the model is loaded first (a long-lived process, as in the
+    server). Each edit is timed twice: a full scan, and the watcher's route (``paths=``)."""
+    base = _open(kb)
+    base.container.embedder.embed_query("warm up the model")
+    root = Path(kb)
+    full, targeted = [], []
+    for nth in edits:
+        edit_one(root, nth)
+        started = time.perf_counter()
+        summary = base.index()
+        full.append(time.perf_counter() - started)
+        assert summary.updated == 1, summary.line()
+        rel = edit_one(root, nth + 1).relative_to(root).as_posix()
+        started = time.perf_counter()
+        summary = base.index(paths=[rel])
+        targeted.append(time.perf_counter() - started)
+        assert summary.updated == 1, summary.line()
+    return {"full_scan_s": full, "paths_s": targeted}
+
+
+def search(kb: str, queries: list[str], warmup: int) -> dict[str, Any]:
+    """Warm search latency through the library, and its raw parts measured per query in the
+    same process: query embedding, one k-NN, one lexical query (same pool size as search)."""
+    base = _open(kb)
+    c = base.container
+    s = base.settings
+    pool = max(50, s.search_default_limit * s.search_chunks_per_document * 5)
+    for q in queries[:warmup]:
+        base.search(q)
+    full: list[float] = []
+    embed: list[float] = []
+    knn: list[float] = []
+    lexical: list[float] = []
+    hits = 0
+
+    def timed(fn: Callable[[], Any], into: list[float]) -> Any:
+        started = time.perf_counter()
+        out = fn()
+        into.append(time.perf_counter() - started)
+        return out
+
+    for i, q in enumerate(queries):
+        def parts(q: str = q) -> None:
+            qv = timed(lambda: c.embedder.embed_query(q), embed)
+            timed(lambda: c.vectors.search(qv, pool), knn)
+            timed(lambda: c.store.lexical_search(q, pool), lexical)
+
+        if i % 2:  # alternate the order so neither side always runs on the warmer cache
+            parts()
+        response = timed(lambda: base.search(q), full)
+        if not i % 2:
+            parts()
+        hits += len(response.results)
+    return {"search_s": full, "embed_s": embed, "knn_s": knn, "lexical_s": lexical,
+            "pool": pool, "hits": hits, "chunks": base.stats().chunks}
+
+
+TASKS: dict[str, Callable[..., dict[str, Any]]] = {
+    "build": build,
+    "index": index,
+    "embed_only": embed_only,
+    "nochange": nochange,
+    "single_change": single_change,
+    "search": search,
+}
+
+
+def main(argv: list[str]) -> None:
+    import logging
+
+    logging.basicConfig(level=logging.ERROR)
+    task, params = argv[0], json.loads(argv[1]) if len(argv) > 1 else {}
+    write_result(TASKS[task](**params))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
