@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
@@ -16,6 +17,8 @@ from typing import Any
 from benchmarks import report, steps
 from benchmarks.measure import REPO
 
+#: A 1-minute load average above this at the start earns a warning.
+BUSY_LOAD = 1.0
 STEPS = ("full", "reindex", "search", "initialize", "listings")
 
 
@@ -48,6 +51,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
     def step(name: str, fn: Callable[[], dict[str, Any]]) -> None:
         started = time.perf_counter()
+        load = os.getloadavg()[0]
         try:
             results[name] = fn()
         except Exception as exc:  # one broken step must not hide the others' numbers
@@ -55,6 +59,8 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             results[name] = {"error": f"{type(exc).__name__}: {exc}",
                              "traceback": traceback.format_exc()}
         results[name]["step_seconds"] = time.perf_counter() - started
+        results[name]["load_before"] = load
+        results[name]["load_after"] = os.getloadavg()[0]
 
     if "full" in wanted:
         step("full_index", lambda: steps.full_index(cfg, work, source))
@@ -87,6 +93,10 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="kb-mcp-bench-")) if temporary else args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
     steps.say(f"work directory: {work}{' (quick run)' if args.quick else ''}")
+    load = os.getloadavg()
+    if load[0] > BUSY_LOAD:
+        steps.say(f"warning: load average {load[0]:.1f} on {os.cpu_count()} CPUs: other "
+                  "processes are using the CPU, so the numbers will be slow and noisy")
     clock = time.perf_counter()
     try:
         results = run(args, work)
@@ -100,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
         "total_seconds": round(total, 1),
         "quick": args.quick,
         "corpus": str(args.corpus) if args.corpus else None,
+        "load_average_start": load,
+        "load_average_end": os.getloadavg(),
         "environment": report.environment(),
         "table": [r.as_dict() for r in table_rows],
         "results": results,
@@ -109,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     print(report.table(table_rows))
     print()
     note = " (quick run: sizes are below the targets' sizes; PASS/MISS is indicative)"
-    print(f"total {total / 60:.1f} min; results: {path}{note if args.quick else ''}")
+    print(f"total {total / 60:.1f} min; load average {load[0]:.1f} at start, "
+          f"{os.getloadavg()[0]:.1f} at end; results: {path}{note if args.quick else ''}")
     failed = any(r.result == "ERROR" for r in table_rows)
     return 1 if failed else 0
 

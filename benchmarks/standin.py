@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kbmcp_adapters.embedder import FastEmbedEmbedder
@@ -36,6 +36,10 @@ class HashEmbedder:
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return self._real.count_tokens(texts)
+
+    def __getattr__(self, name: str) -> Any:
+        """Any other part of the port (e.g. ``coverage``) is the real embedder's."""
+        return getattr(self._real, name)
 
     def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
         return [self._vector(t) for t in texts]

@@ -10,6 +10,7 @@ import json
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -134,20 +135,55 @@ def search(kb: str, queries: list[str], warmup: int) -> dict[str, Any]:
         into.append(time.perf_counter() - started)
         return out
 
-    for i, q in enumerate(queries):
-        def parts(q: str = q) -> None:
-            qv = timed(lambda: c.embedder.embed_query(q), embed)
-            timed(lambda: c.vectors.search(qv, pool), knn)
-            timed(lambda: c.store.lexical_search(q, pool), lexical)
+    def parts(q: str) -> None:
+        qv = timed(lambda: c.embedder.embed_query(q), embed)
+        timed(lambda: c.vectors.search(qv, pool), knn)
+        timed(lambda: c.store.lexical_search(q, pool), lexical)
 
+    raw_fts = _raw_fts(base.settings.sqlite_path, pool)
+    fts: list[float] = []
+
+    def whole(q: str) -> int:
+        return len(timed(lambda: base.search(q), full).results)
+
+    for i, q in enumerate(queries[warmup:]):
         if i % 2:  # alternate the order so neither side always runs on the warmer cache
-            parts()
-        response = timed(lambda: base.search(q), full)
-        if not i % 2:
-            parts()
-        hits += len(response.results)
+            parts(q)
+            hits += whole(q)
+        else:
+            hits += whole(q)
+            parts(q)
+        if raw_fts is not None:
+            timed(partial(raw_fts, q), fts)
     return {"search_s": full, "embed_s": embed, "knn_s": knn, "lexical_s": lexical,
+            "raw_fts_s": fts,
             "pool": pool, "hits": hits, "chunks": base.stats().chunks}
+
+
+def _raw_fts(db: Path, limit: int) -> Callable[[str], int] | None:
+    """One bare FTS5 BM25 query on the word index (no weighting, no merging), through
+    the stdlib sqlite3 driver: what a lexical lookup costs at the very least. None when
+    the index layout is not the one this knows."""
+    import sqlite3
+
+    try:
+        from kbmcp_adapters.lexical import compile_query
+        from kbmcp_adapters.sql_tables import FTS_WORDS
+    except ImportError:
+        return None
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, check_same_thread=False)
+    sql = (f"SELECT rowid, -bm25({FTS_WORDS}, 2.0, 3.0, 1.0) AS score FROM {FTS_WORDS} "
+           f"WHERE {FTS_WORDS} MATCH ? ORDER BY score DESC LIMIT ?")
+
+    def run(q: str) -> int:
+        words = compile_query(q).words
+        return len(conn.execute(sql, (words, limit)).fetchall()) if words else 0
+
+    try:
+        run("probe query")
+    except sqlite3.Error:
+        return None
+    return run
 
 
 TASKS: dict[str, Callable[..., dict[str, Any]]] = {

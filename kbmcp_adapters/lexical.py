@@ -59,6 +59,10 @@ STOP_WORDS: frozenset[str] = frozenset(
 )
 
 
+#: At most this many terms are checked for how much of the query a chunk covers.
+MAX_COVERAGE_TERMS = 32
+
+
 @dataclass(frozen=True, slots=True)
 class LexicalQuery:
     """Everything the store needs to run the lexical leg for one user query."""
@@ -67,6 +71,9 @@ class LexicalQuery:
     grams: str | None
     short_runs: tuple[str, ...]
     has_cjk: bool
+    #: the quoted terms whose presence in a chunk measures how much of the query it covers
+    word_terms: tuple[str, ...] = ()
+    gram_terms: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,9 +223,16 @@ def short_cjk_runs(text: str) -> tuple[str, ...]:
 def compile_query(text: str) -> LexicalQuery:
     """All lexical forms of one user query, computed from a single analysis."""
     analysis = _analyse(text)
+    content = [w for w in analysis.free_words if w not in STOP_WORDS] or list(analysis.free_words)
+    word_terms = [quote(" ".join(p)) for p in analysis.phrases] + [quote(w) for w in content]
+    gram_terms = [quote(g) for r in analysis.free_runs for g in _trigrams(r)]
+    gram_terms += [quote(r) for r in analysis.quoted_runs if len(r) >= 3]
+    gram_terms += [quote(w) for w in content if len(w) >= 3]
     return LexicalQuery(
         words=_words_expression(analysis),
         grams=_grams_expression(analysis),
         short_runs=_short_runs(analysis),
         has_cjk=bool(analysis.free_runs or analysis.quoted_runs),
+        word_terms=tuple(_dedup(word_terms, MAX_COVERAGE_TERMS)),
+        gram_terms=tuple(_dedup(gram_terms, MAX_COVERAGE_TERMS)),
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import logging
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -347,9 +348,9 @@ class SqlIndexStore:
         alone (its Latin words join as substrings); the trigram index also when the words
         find nothing; a substring scan for CJK runs too short for trigrams.
 
-        Merging: each leg's scores are divided by that leg's best score and a chunk found
-        by several legs keeps its highest normalised score. Scores are in (0, 1], 1 for
-        the best hit; inside one leg the order is exactly its BM25 order.
+        Scores are relevance in (0, 1]: BM25 relative to the query's best, weighed by how
+        much of the query the chunk covers (see ``_weigh_by_coverage``); a chunk found by
+        several legs keeps its highest score.
         """
         if limit <= 0 or not query.strip() or (document_paths is not None and not document_paths):
             return []
@@ -358,17 +359,62 @@ class SqlIndexStore:
         legs: list[list[tuple[int, float]]] = []
         with self._read() as conn:
             if compiled.words and not compiled.has_cjk:
-                legs.append(_fts_leg(conn, FTS_WORDS, compiled.words, limit, paths))
+                leg = _fts_leg(conn, FTS_WORDS, compiled.words, limit, paths)
+                legs.append(_weigh_by_coverage(conn, FTS_WORDS, compiled.word_terms, leg))
             if compiled.grams and (compiled.has_cjk or not any(legs)):
-                legs.append(_fts_leg(conn, FTS_GRAMS, compiled.grams, limit, paths))
+                leg = _fts_leg(conn, FTS_GRAMS, compiled.grams, limit, paths)
+                legs.append(_weigh_by_coverage(conn, FTS_GRAMS, compiled.gram_terms, leg))
             if compiled.short_runs and not compiled.grams:
                 legs.append(_substring_leg(conn, compiled.short_runs, limit, paths))
         merged: dict[int, float] = {}
-        for leg in legs:
-            top = max((score for _, score in leg), default=0.0)
+        for leg in legs:  # every leg scores in [0, 1] already
             for cid, score in leg:
-                merged[cid] = max(score / top if top > 0 else 1.0, merged.get(cid, 0.0))
+                merged[cid] = max(score, merged.get(cid, 0.0))
         return sorted(merged.items(), key=lambda item: (-item[1], item[0]))[:limit]
+
+
+def _weigh_by_coverage(
+    conn: Connection, table: str, terms: Sequence[str], leg: list[tuple[int, float]]
+) -> list[tuple[int, float]]:
+    """Relevance in [0, 1]: BM25 relative to the best BM25 of the query, times (the
+    IDF-weighted share of the query's terms the chunk contains)², re-ranked.
+
+    BM25 alone ranks a chunk that matched one common word of a long question first, and
+    fusion then trusts that best hit fully; weighing by coverage makes a lexical match
+    count in proportion to how much of the question it answers.
+    """
+    if not leg:
+        return leg
+    best = max(score for _, score in leg)
+    leg = [(cid, score / best if best > 0 else 1.0) for cid, score in leg]
+    if len(terms) < 2:
+        return leg
+    total = conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one() or 1
+    candidates = {cid for cid, _ in leg}
+    # one round trip: every chunk holding each term (cheaper than an IN restriction)
+    union = " UNION ALL ".join(
+        f"SELECT {i} AS term, rowid FROM {table} WHERE {table} MATCH :t{i}"
+        for i in range(len(terms))
+    )
+    try:
+        rows = conn.execute(text(union), {f"t{i}": t for i, t in enumerate(terms)}).all()
+    except OperationalError:
+        return leg
+    df = [0] * len(terms)
+    holders: list[set[int]] = [set() for _ in terms]
+    for i, rowid in rows:
+        df[i] += 1
+        if rowid in candidates:
+            holders[i].add(rowid)
+    idf = {i: math.log((total - df[i] + 0.5) / (df[i] + 0.5) + 1.0) for i in range(len(terms))}
+    weight = sum(idf.values())
+    if weight <= 0:
+        return leg
+    scored = [
+        (cid, score * (sum(w for i, w in idf.items() if cid in holders[i]) / weight) ** 2)
+        for cid, score in leg
+    ]
+    return sorted(scored, key=lambda item: (-item[1], item[0]))
 
 
 def _fts_leg(
@@ -414,4 +460,5 @@ def _substring_leg(
         f"SELECT id, hits FROM (SELECT chunks.id AS id, {hits} AS hits FROM chunks "
         f"{_JOIN_DOCUMENTS}{where}) WHERE hits > 0 ORDER BY hits DESC, id LIMIT :limit"
     )
-    return [(int(cid), float(n)) for cid, n in conn.execute(text(sql), params).all()]
+    rows = conn.execute(text(sql), params).all()
+    return [(int(cid), float(n) / len(runs)) for cid, n in rows]

@@ -33,8 +33,10 @@ STEP_MS = 50
 RESTART_BACKOFF_S = (1.0, 60.0)
 #: First and largest wait (s) before a failed sync is tried again without new events.
 RETRY_BACKOFF_S = (1.0, 60.0)
+#: A batch naming more paths than this is synced with one full incremental run instead.
+FULL_RUN_OVER = 500
 #: A sync failing this many times in a row (other than WriterBusy) is given up until the
-#: next reconciliation, so a broken index logs once a minute at most instead of spinning.
+#: next reconciliation, so a broken index is not retried in a tight loop.
 MAX_ATTEMPTS = 5
 
 
@@ -225,6 +227,7 @@ class Watcher:
         import watchfiles
 
         delay = RESTART_BACKOFF_S[0]
+        missed = False  # the watch was down: what changed meanwhile needs a reconciliation
         while not self._stop.is_set():
             try:
                 batches = watchfiles.watch(
@@ -237,12 +240,16 @@ class Watcher:
                     yield_on_timeout=True,
                     raise_interrupt=False,
                     recursive=True,
+                    debug=False,  # never print on stdout: it carries the MCP protocol
                 )
                 try:
                     for changes in batches:
-                        self._watching = True
-                        self._ready.set()
-                        delay = RESTART_BACKOFF_S[0]
+                        if not self._watching:
+                            self._watching = True
+                            self._ready.set()
+                            delay = RESTART_BACKOFF_S[0]
+                            if missed:
+                                self._reconcile_due, missed = True, False
                         self._step(changes)
                         if self._stop.is_set():
                             break
@@ -252,12 +259,16 @@ class Watcher:
                     raise RuntimeError("the file watcher ended by itself")
             except Exception as exc:
                 self._watching = False
+                self._ready.clear()
                 if self._stop.is_set():
                     break
                 self._restarts += 1
-                self._failed(f"file watcher failed ({type(exc).__name__}: {exc}); "
-                             f"restarting in {delay:g}s", exc)
-                self._reconcile_due = True  # events were missed while it was down
+                missed = True
+                self._failed(
+                    f"file watcher failed ({type(exc).__name__}: {exc}); restarting in {delay:g}s",
+                    exc,
+                )
+                self._step(set())  # the periodic reconciliation goes on while it is down
                 if self._stop.wait(delay):
                     break
                 delay = min(delay * 2, RESTART_BACKOFF_S[1])
@@ -294,8 +305,7 @@ class Watcher:
             if rel is None:
                 continue
             if rel == IGNORE_FILE_NAME:
-                log.info("%s changed: applying the new rules to the whole knowledge base",
-                         IGNORE_FILE_NAME)
+                log.info("%s changed: applying its rules everywhere", IGNORE_FILE_NAME)
                 self._reconcile_due = True
             else:
                 self._pending.add(rel)
@@ -305,14 +315,16 @@ class Watcher:
         kb = self.kb
         targets: list[str] | None = None
         try:
-            before = set(kb.servable_paths())
             if not full:
                 c = kb.container
-                targets = select_paths(self._root, self._pending, c.store.document_paths(),
-                                       c.rules, c.registry.extensions())
+                indexed, exts = c.store.document_paths(), c.registry.extensions()
+                targets = select_paths(self._root, self._pending, indexed, c.rules, exts)
                 if not targets:
                     self._pending.clear()
                     return
+                if len(targets) > FULL_RUN_OVER:
+                    targets, full = None, True  # a checkout or a pull: one walk is cheaper
+            before = set(kb.servable_paths())
             summary = kb.index(paths=targets)
             after = set(kb.servable_paths())
         except IndexNotFound as exc:
@@ -332,8 +344,10 @@ class Watcher:
             self._attempts += 1
             self._failed(f"live sync failed ({type(exc).__name__}: {exc})", exc)
             if self._attempts >= MAX_ATTEMPTS:
-                log.error("giving up on %d changed path(s) after %d attempts; the next "
-                          "reconciliation picks them up", len(self._pending), self._attempts)
+                log.error(
+                    "giving up on %d changed path(s) until the next reconciliation",
+                    len(self._pending),
+                )
                 self._pending.clear()
                 self._reconcile_due = False
                 self._attempts = 0

@@ -95,7 +95,8 @@ def topic_groups(rules: ServableRules) -> list[TopicGroup]:
 def topic_body(group: TopicGroup) -> str:
     """Markdown list of a group's offered documents with their URIs."""
     title = group.prefix or "(top level)"
-    lines = [f"# {title}", "", f"{len(group.documents)} documents.", ""]
+    n = len(group.documents)
+    lines = [f"# {title}", "", f"{n} document{'s' if n != 1 else ''}.", ""]
     for d in group.documents:
         lines.append(f"- [{d.title}]({doc_uri(d.path)}) — `{d.path}`")
     return "\n".join(lines) + "\n"

@@ -201,8 +201,9 @@ class IndexStore(Protocol):
     def lexical_search(
         self, query: str, limit: int, document_paths: Collection[str] | None = None
     ) -> list[tuple[int, float]]:
-        """(chunk id, score, higher is better) for arbitrary user text; never raises
-        on query syntax. ``document_paths`` restricts the search when given."""
+        """(chunk id, relevance in [0, 1]) best first, for arbitrary user text; never
+        raises on query syntax. 1.0 means "the best match of this query, containing all
+        of it". ``document_paths`` restricts the search when given."""
         ...
 
     def consistency(self) -> Consistency:

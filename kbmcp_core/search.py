@@ -250,18 +250,14 @@ def fuse(
 ) -> list[tuple[int, float]]:
     """Weighted sum of the two legs' scores.
 
-    The lexical leg contributes its BM25 score divided by the best BM25 score of this
-    query (the strongest lexical match counts fully), times ``lexical_weight``. The vector
+    The lexical leg contributes its relevance in [0, 1] (BM25 relative to the query's best,
+    weighed by how much of the query the chunk contains), times ``lexical_weight``. The vector
     leg contributes its cosine similarity as is (comparable across queries), times the
     rest of the weight scaled by ``coverage``² — the share of the query the model can
     read — so an English model adds no noise to a Japanese query. A chunk found by one
     leg only gets that leg's share. Ties break by chunk id so results are stable.
     """
-    scores: dict[int, float] = {}
-    best = max((s for _, s in lexical), default=0.0)
-    if best > 0:
-        for cid, s in lexical:
-            scores[cid] = lexical_weight * (s / best)
+    scores: dict[int, float] = {cid: lexical_weight * min(s, 1.0) for cid, s in lexical}
     vector_weight = (1.0 - lexical_weight) * max(0.0, min(coverage, 1.0)) ** 2
     for cid, sim in vector:
         scores[cid] = scores.get(cid, 0.0) + vector_weight * max(sim, 0.0)

@@ -273,7 +273,7 @@ class FakeIndexStore:
             for c in d.chunks:
                 overlap = len(words & set(re.findall(r"\w+", c.content.lower())))
                 if overlap:
-                    scored.append((c.id, float(overlap)))
+                    scored.append((c.id, overlap / len(words)))
         return sorted(scored, key=lambda x: -x[1])[:limit]
 
     def close(self) -> None:

@@ -9,13 +9,16 @@ import statistics
 import threading
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kbmcp_adapters import watcher as watcher_module
+from kbmcp_adapters.exclusion import ExclusionRules
 from kbmcp_adapters.knowledge_base import KnowledgeBase
-from kbmcp_adapters.watcher import SyncReport, Watcher
+from kbmcp_adapters.watcher import SyncReport, Watcher, select_paths
 from kbmcp_adapters.writer_lock import writer_lock
 from kbmcp_core.models import INDEX_CAP_BYTES
 from tests.conftest import OpenKb, write_files
@@ -62,10 +65,14 @@ class Live:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 status = self.watcher.status() if self.watcher else None
-                raise AssertionError(f"timed out after {timeout}s waiting for {what}; "
-                                     f"watcher status: {status}")
+                raise AssertionError(
+                    f"timed out after {timeout}s waiting for {what}; watcher status: {status}"
+                )
             with self._cv:
-                self._cv.wait_for(lambda: len(self.reports) != seen, min(remaining, 0.25))
+                self._cv.wait_for(partial(self._synced_since, seen), min(remaining, 0.25))
+
+    def _synced_since(self, count: int) -> bool:
+        return len(self.reports) != count
 
     def write(self, rel: str, text: str) -> None:
         write_files(self.root, {rel: text})
@@ -91,8 +98,13 @@ def live(tmp_path: Path, open_kb: OpenKb) -> Iterator[StartLive]:
     """Index ``files``, start a watcher, wait until it watches; always stopped at the end."""
     started: list[Live] = []
 
-    def _start(files: dict[str, str], *, settings: dict[str, Any] | None = None,
-               index: bool = True, **watcher_kw: Any) -> Live:
+    def _start(
+        files: dict[str, str | bytes],
+        *,
+        settings: dict[str, Any] | None = None,
+        index: bool = True,
+        **watcher_kw: Any,
+    ) -> Live:
         root = tmp_path / "kb"
         root.mkdir()
         write_files(root, files)
@@ -106,8 +118,9 @@ def live(tmp_path: Path, open_kb: OpenKb) -> Iterator[StartLive]:
         lv.w.start()
         assert lv.w.wait_ready(WAIT_S), lv.w.status()
         if index and lv.w.reconcile_on_start:
-            lv.wait_until(lambda: lv.w.status()["last_reconcile"] is not None,
-                          "the start-up reconciliation")
+            lv.wait_until(
+                lambda: lv.w.status()["last_reconcile"] is not None, "the start-up reconciliation"
+            )
         return lv
 
     yield _start
@@ -153,24 +166,31 @@ def test_rename_and_moves_reuse_vectors(live: StartLive) -> None:
     moved("sub/b.md", "fresh/deeper/b.md")  # move into directories created just now
 
 
-def test_new_directory_is_scanned_and_a_deleted_one_removed(live: StartLive,
-                                                           tmp_path: Path) -> None:
+def test_new_directory_is_scanned_and_a_deleted_one_removed(
+    live: StartLive, tmp_path: Path
+) -> None:
     lv = live({"a.md": note("basalt")})
     lv.write("topic/one.md", note("obsidianite"))
     lv.write("topic/deep/two.md", note("pumiceous"))
-    lv.wait_until(lambda: lv.indexed("topic/one.md") and lv.indexed("topic/deep/two.md"),
-                  "files in a new directory")
+    lv.wait_until(
+        lambda: lv.indexed("topic/one.md") and lv.indexed("topic/deep/two.md"),
+        "files in a new directory",
+    )
 
     # A folder moved in whole: the only event names the folder, not the files inside.
     outside = tmp_path / "outside"
     write_files(outside, {"pack/x.md": note("feldspar"), "pack/inner/y.md": note("gneissy")})
     os.rename(outside / "pack", lv.root / "pack")
-    lv.wait_until(lambda: lv.finds("feldspar", "pack/x.md") and lv.indexed("pack/inner/y.md"),
-                  "a folder moved into the knowledge base")
+    lv.wait_until(
+        lambda: lv.finds("feldspar", "pack/x.md") and lv.indexed("pack/inner/y.md"),
+        "a folder moved into the knowledge base",
+    )
 
     shutil.rmtree(lv.root / "topic")
-    lv.wait_until(lambda: not lv.indexed("topic/one.md") and not lv.indexed("topic/deep/two.md"),
-                  "a deleted folder to leave the index")
+    lv.wait_until(
+        lambda: not lv.indexed("topic/one.md") and not lv.indexed("topic/deep/two.md"),
+        "a deleted folder to leave the index",
+    )
     assert lv.indexed("a.md") and lv.indexed("pack/x.md")
 
 
@@ -203,8 +223,10 @@ def test_an_ignore_file_edit_applies_at_once_and_to_later_events(live: StartLive
     assert not lv.indexed("archive/new.md")
 
     lv.write(".kb-mcpignore", "")
-    lv.wait_until(lambda: lv.indexed("archive/old.md") and lv.indexed("archive/new.md"),
-                  "files no longer ignored to come back")
+    lv.wait_until(
+        lambda: lv.indexed("archive/old.md") and lv.indexed("archive/new.md"),
+        "files no longer ignored to come back",
+    )
 
 
 IGNORE = "*.draft.md\n!keep.draft.md\nprivate/\n!private/allowed.md\n"
@@ -227,8 +249,10 @@ def test_the_walk_and_the_watcher_agree_on_every_case(live: StartLive) -> None:
     lv = live({"seed.md": note("lichen")})
     fulls = sum(r.full for r in lv.reports)
     lv.write(".kb-mcpignore", IGNORE)
-    lv.wait_until(lambda: sum(r.full for r in lv.reports) > fulls,
-                  "the reconciliation after the ignore file changed")
+    lv.wait_until(
+        lambda: sum(r.full for r in lv.reports) > fulls,
+        "the reconciliation after the ignore file changed",
+    )
     for i, (path, _) in enumerate(CASES):
         lv.write(path, note(f"casefile{i}"))
     lv.write("zz-barrier.md", note("moss"))
@@ -271,6 +295,28 @@ def test_reconciliation_catches_what_no_event_reports(live: StartLive) -> None:
     assert any(r.full and r.summary.added == 1 for r in lv.reports_since(start))
 
 
+def test_a_burst_of_many_paths_becomes_one_full_run(
+    live: StartLive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(watcher_module, "FULL_RUN_OVER", 2)
+    lv = live({"a.md": note("pyrite")})
+    start = len(lv.reports)
+    write_files(lv.root, {f"burst{i}.md": note(f"burstword{i}") for i in range(6)})
+    lv.wait_until(lambda: all(lv.indexed(f"burst{i}.md") for i in range(6)), "the burst")
+    assert any(r.full and r.summary.added >= 3 for r in lv.reports_since(start))
+
+
+def test_select_paths_keeps_what_the_run_must_see(tmp_path: Path) -> None:
+    write_files(tmp_path, {"new/a.md": "x", "new/b.md": "y", "c.txt": "z", "d.md": "w"})
+    (tmp_path / "build").mkdir()
+    rules = ExclusionRules(["build"], ["d.md"])
+    indexed = sorted(["gone/old.md", "d.md", "kept.md"])
+    changed = ["new", "new/a.md", "gone", "c.txt", "build", "vanished.md", "d.md"]
+    # a folder covers its files; a deleted folder with indexed files is kept; an excluded
+    # but indexed file is kept (to be removed); the rest is dropped
+    assert select_paths(tmp_path, changed, indexed, rules, {"md"}) == ["d.md", "gone", "new"]
+
+
 def test_changes_made_before_the_start_are_picked_up(tmp_path: Path, open_kb: OpenKb) -> None:
     root = tmp_path / "kb"
     write_files(root, {"a.md": note("onyx")})
@@ -302,8 +348,9 @@ def test_a_failing_batch_is_logged_and_the_watcher_goes_on(
     monkeypatch.setattr(lv.kb, "index", index_failing_once)
     with caplog.at_level(logging.ERROR, logger="kbmcp_adapters.watcher"):
         lv.write("first.md", note("nickel"))
-        lv.wait_until(lambda: "disk on fire" in str(lv.w.status()["last_error"]),
-                      "the failure to be reported")
+        lv.wait_until(
+            lambda: "disk on fire" in str(lv.w.status()["last_error"]), "the failure to be reported"
+        )
         status = lv.w.status()
         assert status["alive"] and status["watching"]
         assert any("disk on fire" in r.getMessage() for r in caplog.records)
@@ -318,8 +365,10 @@ def test_a_busy_index_is_retried_when_the_other_writer_is_done(live: StartLive) 
     lv = live({"a.md": note("tungsten")}, settings={"writer_lock_timeout_s": 0.2})
     with writer_lock(lv.kb.settings.index_dir, 5):
         lv.write("later.md", note("vanadium"))
-        lv.wait_until(lambda: "another writer" in str(lv.w.status()["last_error"]),
-                      "the watcher to meet the held lock")
+        lv.wait_until(
+            lambda: "another writer" in str(lv.w.status()["last_error"]),
+            "the watcher to meet the held lock",
+        )
         assert not lv.indexed("later.md")
         assert lv.w.status()["pending"] == 1
     # no new event: the kept path is retried on its own
@@ -367,8 +416,10 @@ def test_a_dead_file_watcher_is_restarted_and_catches_up(
 def test_without_an_index_the_watcher_waits_and_creates_nothing(live: StartLive) -> None:
     lv = live({"a.md": note("helium")}, index=False)
     lv.write("b.md", note("neon"))
-    lv.wait_until(lambda: "no index" in str(lv.w.status()["last_error"]),
-                  "the watcher to notice there is no index")
+    lv.wait_until(
+        lambda: "no index" in str(lv.w.status()["last_error"]),
+        "the watcher to notice there is no index",
+    )
     assert not lv.kb.settings.sqlite_path.exists()
     assert lv.w.status()["alive"]
 
@@ -383,15 +434,17 @@ def test_stop_ends_the_thread_promptly(live: StartLive) -> None:
 def test_delay_from_write_to_search(live: StartLive, record_property: Any) -> None:
     """Measured, not a speed target: printed, and bounded only by the test's deadline."""
     lv = live({"a.md": note("xenon")})
-    delays = []
+    delays: list[float] = []
     for i in range(5):
         word = f"delaymark{i}quark"
         started = time.monotonic()
         lv.write(f"timed/{i}.md", note(word))
-        lv.wait_until(lambda w=word, n=i: lv.finds(w, f"timed/{n}.md"), f"write {i}")
+        lv.wait_until(partial(lv.finds, word, f"timed/{i}.md"), f"write {i}")
         delays.append(time.monotonic() - started)
     median = statistics.median(delays)
     record_property("write_to_search_median_s", round(median, 3))
-    print(f"\nwrite-to-search delay at debounce 400 ms: median {median * 1000:.0f} ms, "
-          f"all {[round(d * 1000) for d in delays]} ms")
+    print(
+        f"\nwrite-to-search delay at debounce 400 ms: median {median * 1000:.0f} ms, "
+        f"all {[round(d * 1000) for d in delays]} ms"
+    )
     assert median < WAIT_S

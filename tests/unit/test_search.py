@@ -110,7 +110,7 @@ def test_hostile_query_text_is_just_text(searcher: Searcher) -> None:
 
 def test_fusion_rewards_agreement_and_keeps_single_leg_finds() -> None:
     vector = [(1, 0.9), (2, 0.5), (3, 0.4)]
-    lexical = [(3, 12.0), (4, 6.0)]
+    lexical = [(3, 1.0), (4, 0.5)]
     ranked = [cid for cid, _ in fuse(vector, lexical)]
     assert ranked[0] == 3  # found by both
     assert set(ranked) == {1, 2, 3, 4}
