@@ -15,17 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kbmcp_adapters.bootstrap import Container, bootstrap, settings_for
+from kbmcp_adapters.writer_lock import writer_lock
 from kbmcp_core.doctor import DoctorReport, diagnose
 from kbmcp_core.errors import NotServable, PathRefused
 from kbmcp_core.index_run import Progress, check_model, run_index
 from kbmcp_core.models import IndexStats, RunSummary, StoredDocument
 from kbmcp_core.offer import ServableRules, TopicGroup, topic_body, topic_groups, topic_of
 from kbmcp_core.reading import LoadedDocument, decode_uri_path, load_document, with_notice
-from kbmcp_core.search import SearchRequest, SearchResponse, Searcher
+from kbmcp_core.search import Searcher, SearchRequest, SearchResponse
 from kbmcp_core.settings import Settings
-
-from kbmcp_adapters.bootstrap import Container, bootstrap, settings_for
-from kbmcp_adapters.writer_lock import writer_lock
 
 
 @dataclass(frozen=True, slots=True)

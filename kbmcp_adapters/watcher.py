@@ -93,7 +93,7 @@ def select_paths(
             chosen.add(rel)
             if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
                 linked.add((st.st_dev, st.st_ino))
-    if False:
+    if linked:
         chosen.update(_same_file(root, indexed, linked))
     return _outermost(chosen)
 
@@ -305,6 +305,7 @@ class Watcher:
                 continue
             if rel == IGNORE_FILE_NAME:
                 log.info("%s changed: applying its rules everywhere", IGNORE_FILE_NAME)
+                self._reconcile_due = True
             else:
                 self._pending.add(rel)
         self._events_seen += len(changes)  # after the paths: status never shows them lost

@@ -6,6 +6,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -24,7 +25,7 @@ class _Progress:
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet
         self.tty = sys.stderr.isatty()
-        self.bar = None
+        self.bar: Any = None
         self.last = 0.0
 
     def __call__(self, done: int, total: int, path: str) -> None:

@@ -1,9 +1,10 @@
 """The imperative half of an index run: carry out a plan through the ports.
 
-Crash safety: a document's vectors are written before its rows, and its rows (document,
-chunks, lexical rows) are written in one transaction. A run killed at any point leaves
-every indexed document complete; at worst some vectors have no chunk, and the next run
-removes them before it does anything else.
+Lexical first, crash safe: a document's rows (document, chunks, lexical rows) are written
+in one transaction, so it is searchable by BM25 as soon as that commits; its vectors
+follow in the same flush. A run killed at any point leaves every stored document whole
+for the lexical leg; chunks still waiting for vectors are embedded by the next run before
+anything else, and vectors whose chunk is gone are removed.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ Progress = Callable[[int, int, str], None]
 META_MODEL = "embedding_model"
 META_DIMENSION = "embedding_dimension"
 META_LAST_RUN = "last_run"
+#: set while a run writes (cleared at its end): search then says vectors may be missing
+META_IN_PROGRESS = "run_in_progress"
 
 #: Chunks collected before one embedding call (length-bucketed inside), in model batches.
 FLUSH_BATCHES = 8
@@ -145,6 +148,7 @@ class IndexRun:
             d.vectors.reset()
             self._record_model()
         self._drop_orphan_vectors()
+        d.store.set_meta(META_IN_PROGRESS, d.clock.now_iso())
         indexed = d.store.indexed_states()
         if self.paths is None:
             scan = d.scanner.scan()
@@ -170,9 +174,11 @@ class IndexRun:
             if self.progress is not None:
                 self.progress(done, len(work), path)
         self._flush()
+        self._embed_missing()
         d.vectors.compact()
         self.summary.seconds = time.monotonic() - started
         d.store.set_meta(META_LAST_RUN, _json(self.summary.as_dict(), d.clock.now_iso()))
+        d.store.set_meta(META_IN_PROGRESS, "")
         return self.summary
 
     # -- steps -------------------------------------------------------------
@@ -247,30 +253,19 @@ class IndexRun:
             self._flush()
 
     def _flush(self) -> None:
+        """Rows first, vectors after: a document is searchable lexically from the moment
+        its transaction commits; its vectors follow in the same flush."""
         if not self._pending:
             return
         d = self.deps
         all_chunks = [c for p in self._pending for c in p.chunks]
         reusable: dict[str, Vector] = {}
-        if not self.force:
+        if not self.force:  # looked up while the replaced chunks still exist
             known = d.store.chunk_hashes({c.content_hash for c in all_chunks})
             got = d.vectors.get(set(known.values()))
             reusable = {h: got[cid] for h, cid in known.items() if cid in got}
-        to_embed = [c for c in all_chunks if c.content_hash not in reusable]
-        texts: dict[str, str] = {}
-        by_id = {c.id: c for c in all_chunks}
-        unique_hashes = list(dict.fromkeys(c.content_hash for c in to_embed))
-        for c in to_embed:
-            texts.setdefault(c.content_hash, embed_text_of(c.heading_path, c.content))
-        if unique_hashes:
-            vecs = d.embedder.embed_documents([texts[h] for h in unique_hashes])
-            reusable.update(zip(unique_hashes, vecs, strict=True))
-        self.summary.chunks_embedded += len(unique_hashes)
-        self.summary.chunks_reused += len(all_chunks) - len(unique_hashes)
         if d.store.get_meta(META_MODEL) is None:
             self._record_model()
-        ids = list(by_id)
-        d.vectors.add(ids, [reusable[by_id[i].content_hash] for i in ids])
         removed: list[int] = []
         for p in self._pending:
             removed += d.store.write_document(p.record, p.chunks, replaces=p.replaces)
@@ -280,10 +275,44 @@ class IndexRun:
                 self.summary.updated += 1
             else:
                 self.summary.added += 1
-        if removed:
-            d.vectors.delete(removed)
         self._pending = []
         self._pending_texts = 0
+        self._write_vectors(
+            [(c.id, c.content_hash, embed_text_of(c.heading_path, c.content)) for c in all_chunks],
+            reusable,
+        )
+        if removed:
+            d.vectors.delete(removed)
+
+    def _write_vectors(
+        self, chunks: list[tuple[int, str, str]], reusable: dict[str, Vector]
+    ) -> None:
+        """Embed what cannot be reused (each distinct text once) and store every vector."""
+        if not chunks:
+            return
+        texts = {h: t for _, h, t in chunks if h not in reusable}
+        if texts:
+            vectors = self.deps.embedder.embed_documents(list(texts.values()))
+            reusable = {**reusable, **dict(zip(texts, vectors, strict=True))}
+        self.summary.chunks_embedded += len(texts)
+        self.summary.chunks_reused += len(chunks) - len(texts)
+        self.deps.vectors.add([cid for cid, _, _ in chunks], [reusable[h] for _, h, _ in chunks])
+
+    def _embed_missing(self) -> None:
+        """Chunks a killed run stored without their vectors get them now."""
+        d = self.deps
+        missing = sorted(d.store.chunk_ids() - d.vectors.ids())
+        step = max(self.deps.batch_size * FLUSH_BATCHES, 32)
+        for start in range(0, len(missing), step):
+            found = d.store.get_chunks(missing[start : start + step])
+            self._write_vectors(
+                [(c.id, text_hash(embed_text_of(c.heading_path, c.content)),
+                  embed_text_of(c.heading_path, c.content)) for c in found.values()],
+                {},
+            )
+        if missing:
+            log.info("embedded %d chunks an interrupted run had left without vectors",
+                     len(missing))
 
     def _record_model(self) -> None:
         self.deps.store.set_meta(META_MODEL, self.deps.embedder.model_id)

@@ -10,6 +10,7 @@ from datetime import date
 from typing import Literal
 
 from kbmcp_core.errors import InvalidQuery
+from kbmcp_core.index_run import META_IN_PROGRESS
 from kbmcp_core.models import StoredChunk, StoredDocument
 from kbmcp_core.offer import ServableRules, doc_uri
 from kbmcp_core.ports import Embedder, IndexStore, VectorStore
@@ -224,7 +225,18 @@ class Searcher:
         picked = _per_document(fused, chunks, per_doc, req.limit)
         offered = self.rules.servable({chunks[cid].document_path for cid, _ in picked})
         hits = tuple(_hit(chunks[cid], score, offered) for cid, score in picked)
-        return SearchResponse(hits, _low_confidence(vector, lexical, hits), filters, req.mode)
+        return SearchResponse(hits, _low_confidence(vector, lexical, hits), filters, req.mode,
+                              self._indexing_notice(req.mode))
+
+    def _indexing_notice(self, mode: Mode) -> str | None:
+        """While an index run is writing, some chunks may have text but no vector yet."""
+        if mode == "lexical" or not self.store.get_meta(META_IN_PROGRESS):
+            return None
+        pending = self.store.stats().chunks - self.vectors.count()
+        if pending <= 0:
+            return None
+        return (f"indexing in progress: {pending} chunks are searchable by keywords only "
+                "until their embeddings are stored")
 
 
 _CJK = re.compile(

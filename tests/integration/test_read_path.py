@@ -10,14 +10,14 @@ from pathlib import Path
 import pymupdf
 import pytest
 
+from kbmcp_adapters.bootstrap import bootstrap
+from kbmcp_adapters.config import build_settings
+from kbmcp_adapters.embedder import FastEmbedEmbedder
 from kbmcp_adapters.filesystem import LocalFileSystem
 from kbmcp_adapters.knowledge_base import KnowledgeBase
 from kbmcp_core.errors import NotServable, PathRefused
 from kbmcp_core.offer import doc_uri
 from kbmcp_core.reading import TRUNCATION_NOTICE, load_document
-from kbmcp_adapters.bootstrap import bootstrap
-from kbmcp_adapters.config import build_settings
-from kbmcp_adapters.embedder import FastEmbedEmbedder
 from tests.conftest import OpenKb, write_files
 
 MIB = 1024 * 1024

@@ -173,3 +173,38 @@ def test_targeted_run_sees_a_rename_in_one_batch(world: IndexDeps) -> None:
     fs.files["moved.md"] = fs.files.pop("a.md")
     s = run_index(world, paths=["a.md", "moved.md"])
     assert (s.renamed, s.chunks_embedded) == (1, 0)
+
+
+class FailingEmbedder(FakeEmbedder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fail = True
+
+    def embed_documents(self, texts):  # type: ignore[no-untyped-def]
+        if self.fail:
+            raise RuntimeError("killed while embedding")
+        return super().embed_documents(texts)
+
+
+def test_text_is_searchable_before_its_vectors_and_the_next_run_completes(
+    world: IndexDeps,
+) -> None:
+    from kbmcp_core.offer import ServableRules
+    from kbmcp_core.search import SearchRequest, Searcher
+
+    emb = FailingEmbedder()
+    world.embedder = emb
+    with pytest.raises(RuntimeError):  # the run dies between the rows and the vectors
+        run_index(world)
+    assert world.store.document_paths() == ["a.md", "b.md"]
+    assert world.vectors.ids() == set()
+    searcher = Searcher(world.store, world.vectors, emb, ServableRules(world.store,
+                                                                      FakeRegistry()))
+    res = searcher.search(SearchRequest("gamma text"))
+    assert res.results[0].path == "b.md"  # found lexically
+    assert res.notice is not None and "3 chunks" in res.notice
+    emb.fail = False
+    s = run_index(world)
+    assert s.unchanged == 2 and s.chunks_embedded == 3
+    assert world.vectors.ids() == world.store.chunk_ids()
+    assert searcher.search(SearchRequest("gamma text")).notice is None

@@ -8,7 +8,7 @@ from kbmcp_core.errors import InvalidQuery
 from kbmcp_core.index_run import IndexDeps, run_index
 from kbmcp_core.offer import ServableRules
 from kbmcp_core.ports import ChunkBudget
-from kbmcp_core.search import SearchRequest, Searcher, fuse
+from kbmcp_core.search import Searcher, SearchRequest, fuse
 from tests.fakes import (
     FakeClock,
     FakeEmbedder,
@@ -32,7 +32,8 @@ def build(files: dict[str, bytes]) -> tuple[Searcher, FakeIndexStore]:
 
 
 def doc(i: int, extra: str = "") -> bytes:
-    return f"# A\ncommon words apple {i} {extra}\n# B\ncommon words banana {i}\n# C\ncommon cherry\n".encode()
+    return (f"# A\ncommon words apple {i} {extra}\n# B\ncommon words banana {i}\n"
+            "# C\ncommon cherry\n").encode()
 
 
 @pytest.fixture
