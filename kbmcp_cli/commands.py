@@ -78,6 +78,12 @@ def index(kb_path: Path | None, config: Path | None, force: bool, prune: bool, q
         click.echo(summary.line())
 
 
+def _watcher(index_dir: Path) -> dict[str, Any] | None:
+    from kbmcp_adapters.watch_status import read_status
+
+    return read_status(index_dir)
+
+
 @cli.command()
 @kb_options
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
@@ -98,6 +104,7 @@ def status(kb_path: Path | None, config: Path | None, fmt: str) -> None:
         "dimension": stats.dimension,
         "schema_revision": stats.schema_revision,
         "last_run": stats.last_run,
+        "watcher": _watcher(container.settings.index_dir),
     }
     if fmt == "json":
         click.echo(json.dumps(data, ensure_ascii=False, indent=2))
@@ -114,3 +121,10 @@ def status(kb_path: Path | None, config: Path | None, fmt: str) -> None:
         )
     else:
         click.echo("last_run: never")
+    w = data["watcher"]
+    if not w:
+        click.echo("watcher: not running (no `kb-mcp serve` has watched this index)")
+    else:
+        state = "alive" if w.get("alive") else "not running"
+        click.echo(f"watcher: {state} (pid {w.get('pid')}), last sync {w.get('last_sync')}"
+                   + (f", last error: {w['last_error']}" if w.get("last_error") else ""))

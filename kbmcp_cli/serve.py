@@ -93,12 +93,20 @@ def serve(
             settings.index_dir,
         )
     runtime = KbRuntime(settings)
+    background = []
+    if settings.watch and not no_watch:
+        from kbmcp_adapters.mcp_server.live import watch_task
+
+        background.append(watch_task)
+        if not verbose:
+            logging.getLogger("watchfiles").setLevel(logging.WARNING)
     try:
         if transport == "http":
             serve_http(
-                runtime, host=host, port=port, allow_remote=allow_remote, extra_hosts=allowed_hosts
+                runtime, host=host, port=port, allow_remote=allow_remote,
+                extra_hosts=allowed_hosts, background=background,
             )
         else:
-            serve_stdio(runtime, wire=wire)
+            serve_stdio(runtime, wire=wire, background=background)
     except KeyboardInterrupt:
         log.info("stopped")

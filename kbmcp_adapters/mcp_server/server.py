@@ -92,6 +92,8 @@ class KbRuntime:
         self._model_lock = threading.Lock()
         self._model_ready = False
         self._rebuild_since: datetime | None = None
+        #: the live-sync watcher, when one runs (kbmcp_adapters.mcp_server.live)
+        self.watcher: Any = None
 
     # -- blocking: call these from worker threads ------------------------------------------
     def knowledge_base(self) -> KnowledgeBase:

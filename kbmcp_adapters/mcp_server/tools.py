@@ -96,6 +96,7 @@ TOPICS_OUTPUT = _obj(
             "prefix", "uri", "documents", "titles")),
         "documents": _COUNT,
         "last_indexed": _STR,
+        "watcher": _obj({"alive": _BOOL, "last_sync": _STR, "last_error": _STR}, "alive"),
     },
     "topics", "documents",
 )  # fmt: skip
@@ -240,9 +241,22 @@ async def _list_topics(rt: KbRuntime, args: JsonObject) -> JsonObject:
             ],
             "documents": stats.documents,
             "last_indexed": str(last) if last is not None else None,
+            "watcher": _watcher_status(rt),
         }
 
     return await rt.in_thread(run)
+
+
+def _watcher_status(rt: KbRuntime) -> JsonObject:
+    """Whether live sync runs, and when it last brought the index up to date."""
+    if rt.watcher is None:
+        return {"alive": False}
+    status = rt.watcher.status()
+    out: JsonObject = {"alive": bool(status.get("alive"))}
+    for key in ("last_sync", "last_error"):
+        if status.get(key):
+            out[key] = str(status[key])
+    return out
 
 
 async def _rebuild_index(rt: KbRuntime, args: JsonObject) -> JsonObject:

@@ -267,12 +267,14 @@ async def stdio_session(
     mode: str = "legacy",
     message_handler: MessageHandlerFnT | None = None,
     extra_args: tuple[str, ...] = (),
+    watch: bool = False,
 ) -> AsyncIterator[Client]:
     """The SDK's own client talking to a `kb-mcp serve` subprocess; its stderr goes to ``log``."""
     command = kb_mcp_command()
     params = StdioServerParameters(
         command=command[0],
-        args=[*command[1:], "serve", "--kb-path", str(kb), "--no-watch", *extra_args],
+        args=[*command[1:], "serve", "--kb-path", str(kb),
+              *([] if watch else ["--no-watch"]), *extra_args],
         env=env,
     )
     with log.open("w", encoding="utf-8") as errlog:
