@@ -78,24 +78,17 @@ class DiskScanner:
                 mode = os.lstat(self.root / rel).st_mode
             except OSError:
                 continue
-            if stat.S_ISDIR(mode):
-                if not self.rules.is_excluded(rel, is_dir=True):
-                    folders.append(rel)
-                continue
-            outcome = classify(self.fs, rel, self.extensions, self.rules)
-            if isinstance(outcome, DiskFile):
-                files[rel] = outcome
-            elif isinstance(outcome, Refusal):
-                refused.append(outcome)
-        if folders:
-            sub = self._walk(folders)
-            files.update(sub.files)
-            refused.extend(sub.refused)
-        return DiskScan(files=files, refused=tuple(refused))
+            self._visit(rel, mode, files, refused, folders)
+        return self._walk(folders, files, refused)
 
-    def _walk(self, roots: list[str]) -> DiskScan:
-        files: dict[str, DiskFile] = {}
-        refused: list[Refusal] = []
+    def _walk(
+        self,
+        roots: list[str],
+        files: dict[str, DiskFile] | None = None,
+        refused: list[Refusal] | None = None,
+    ) -> DiskScan:
+        files = {} if files is None else files
+        refused = [] if refused is None else refused
         stack = list(roots)
         while stack:
             rel_dir = stack.pop()
@@ -111,24 +104,33 @@ class DiskScanner:
                     mode = entry.stat(follow_symlinks=False).st_mode
                 except OSError:
                     continue
-                if stat.S_ISDIR(mode):
-                    if not self.rules.is_excluded(rel, is_dir=True):
-                        stack.append(rel)
-                    continue
-                if stat.S_ISLNK(mode) and self._points_to_dir(rel):
-                    if not self.rules.is_excluded(rel, is_dir=True):
-                        refused.append(
-                            Refusal(
-                                rel, "is a symbolic link to a directory; not followed", "absent"
-                            )
-                        )
-                    continue
-                outcome = classify(self.fs, rel, self.extensions, self.rules)
-                if isinstance(outcome, DiskFile):
-                    files[rel] = outcome
-                elif isinstance(outcome, Refusal):
-                    refused.append(outcome)
+                self._visit(rel, mode, files, refused, stack)
         return DiskScan(files=files, refused=tuple(refused))
+
+    def _visit(
+        self,
+        rel: str,
+        mode: int,
+        files: dict[str, DiskFile],
+        refused: list[Refusal],
+        folders: list[str],
+    ) -> None:
+        """One path of the walk: a folder to enter, a link to refuse, or a file to classify."""
+        if stat.S_ISDIR(mode):
+            if not self.rules.is_excluded(rel, is_dir=True):
+                folders.append(rel)
+            return
+        if stat.S_ISLNK(mode) and self._points_to_dir(rel):
+            if not self.rules.is_excluded(rel, is_dir=True):
+                refused.append(
+                    Refusal(rel, "is a symbolic link to a directory; not followed", "absent")
+                )
+            return
+        outcome = classify(self.fs, rel, self.extensions, self.rules)
+        if isinstance(outcome, DiskFile):
+            files[rel] = outcome
+        elif isinstance(outcome, Refusal):
+            refused.append(outcome)
 
     def _points_to_dir(self, rel: str) -> bool:
         try:

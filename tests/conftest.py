@@ -62,3 +62,21 @@ def kb_env(model_cache: Path) -> dict[str, str]:
     env.update({"HF_HUB_OFFLINE": "1", "XDG_CACHE_HOME": str(model_cache.parent / "xdg"),
                 "PYTHONUNBUFFERED": "1"})
     return env
+
+
+def make_big_pdf(path: Path, pages: int = 150) -> None:
+    """A PDF over 2 MiB on disk with over 1 MiB of text. Every page is alike and one
+    outline entry covers them all, so the model embeds only a handful of distinct chunks."""
+    import pymupdf
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc = pymupdf.open()
+    line = "Telemetry appendix row with sensor readings and calibration notes. " * 2
+    text = "\n".join(f"{i} {line}" for i in range(60))
+    for _ in range(pages):
+        page = doc.new_page()
+        page.insert_textbox(page.rect + (36, 36, -36, -36), text, fontsize=6)
+    doc.set_toc([[1, "Telemetry appendix", 1]])
+    doc.embfile_add("raw-readings.bin", os.urandom(2 * 1024 * 1024))
+    doc.save(path)
+    doc.close()

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import mcp_types as types
-import pymupdf
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from tests.conftest import make_big_pdf
 from tests.e2e.conftest import DEADLINE, Env, error_of, kb_mcp_command, stdio_session, text_of
 from tests.e2e.test_mcp_stdio import run
 
@@ -24,20 +24,6 @@ NOTICE = "extracted text is longer than 1 MiB"
 def cli(args: list[str], env: Env) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*kb_mcp_command(), *args], env={**os.environ, **env},
                           capture_output=True, text=True, timeout=DEADLINE, check=False)
-
-
-def big_pdf(path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    doc = pymupdf.open()
-    line = "Telemetry appendix row with sensor readings and calibration notes. " * 2
-    text = "\n".join(f"{i} {line}" for i in range(60))
-    for _ in range(150):
-        page = doc.new_page()
-        page.insert_textbox(page.rect + (36, 36, -36, -36), text, fontsize=6)
-    doc.set_toc([[1, "Telemetry appendix", 1]])
-    doc.embfile_add("raw.bin", os.urandom(2 * MIB))
-    doc.save(path)
-    doc.close()
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +45,7 @@ def kb(tmp_path_factory: pytest.TempPathFactory, server_env: Env) -> Path:
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text, encoding="utf-8")
     assert (root / "notes/big.md").stat().st_size > 2 * MIB
-    big_pdf(root / "papers/telemetry.pdf")
+    make_big_pdf(root / "papers/telemetry.pdf")
     (base / "outside.md").write_text("# Outside\n\nlaunch codes\n")
     os.symlink(base / "outside.md", root / "notes/escape.md")
     r = cli(["index", "--kb-path", str(root), "--config", str(root / "kb-mcp.toml")],

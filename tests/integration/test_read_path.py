@@ -7,7 +7,6 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-import pymupdf
 import pytest
 
 from kbmcp_adapters.bootstrap import bootstrap
@@ -18,7 +17,7 @@ from kbmcp_adapters.knowledge_base import KnowledgeBase
 from kbmcp_core.errors import NotServable, PathRefused
 from kbmcp_core.offer import doc_uri
 from kbmcp_core.reading import TRUNCATION_NOTICE, load_document
-from tests.conftest import OpenKb, write_files
+from tests.conftest import OpenKb, make_big_pdf, write_files
 
 MIB = 1024 * 1024
 
@@ -26,22 +25,6 @@ MIB = 1024 * 1024
 def big_markdown(size: int) -> str:
     para = "The quarterly archive lists every shipment and its customs reference.\n\n"
     return "# Archive\n\n" + para * (size // len(para) + 1)
-
-
-def big_pdf(path: Path, pages: int) -> None:
-    """Over 1 MiB of text. Every page is alike and one outline entry covers them all, so
-    the chunks repeat and the model embeds only a handful of distinct texts."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    doc = pymupdf.open()
-    line = "Telemetry appendix row with sensor readings and calibration notes. " * 2
-    text = "\n".join(f"{i} {line}" for i in range(60))
-    for _ in range(pages):
-        page = doc.new_page()
-        page.insert_textbox(page.rect + (36, 36, -36, -36), text, fontsize=6)
-    doc.set_toc([[1, "Telemetry appendix", 1]])
-    doc.embfile_add("raw-readings.bin", os.urandom(2 * MIB))  # a 2 MiB+ file on disk
-    doc.save(path)
-    doc.close()
 
 
 def build_kb(base: Path, embedder: FastEmbedEmbedder) -> KnowledgeBase:
@@ -57,7 +40,7 @@ def build_kb(base: Path, embedder: FastEmbedEmbedder) -> KnowledgeBase:
         ".kb-mcpignore": "drafts/\n",
         "venv/tool.md": "# Tool\n\nexcluded by exclude_dirs\n",
     })
-    big_pdf(root / "papers/telemetry.pdf", 150)
+    make_big_pdf(root / "papers/telemetry.pdf")
     os.symlink(outside / "secret.md", root / "notes/link.md")
     os.link(root / "notes/hard.md", base / "hardlink-elsewhere.md")
     settings = build_settings(None, cwd=root, kb_path=root, enabled_formats=("md", "pdf"))

@@ -190,7 +190,7 @@ def test_text_is_searchable_before_its_vectors_and_the_next_run_completes(
     world: IndexDeps,
 ) -> None:
     from kbmcp_core.offer import ServableRules
-    from kbmcp_core.search import SearchRequest, Searcher
+    from kbmcp_core.search import Searcher, SearchRequest
 
     emb = FailingEmbedder()
     world.embedder = emb
