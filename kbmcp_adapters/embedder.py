@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 DEFAULT_MODEL_ID = "kb-mcp/all-MiniLM-L6-v2-int8"
 DEFAULT_DIMENSION = 384
 DEFAULT_MAX_TOKENS = 256
+#: Padded tokens per text in a full batch: ``batch_size`` texts of 128 tokens, or fewer
+#: longer ones (memory grows with tokens per batch, not with texts).
+BATCH_TOKENS_PER_TEXT = 128
 #: Catalogue models may announce longer windows; chunks are never planned larger than this.
 MAX_TOKENS_CAP = 512
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
@@ -138,14 +141,28 @@ class FastEmbedEmbedder:
         if not texts:
             return []
         model = self._model or self._load_model()
-        lengths = self.count_tokens(texts)
-        # Similar lengths side by side: each batch pads only to its own longest text.
+        window = self.max_tokens
+        lengths = [min(n, window) for n in self.count_tokens(texts)]
+        # Similar lengths side by side: each batch pads only to its own longest text, and
+        # holds at most ``batch_size`` texts and ``batch_size * 128`` padded tokens, so long
+        # chunks come in smaller batches (peak memory follows tokens, not texts).
         order = sorted(range(len(texts)), key=lengths.__getitem__)
+        budget = self._batch_size * BATCH_TOKENS_PER_TEXT
+        batches: list[list[int]] = [[]]
+        for i in order:
+            batch = batches[-1]
+            if batch and (len(batch) >= self._batch_size or (len(batch) + 1) * lengths[i] > budget):
+                batches.append(batch := [])
+            batch.append(i)
         with _translated(self._name, "embed documents"):
             import numpy as np
 
-            ordered = [texts[i] for i in order]
-            vectors = _unit(list(model.passage_embed(ordered, batch_size=self._batch_size)))
+            rows: list[Any] = []
+            for batch in batches:
+                rows += list(model.passage_embed([texts[i] for i in batch],
+                                                 batch_size=len(batch)))
+            vectors = _unit(rows)
+            order = [i for batch in batches for i in batch]
             restored = np.empty_like(vectors)
             restored[np.asarray(order)] = vectors
             return cast(list[Vector], restored.tolist())

@@ -257,3 +257,27 @@ def test_importing_the_module_loads_no_model_library() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_long_texts_come_in_smaller_batches_so_memory_follows_tokens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedder = FastEmbedEmbedder(batch_size=32, cache_dir=tmp_path)
+    model = embedder._model or embedder._load_model()  # noqa: SLF001
+    sizes: list[tuple[int, int]] = []
+    real = model.passage_embed
+
+    def spy(texts: list[str], batch_size: int) -> object:
+        sizes.append((len(texts), max(embedder.count_tokens(texts))))
+        return real(texts, batch_size=batch_size)
+
+    monkeypatch.setattr(model, "passage_embed", spy)
+    short = [f"short note {i}" for i in range(40)]
+    long = [("lorem ipsum dolor sit amet " * 60) + str(i) for i in range(40)]
+    vectors = embedder.embed_documents(short + long)
+    assert len(vectors) == 80
+    for count, longest in sizes:
+        assert count <= 32
+        assert count * min(longest, 256) <= 32 * 128  # the padded-token budget
+    assert max(c for c, t in sizes if t >= 256) <= 16
+    assert max(c for c, t in sizes if t < 32) == 32
