@@ -70,7 +70,7 @@ def prepare(target: Path, files: int, seed: int, source: Path | None,
 
 def build_standin(kb: Path) -> dict[str, Any]:
     res = run_child(worker("build", kb=str(kb)))
-    return {**res.data, "wall_s": res.wall_s}
+    return {**res.data, "wall_s": res.wall_s, "peak_rss_mb": res.max_rss_mb}
 
 
 def read_and_hash(root: Path) -> tuple[float, int]:

@@ -21,7 +21,16 @@ from kbmcp_core.doctor import DoctorReport, diagnose
 from kbmcp_core.errors import NotServable, PathRefused
 from kbmcp_core.index_run import Progress, check_model, run_index
 from kbmcp_core.models import IndexStats, RunSummary, StoredDocument
-from kbmcp_core.offer import ServableRules, TopicGroup, topic_body, topic_groups, topic_of
+from kbmcp_core.offer import (
+    ServableRules,
+    TopicGroup,
+    TopicSummary,
+    topic_body,
+    topic_group,
+    topic_groups,
+    topic_of,
+    topic_summaries,
+)
 from kbmcp_core.reading import LoadedDocument, decode_uri_path, load_document, with_notice
 from kbmcp_core.search import Searcher, SearchRequest, SearchResponse
 from kbmcp_core.settings import Settings
@@ -138,6 +147,13 @@ class KnowledgeBase:
     def topic_groups(self) -> list[TopicGroup]:
         return topic_groups(self.rules())
 
+    def topic_summaries(self) -> list[TopicSummary]:
+        """Topic groups with counts and first paths: the cheap listing."""
+        return topic_summaries(self.rules())
+
+    def titles(self, paths: Collection[str]) -> dict[str, str]:
+        return {d.path: d.title for d in self.container.store.documents(paths)}
+
     def read_resource(self, uri: str) -> ResourceBody:
         """``kb://doc/<path>`` (offered documents only) or ``kb://topic/<prefix>``."""
         if uri.startswith("kb://topic/"):
@@ -145,10 +161,10 @@ class KnowledgeBase:
             from urllib.parse import unquote
 
             prefix = unquote(prefix).strip("/")
-            for group in self.topic_groups():
-                if group.prefix == prefix:
-                    return ResourceBody(uri, topic_body(group), "text/markdown")
-            raise NotServable(prefix, "no such topic")
+            group = topic_group(self.rules(), prefix)
+            if group is None:
+                raise NotServable(prefix, "no such topic")
+            return ResourceBody(uri, topic_body(group), "text/markdown")
         if not uri.startswith("kb://doc/"):
             raise NotServable(uri[:200], "unknown resource URI")
         try:

@@ -272,9 +272,12 @@ class SqlIndexStore:
             row = conn.execute(select(document_table).where(document_table.c.path == path)).first()
         return None if row is None else stored_document(row._mapping)
 
-    def documents(self) -> list[StoredDocument]:
+    def documents(self, paths: Collection[str] | None = None) -> list[StoredDocument]:
+        query = select(document_table).order_by(document_table.c.path)
+        if paths is not None:
+            query = query.where(text(_PATH_FILTER).bindparams(paths=json.dumps(sorted(paths))))
         with self._read() as conn:
-            rows = conn.execute(select(document_table).order_by(document_table.c.path)).all()
+            rows = conn.execute(query).all()
         return [stored_document(row._mapping) for row in rows]
 
     def document_paths(self) -> list[str]:

@@ -78,6 +78,36 @@ class TopicGroup:
     documents: tuple[StoredDocument, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class TopicSummary:
+    """A topic group as listed: its size and its first few documents, from paths alone."""
+
+    prefix: str
+    uri: str
+    count: int
+    first_paths: tuple[str, ...]
+
+
+def topic_summaries(rules: ServableRules, samples: int = 3) -> list[TopicSummary]:
+    """Offered documents counted per topic group, without loading any document row, so
+    the listing stays cheap at tens of thousands of documents."""
+    groups: dict[str, list[str]] = {}
+    for path in rules.servable_paths():
+        groups.setdefault(topic_of(path), []).append(path)
+    return [
+        TopicSummary(prefix, topic_uri(prefix), len(paths), tuple(paths[:samples]))
+        for prefix, paths in sorted(groups.items())
+    ]
+
+
+def topic_group(rules: ServableRules, prefix: str) -> TopicGroup | None:
+    """One group with its documents (for its body), or None when nothing is offered."""
+    paths = [p for p in rules.servable_paths() if topic_of(p) == prefix]
+    if not paths:
+        return None
+    return TopicGroup(prefix, topic_uri(prefix), tuple(rules.store.documents(paths)))
+
+
 def topic_groups(rules: ServableRules) -> list[TopicGroup]:
     """Offered documents grouped by topic prefix, sorted by prefix then path."""
     docs = rules.store.documents()

@@ -239,8 +239,9 @@ class FakeIndexStore:
         d = self.docs.get(path)
         return None if d is None else self._stored(d)
 
-    def documents(self) -> list[StoredDocument]:
-        return [self._stored(d) for _, d in sorted(self.docs.items())]
+    def documents(self, paths: Collection[str] | None = None) -> list[StoredDocument]:
+        return [self._stored(d) for p, d in sorted(self.docs.items())
+                if paths is None or p in paths]
 
     def document_paths(self) -> list[str]:
         return sorted(self.docs)

@@ -9,7 +9,7 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
 from kbmcp_core.errors import IndexNotFound, PathRefused
-from kbmcp_core.offer import TopicGroup
+from kbmcp_core.offer import TopicSummary
 
 if TYPE_CHECKING:
     from kbmcp_adapters.mcp_server.server import KbRuntime
@@ -22,12 +22,12 @@ DOC_TEMPLATE = "kb://doc/{path}"
 _URI_SHOWN = 300
 
 
-def topic_name(group: TopicGroup) -> str:
+def topic_name(group: TopicSummary) -> str:
     return group.prefix or "(top level)"
 
 
-def topic_resource(group: TopicGroup) -> types.Resource:
-    count = len(group.documents)
+def topic_resource(group: TopicSummary) -> types.Resource:
+    count = group.count
     where = f"under {group.prefix}/" if group.prefix else "at the top level"
     noun = "document" if count == 1 else "documents"
     return types.Resource(
@@ -44,7 +44,7 @@ async def list_resources(rt: KbRuntime, ctx: Any, params: Any) -> types.ListReso
 
     def run() -> list[types.Resource]:
         try:
-            groups = rt.open_index().topic_groups()
+            groups = rt.open_index().topic_summaries()
         except IndexNotFound:
             log.warning("resources/list: no index yet; run `kb-mcp index` to offer documents")
             return []

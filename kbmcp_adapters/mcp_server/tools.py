@@ -226,7 +226,8 @@ async def _get_document(rt: KbRuntime, args: JsonObject) -> JsonObject:
 async def _list_topics(rt: KbRuntime, args: JsonObject) -> JsonObject:
     def run() -> JsonObject:
         kb = rt.open_index()
-        groups = kb.topic_groups()
+        groups = kb.topic_summaries()
+        titles = kb.titles([p for g in groups for p in g.first_paths])
         stats = kb.stats()
         last = (stats.last_run or {}).get("finished_at")
         return {
@@ -234,8 +235,8 @@ async def _list_topics(rt: KbRuntime, args: JsonObject) -> JsonObject:
                 {
                     "prefix": g.prefix,
                     "uri": g.uri,
-                    "documents": len(g.documents),
-                    "titles": [d.title for d in g.documents[:TOPIC_TITLES_SHOWN]],
+                    "documents": g.count,
+                    "titles": [titles.get(p, p) for p in g.first_paths[:TOPIC_TITLES_SHOWN]],
                 }
                 for g in groups
             ],
