@@ -9,68 +9,271 @@ from pathlib import Path
 #: Folders two levels deep (the topic groups of the read path) and their vocabulary.
 AREAS: dict[str, tuple[str, ...]] = {
     "engineering/backend": (
-        "database", "migration", "schema", "index", "query", "cache", "latency", "endpoint",
-        "service", "replica", "transaction", "connection", "pool", "timeout", "retry",
+        "database",
+        "migration",
+        "schema",
+        "index",
+        "query",
+        "cache",
+        "latency",
+        "endpoint",
+        "service",
+        "replica",
+        "transaction",
+        "connection",
+        "pool",
+        "timeout",
+        "retry",
     ),
     "engineering/frontend": (
-        "component", "render", "bundle", "stylesheet", "layout", "accessibility", "router",
-        "state", "hydration", "browser", "event", "form", "validation", "animation", "font",
+        "component",
+        "render",
+        "bundle",
+        "stylesheet",
+        "layout",
+        "accessibility",
+        "router",
+        "state",
+        "hydration",
+        "browser",
+        "event",
+        "form",
+        "validation",
+        "animation",
+        "font",
     ),
     "ops/runbooks": (
-        "incident", "alert", "pager", "rollback", "deploy", "certificate", "rotation", "backup",
-        "restore", "outage", "dashboard", "threshold", "escalation", "failover", "runbook",
+        "incident",
+        "alert",
+        "pager",
+        "rollback",
+        "deploy",
+        "certificate",
+        "rotation",
+        "backup",
+        "restore",
+        "outage",
+        "dashboard",
+        "threshold",
+        "escalation",
+        "failover",
+        "runbook",
     ),
     "ops/infrastructure": (
-        "cluster", "node", "container", "kubernetes", "terraform", "network", "firewall",
-        "subnet", "load balancer", "storage", "volume", "snapshot", "region", "autoscaling",
+        "cluster",
+        "node",
+        "container",
+        "kubernetes",
+        "terraform",
+        "network",
+        "firewall",
+        "subnet",
+        "load balancer",
+        "storage",
+        "volume",
+        "snapshot",
+        "region",
+        "autoscaling",
         "quota",
     ),
     "product/roadmap": (
-        "milestone", "customer", "feature", "priority", "feedback", "launch", "pricing",
-        "onboarding", "retention", "experiment", "metric", "segment", "interview", "persona",
+        "milestone",
+        "customer",
+        "feature",
+        "priority",
+        "feedback",
+        "launch",
+        "pricing",
+        "onboarding",
+        "retention",
+        "experiment",
+        "metric",
+        "segment",
+        "interview",
+        "persona",
         "release",
     ),
     "product/research": (
-        "survey", "participant", "usability", "insight", "hypothesis", "prototype", "study",
-        "journey", "friction", "finding", "workshop", "synthesis", "quote", "theme", "sample",
+        "survey",
+        "participant",
+        "usability",
+        "insight",
+        "hypothesis",
+        "prototype",
+        "study",
+        "journey",
+        "friction",
+        "finding",
+        "workshop",
+        "synthesis",
+        "quote",
+        "theme",
+        "sample",
     ),
     "notes/meetings": (
-        "agenda", "decision", "action item", "owner", "deadline", "budget", "headcount",
-        "review", "planning", "retrospective", "risk", "dependency", "stakeholder", "summary",
+        "agenda",
+        "decision",
+        "action item",
+        "owner",
+        "deadline",
+        "budget",
+        "headcount",
+        "review",
+        "planning",
+        "retrospective",
+        "risk",
+        "dependency",
+        "stakeholder",
+        "summary",
         "follow-up",
     ),
     "notes/reading": (
-        "chapter", "author", "argument", "essay", "paper", "citation", "model", "evidence",
-        "theory", "example", "critique", "method", "concept", "history", "lesson",
+        "chapter",
+        "author",
+        "argument",
+        "essay",
+        "paper",
+        "citation",
+        "model",
+        "evidence",
+        "theory",
+        "example",
+        "critique",
+        "method",
+        "concept",
+        "history",
+        "lesson",
     ),
     "personal/garden": (
-        "tomato", "basil", "compost", "seedling", "watering", "soil", "mulch", "harvest",
-        "pruning", "greenhouse", "frost", "trellis", "fertiliser", "bed", "germination",
+        "tomato",
+        "basil",
+        "compost",
+        "seedling",
+        "watering",
+        "soil",
+        "mulch",
+        "harvest",
+        "pruning",
+        "greenhouse",
+        "frost",
+        "trellis",
+        "fertiliser",
+        "bed",
+        "germination",
     ),
     "personal/cooking": (
-        "recipe", "oven", "dough", "sauce", "spice", "simmer", "marinade", "roast", "broth",
-        "knife", "pastry", "ferment", "butter", "garlic", "portion",
+        "recipe",
+        "oven",
+        "dough",
+        "sauce",
+        "spice",
+        "simmer",
+        "marinade",
+        "roast",
+        "broth",
+        "knife",
+        "pastry",
+        "ferment",
+        "butter",
+        "garlic",
+        "portion",
     ),
 }
 
 COMMON = (
-    "team", "process", "document", "week", "plan", "change", "result", "problem", "approach",
-    "detail", "step", "version", "note", "question", "answer", "context", "goal", "cost",
-    "time", "system", "user", "data", "report", "check", "issue", "update", "reason",
+    "team",
+    "process",
+    "document",
+    "week",
+    "plan",
+    "change",
+    "result",
+    "problem",
+    "approach",
+    "detail",
+    "step",
+    "version",
+    "note",
+    "question",
+    "answer",
+    "context",
+    "goal",
+    "cost",
+    "time",
+    "system",
+    "user",
+    "data",
+    "report",
+    "check",
+    "issue",
+    "update",
+    "reason",
 )
 VERBS = (
-    "check", "review", "update", "measure", "compare", "document", "schedule", "verify",
-    "reduce", "improve", "track", "configure", "replace", "monitor", "test", "describe",
-    "prepare", "confirm", "rotate", "archive", "migrate", "restore", "share", "explain",
+    "check",
+    "review",
+    "update",
+    "measure",
+    "compare",
+    "document",
+    "schedule",
+    "verify",
+    "reduce",
+    "improve",
+    "track",
+    "configure",
+    "replace",
+    "monitor",
+    "test",
+    "describe",
+    "prepare",
+    "confirm",
+    "rotate",
+    "archive",
+    "migrate",
+    "restore",
+    "share",
+    "explain",
 )
 ADJECTIVES = (
-    "new", "old", "slow", "fast", "critical", "minor", "weekly", "shared", "stable",
-    "manual", "automatic", "expensive", "cheap", "regional", "internal", "external",
-    "temporary", "final", "default", "optional", "large", "small", "noisy", "quiet",
+    "new",
+    "old",
+    "slow",
+    "fast",
+    "critical",
+    "minor",
+    "weekly",
+    "shared",
+    "stable",
+    "manual",
+    "automatic",
+    "expensive",
+    "cheap",
+    "regional",
+    "internal",
+    "external",
+    "temporary",
+    "final",
+    "default",
+    "optional",
+    "large",
+    "small",
+    "noisy",
+    "quiet",
 )
 CONNECTORS = (
-    "because", "although", "so that", "before", "after", "while", "unless", "until", "and",
-    "but", "when", "since",
+    "because",
+    "although",
+    "so that",
+    "before",
+    "after",
+    "while",
+    "unless",
+    "until",
+    "and",
+    "but",
+    "when",
+    "since",
 )
 SENTENCES = (
     "We {verb} the {adj} {noun} every {period} {conn} the {noun2} stays {adj2}.",
@@ -87,9 +290,24 @@ SENTENCES = (
 NAMES = ("Aiko", "Ben", "Chiara", "Dev", "Elena", "Farid", "Grace", "Hugo", "Ines", "Jonas")
 PERIODS = ("day", "week", "month", "quarter", "sprint", "release", "season")
 HEADINGS = (
-    "Overview", "Background", "Steps", "Details", "Open questions", "Decisions", "Notes",
-    "Examples", "Checklist", "Troubleshooting", "Results", "Next steps", "References",
-    "Lessons learned", "Configuration", "Timeline", "Risks", "Summary",
+    "Overview",
+    "Background",
+    "Steps",
+    "Details",
+    "Open questions",
+    "Decisions",
+    "Notes",
+    "Examples",
+    "Checklist",
+    "Troubleshooting",
+    "Results",
+    "Next steps",
+    "References",
+    "Lessons learned",
+    "Configuration",
+    "Timeline",
+    "Risks",
+    "Summary",
 )
 CODE_LANGS = ("python", "bash", "yaml", "sql", "json")
 
@@ -113,9 +331,15 @@ class _Writer:
     def sentence(self) -> str:
         r = self.rng
         return r.choice(SENTENCES).format(
-            verb=r.choice(VERBS), verb2=r.choice(VERBS), adj=r.choice(ADJECTIVES),
-            adj2=r.choice(ADJECTIVES), noun=r.choice(self.area_nouns), noun2=r.choice(self.nouns),
-            conn=r.choice(CONNECTORS), period=r.choice(PERIODS), num=r.randint(2, 90),
+            verb=r.choice(VERBS),
+            verb2=r.choice(VERBS),
+            adj=r.choice(ADJECTIVES),
+            adj2=r.choice(ADJECTIVES),
+            noun=r.choice(self.area_nouns),
+            noun2=r.choice(self.nouns),
+            conn=r.choice(CONNECTORS),
+            period=r.choice(PERIODS),
+            num=r.randint(2, 90),
             Name=r.choice(NAMES),
         )
 
@@ -127,8 +351,9 @@ class _Writer:
         marker = "1." if r.random() < 0.3 else "-"
         items = []
         for _ in range(r.randint(3, 7)):
-            words = f"{r.choice(VERBS).capitalize()} the {r.choice(ADJECTIVES)} " \
-                    f"{r.choice(self.nouns)}"
+            words = (
+                f"{r.choice(VERBS).capitalize()} the {r.choice(ADJECTIVES)} {r.choice(self.nouns)}"
+            )
             if r.random() < 0.4:
                 words += f" ({r.choice(NAMES)}, {r.choice(PERIODS)} {r.randint(1, 52)})"
             items.append(f"{marker} {words}")
@@ -139,18 +364,26 @@ class _Writer:
         lang = r.choice(CODE_LANGS)
         noun = r.choice(self.area_nouns).replace(" ", "_")
         if lang == "python":
-            body = (f"def {r.choice(VERBS)}_{noun}(limit: int = {r.randint(1, 99)}) -> bool:\n"
-                    f"    \"\"\"{r.choice(VERBS).capitalize()} the {noun}.\"\"\"\n"
-                    f"    return check_{noun}(limit) and limit > {r.randint(0, 9)}")
+            body = (
+                f"def {r.choice(VERBS)}_{noun}(limit: int = {r.randint(1, 99)}) -> bool:\n"
+                f'    """{r.choice(VERBS).capitalize()} the {noun}."""\n'
+                f"    return check_{noun}(limit) and limit > {r.randint(0, 9)}"
+            )
         elif lang == "bash":
-            body = (f"kubectl get {noun}s -n {r.choice(self.nouns).replace(' ', '-')}\n"
-                    f"./scripts/{r.choice(VERBS)}.sh --{noun} --retries {r.randint(1, 5)}")
+            body = (
+                f"kubectl get {noun}s -n {r.choice(self.nouns).replace(' ', '-')}\n"
+                f"./scripts/{r.choice(VERBS)}.sh --{noun} --retries {r.randint(1, 5)}"
+            )
         elif lang == "yaml":
-            body = (f"{noun}:\n  enabled: {str(r.random() < 0.5).lower()}\n"
-                    f"  timeout_seconds: {r.randint(5, 300)}\n  owner: {r.choice(NAMES)}")
+            body = (
+                f"{noun}:\n  enabled: {str(r.random() < 0.5).lower()}\n"
+                f"  timeout_seconds: {r.randint(5, 300)}\n  owner: {r.choice(NAMES)}"
+            )
         elif lang == "sql":
-            body = (f"SELECT id, {noun}_at FROM {noun}s\nWHERE status = '{r.choice(ADJECTIVES)}'"
-                    f"\nORDER BY {noun}_at DESC LIMIT {r.randint(5, 100)};")
+            body = (
+                f"SELECT id, {noun}_at FROM {noun}s\nWHERE status = '{r.choice(ADJECTIVES)}'"
+                f"\nORDER BY {noun}_at DESC LIMIT {r.randint(5, 100)};"
+            )
         else:
             body = f'{{"{noun}": "{r.choice(ADJECTIVES)}", "count": {r.randint(1, 999)}}}'
         return f"```{lang}\n{body}\n```"
@@ -182,7 +415,7 @@ def note(rng: random.Random, area: str, index: int, target_bytes: int) -> tuple[
     year, month, day = rng.randint(2019, 2026), rng.randint(1, 12), rng.randint(1, 28)
     parts = [
         "---",
-        f"title: \"{title}\"",
+        f'title: "{title}"',
         f"date: {year}-{month:02d}-{day:02d}",
         f"tags: [{', '.join(t.replace(' ', '-') for t in tags)}]",
         f"author: {rng.choice(NAMES)}",
@@ -208,13 +441,22 @@ def small_note(rng: random.Random, area: str, index: int) -> tuple[str, str]:
     """A short note (0.3-1 KB, one chunk) for listing benchmarks with many documents."""
     w = _Writer(rng, area)
     title = f"{rng.choice(ADJECTIVES).capitalize()} {rng.choice(w.area_nouns)} {index}"
-    text = (f"---\ntitle: \"{title}\"\ntags: [{rng.choice(w.area_nouns).replace(' ', '-')}]\n"
-            f"---\n# {title}\n\n{w.paragraph()}\n")
+    text = (
+        f'---\ntitle: "{title}"\ntags: [{rng.choice(w.area_nouns).replace(" ", "-")}]\n'
+        f"---\n# {title}\n\n{w.paragraph()}\n"
+    )
     return f"note-{index:05d}.md", text
 
 
-def generate(root: Path, files: int, seed: int = 7, *, small: bool = False,
-             min_kb: float = 1.0, max_kb: float = 8.0) -> CorpusInfo:
+def generate(
+    root: Path,
+    files: int,
+    seed: int = 7,
+    *,
+    small: bool = False,
+    min_kb: float = 1.0,
+    max_kb: float = 8.0,
+) -> CorpusInfo:
     """Write ``files`` notes under ``root`` spread over the areas (and per-area sub-folders
     when the corpus is large). Same arguments, same bytes."""
     rng = random.Random(seed)
@@ -264,7 +506,13 @@ def queries(count: int, seed: int = 11) -> list[str]:
     out = []
     for _ in range(count):
         area = rng.choice(sorted(AREAS))
-        out.append(rng.choice(forms).format(
-            verb=rng.choice(VERBS), noun=rng.choice(AREAS[area]), noun2=rng.choice(COMMON),
-            adj=rng.choice(ADJECTIVES), Name=rng.choice(NAMES)))
+        out.append(
+            rng.choice(forms).format(
+                verb=rng.choice(VERBS),
+                noun=rng.choice(AREAS[area]),
+                noun2=rng.choice(COMMON),
+                adj=rng.choice(ADJECTIVES),
+                Name=rng.choice(NAMES),
+            )
+        )
     return out

@@ -31,8 +31,12 @@ async def session(kb: Path, errlog: Path) -> AsyncIterator[Any]:
 
     params = StdioServerParameters(command=kb_mcp(), args=serve_args(kb), env=dict(CHILD_ENV))
     with errlog.open("a", encoding="utf-8") as err:
-        async with Client(stdio_client(params, errlog=err), mode="legacy", cache=None,
-                          read_timeout_seconds=DEADLINE) as client:
+        async with Client(
+            stdio_client(params, errlog=err),
+            mode="legacy",
+            cache=None,
+            read_timeout_seconds=DEADLINE,
+        ) as client:
             yield client
 
 
@@ -96,10 +100,14 @@ def listing_latencies(kb: Path, calls: int, errlog: Path) -> dict[str, Any]:
             first_topics = await _timed(1, topics)
             listed = await _timed(calls, list_all)
             topic_calls = await _timed(calls, topics)
-            return {"resources_list_s": listed, "list_topics_s": topic_calls,
-                    "first_resources_list_s": first_list[0],
-                    "first_list_topics_s": first_topics[0],
-                    "pages": pages["n"], "resources": pages["resources"]}
+            return {
+                "resources_list_s": listed,
+                "list_topics_s": topic_calls,
+                "first_resources_list_s": first_list[0],
+                "first_list_topics_s": first_topics[0],
+                "pages": pages["n"],
+                "resources": pages["resources"],
+            }
 
     return anyio.run(body)
 
@@ -109,14 +117,24 @@ def initialize_time(kb: Path) -> float:
 
     The request is written at once (it waits in the pipe), as a client does."""
     request = {
-        "jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                   "clientInfo": {"name": "kb-mcp-bench", "version": "1"}},
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "kb-mcp-bench", "version": "1"},
+        },
     }
     env = {**os.environ, **CHILD_ENV}
     started = time.perf_counter()
-    proc = subprocess.Popen([kb_mcp(), *serve_args(kb)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen(
+        [kb_mcp(), *serve_args(kb)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
     assert proc.stdin is not None and proc.stdout is not None
     watchdog = threading.Timer(DEADLINE, proc.kill)  # a hung server ends the read below
     watchdog.start()

@@ -62,8 +62,14 @@ def run_child(args: list[str], *, timeout: float = 1800.0) -> ChildResult:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
         with log_file.open("wb") as log:
             started = time.perf_counter()
-            proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log,
-                                    stderr=subprocess.STDOUT, env=env, cwd=scratch)
+            proc = subprocess.Popen(
+                args,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=scratch,
+            )
             status, usage = _wait4(proc, started + timeout)
             wall = time.perf_counter() - started
         proc.returncode = os.waitstatus_to_exitcode(status)

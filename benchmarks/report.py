@@ -21,8 +21,13 @@ class Row:
     result: str = ""  # PASS, MISS, ERROR or "" (informational)
 
     def as_dict(self) -> dict[str, str]:
-        return {"measurement": self.name, "value": self.value, "spread": self.spread,
-                "target": self.target, "result": self.result}
+        return {
+            "measurement": self.name,
+            "value": self.value,
+            "spread": self.spread,
+            "target": self.target,
+            "result": self.result,
+        }
 
 
 def ms(seconds: float) -> str:
@@ -47,88 +52,164 @@ def rows(results: dict[str, Any]) -> list[Row]:
     if isinstance(full, dict) and "index_s" in full:
         idx, emb = full["index_s"], full["embed_only_s"]
         out += [
-            Row(f"full index, {full['chunks']} chunks (real model)", ms(idx["median"]),
-                spread(idx)),
+            Row(
+                f"full index, {full['chunks']} chunks (real model)", ms(idx["median"]), spread(idx)
+            ),
             Row("  embed-only, same chunks", ms(emb["median"]), spread(emb)),
-            Row("  index / embed-only", f"{full['ratio_of_medians']:.2f}x",
-                f"{full['ratio']['min']:.2f} .. {full['ratio']['max']:.2f}", "<= 1.25x",
-                verdict(full["ratio_of_medians"] <= 1.25)),
-            Row("  chunks/s (index | embed-only)",
+            Row(
+                "  index / embed-only",
+                f"{full['ratio_of_medians']:.2f}x",
+                f"{full['ratio']['min']:.2f} .. {full['ratio']['max']:.2f}",
+                "<= 1.25x",
+                verdict(full["ratio_of_medians"] <= 1.25),
+            ),
+            Row(
+                "  chunks/s (index | embed-only)",
                 f"{full['chunks_per_s']['median']:.1f} | "
-                f"{full['embed_chunks_per_s']['median']:.1f}"),
-            Row(f"  peak RSS while indexing {full['corpus']['files']} files",
+                f"{full['embed_chunks_per_s']['median']:.1f}",
+            ),
+            Row(
+                f"  peak RSS while indexing {full['corpus']['files']} files",
                 f"{full['peak_rss_mb']['median']:.0f} MB",
                 f"max {full['peak_rss_mb']['max']:.0f} MB; embed-only "
-                f"{full['embed_only_peak_rss_mb']['max']:.0f} MB", "<= 1024 MB",
-                verdict(full["peak_rss_mb"]["max"] <= 1024)),
+                f"{full['embed_only_peak_rss_mb']['max']:.0f} MB",
+                "<= 1024 MB",
+                verdict(full["peak_rss_mb"]["max"] <= 1024),
+            ),
         ]
     large = results.get("large")
     files = large["build"]["documents"] if isinstance(large, dict) and "build" in large else "?"
     if isinstance(large, dict) and "build" in large:
         b = large["build"]
-        out.append(Row(f"stand-in index (no model), {files} files, {b['chunks']} chunks",
-                       ms(b["seconds"]), f"peak RSS {b['peak_rss_mb']:.0f} MB (no model)"))
+        out.append(
+            Row(
+                f"stand-in index (no model), {files} files, {b['chunks']} chunks",
+                ms(b["seconds"]),
+                f"peak RSS {b['peak_rss_mb']:.0f} MB (no model)",
+            )
+        )
     re = results.get("reindex")
     if isinstance(re, dict) and "nochange_cli_s" in re:
         cli = re["nochange_cli_s"]
         out += [
-            Row(f"no-change re-index, {files} files (kb-mcp index)", ms(cli["median"]),
-                spread(cli), "<= 3 s", verdict(cli["median"] <= 3.0)),
-            Row("  library kb.index(), warm process", ms(re["nochange_library_warm_s"]["median"]),
-                spread(re["nochange_library_warm_s"])),
-            Row("  floor: walk + read + sha256", ms(re["floor_read_hash_s"]["median"]),
-                spread(re["floor_read_hash_s"])),
+            Row(
+                f"no-change re-index, {files} files (kb-mcp index)",
+                ms(cli["median"]),
+                spread(cli),
+                "<= 3 s",
+                verdict(cli["median"] <= 3.0),
+            ),
+            Row(
+                "  library kb.index(), warm process",
+                ms(re["nochange_library_warm_s"]["median"]),
+                spread(re["nochange_library_warm_s"]),
+            ),
+            Row(
+                "  floor: walk + read + sha256",
+                ms(re["floor_read_hash_s"]["median"]),
+                spread(re["floor_read_hash_s"]),
+            ),
             Row("  library / floor", f"{re['nochange_ratio_to_floor']:.2f}x"),
-            Row("single-file change (kb-mcp index)", ms(re["change_cli_s"]["median"]),
-                spread(re["change_cli_s"])),
-            Row("  library, full scan (model loaded)",
-                ms(re["change_library_scan_s"]["median"]), spread(re["change_library_scan_s"])),
-            Row("  library, paths=[file] (watcher route)",
-                ms(re["change_library_paths_s"]["median"]), spread(re["change_library_paths_s"])),
+            Row(
+                "single-file change (kb-mcp index)",
+                ms(re["change_cli_s"]["median"]),
+                spread(re["change_cli_s"]),
+            ),
+            Row(
+                "  library, full scan (model loaded)",
+                ms(re["change_library_scan_s"]["median"]),
+                spread(re["change_library_scan_s"]),
+            ),
+            Row(
+                "  library, paths=[file] (watcher route)",
+                ms(re["change_library_paths_s"]["median"]),
+                spread(re["change_library_paths_s"]),
+            ),
         ]
     se = results.get("search")
     if isinstance(se, dict) and "library_s" in se:
         lib, parts = se["library_s"], se["parts_s"]
         out += [
-            Row(f"search p50 via library, {se['chunks']} chunks", ms(lib["median"]),
-                spread(lib, p95=True)),
-            Row("  part: query embedding (real model)", ms(parts["embed"]["median"]),
-                spread(parts["embed"], p95=True)),
-            Row(f"  part: LanceDB k-NN (k={se['pool']})", ms(parts["knn"]["median"]),
-                spread(parts["knn"], p95=True)),
-            Row(f"  part: lexical query (limit {se['pool']})", ms(parts["lexical"]["median"]),
-                spread(parts["lexical"], p95=True)),
+            Row(
+                f"search p50 via library, {se['chunks']} chunks",
+                ms(lib["median"]),
+                spread(lib, p95=True),
+            ),
+            Row(
+                "  part: query embedding (real model)",
+                ms(parts["embed"]["median"]),
+                spread(parts["embed"], p95=True),
+            ),
+            Row(
+                f"  part: LanceDB k-NN (k={se['pool']})",
+                ms(parts["knn"]["median"]),
+                spread(parts["knn"], p95=True),
+            ),
+            Row(
+                f"  part: lexical query (limit {se['pool']})",
+                ms(parts["lexical"]["median"]),
+                spread(parts["lexical"], p95=True),
+            ),
         ]
         if se.get("raw_fts_s", {}).get("n"):
-            out.append(Row("    (bare FTS5 BM25 query, for reference)",
-                           ms(se["raw_fts_s"]["median"]), spread(se["raw_fts_s"], p95=True)))
+            out.append(
+                Row(
+                    "    (bare FTS5 BM25 query, for reference)",
+                    ms(se["raw_fts_s"]["median"]),
+                    spread(se["raw_fts_s"], p95=True),
+                )
+            )
         out += [
-            Row("  library p50 / sum of part p50s", f"{se['library_ratio']:.2f}x",
-                f"parts sum {ms(se['parts_p50_sum_s'])}", "<= 1.5x",
-                verdict(se["library_ratio"] <= 1.5)),
+            Row(
+                "  library p50 / sum of part p50s",
+                f"{se['library_ratio']:.2f}x",
+                f"parts sum {ms(se['parts_p50_sum_s'])}",
+                "<= 1.5x",
+                verdict(se["library_ratio"] <= 1.5),
+            ),
         ]
         if "mcp_s" in se:
             out += [
-                Row("search p50 via MCP stdio", ms(se["mcp_s"]["median"]),
-                    spread(se["mcp_s"], p95=True)),
-                Row("  MCP p50 / sum of part p50s", f"{se['mcp_ratio']:.2f}x", "", "<= 2x",
-                    verdict(se["mcp_ratio"] <= 2.0)),
+                Row(
+                    "search p50 via MCP stdio",
+                    ms(se["mcp_s"]["median"]),
+                    spread(se["mcp_s"], p95=True),
+                ),
+                Row(
+                    "  MCP p50 / sum of part p50s",
+                    f"{se['mcp_ratio']:.2f}x",
+                    "",
+                    "<= 2x",
+                    verdict(se["mcp_ratio"] <= 2.0),
+                ),
             ]
         else:
-            out.append(Row("search via MCP stdio", "-", se.get("mcp_error", "")[:60], "<= 2x",
-                           "ERROR"))
+            out.append(
+                Row("search via MCP stdio", "-", se.get("mcp_error", "")[:60], "<= 2x", "ERROR")
+            )
     ini = results.get("initialize")
     if isinstance(ini, dict) and "initialize_s" in ini:
         s = ini["initialize_s"]
-        out.append(Row("serve start -> initialize answered", ms(s["median"]), spread(s),
-                       "<= 1 s", verdict(s["median"] <= 1.0)))
+        out.append(
+            Row(
+                "serve start -> initialize answered",
+                ms(s["median"]),
+                spread(s),
+                "<= 1 s",
+                verdict(s["median"] <= 1.0),
+            )
+        )
     li = results.get("listings")
     if isinstance(li, dict) and "resources_list_s" in li:
         rl, lt = li["resources_list_s"], li["list_topics_s"]
         out += [
-            Row(f"resources/list, {li['documents']} docs ({li['resources']} topics)",
-                ms(rl["median"]), spread(rl, p95=True), "<= 50 ms",
-                verdict(rl["median"] <= 0.050)),
+            Row(
+                f"resources/list, {li['documents']} docs ({li['resources']} topics)",
+                ms(rl["median"]),
+                spread(rl, p95=True),
+                "<= 50 ms",
+                verdict(rl["median"] <= 0.050),
+            ),
             Row(f"list_topics, {li['documents']} docs", ms(lt["median"]), spread(lt, p95=True)),
         ]
     for step, value in results.items():
@@ -156,8 +237,12 @@ def environment() -> dict[str, Any]:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             versions[name] = None
-    return {"python": sys.version.split()[0], "platform": platform.platform(),
-            "cpus": os.cpu_count(), "versions": versions}
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "versions": versions,
+    }
 
 
 def write_json(out_dir: Path, stamp: str, record: dict[str, Any]) -> Path:

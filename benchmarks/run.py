@@ -24,18 +24,39 @@ STEPS = ("full", "reindex", "search", "initialize", "listings")
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__)
-    p.add_argument("--quick", action="store_true",
-                   help="a small smoke run (tiny corpora, few repetitions); targets not judged")
-    p.add_argument("--corpus", type=Path, metavar="DIR",
-                   help="use a copy of this directory instead of generated notes for the full "
-                        "index and the re-index/search steps (the original is never written)")
-    p.add_argument("--work", type=Path, metavar="DIR",
-                   help="where corpora and indexes go (default: a temporary directory, removed "
-                        "afterwards; a --work directory is kept)")
-    p.add_argument("--out", type=Path, default=REPO / "bench-results", metavar="DIR",
-                   help="where the JSON results go (default: bench-results/)")
-    p.add_argument("--only", action="append", choices=STEPS, metavar="STEP",
-                   help=f"run only these steps (repeatable): {', '.join(STEPS)}")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="a small smoke run (tiny corpora, few repetitions); targets not judged",
+    )
+    p.add_argument(
+        "--corpus",
+        type=Path,
+        metavar="DIR",
+        help="use a copy of this directory instead of generated notes for the full "
+        "index and the re-index/search steps (the original is never written)",
+    )
+    p.add_argument(
+        "--work",
+        type=Path,
+        metavar="DIR",
+        help="where corpora and indexes go (default: a temporary directory, removed "
+        "afterwards; a --work directory is kept)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=REPO / "bench-results",
+        metavar="DIR",
+        help="where the JSON results go (default: bench-results/)",
+    )
+    p.add_argument(
+        "--only",
+        action="append",
+        choices=STEPS,
+        metavar="STEP",
+        help=f"run only these steps (repeatable): {', '.join(STEPS)}",
+    )
     args = p.parse_args(argv)
     if args.corpus is not None and not args.corpus.is_dir():
         p.error(f"--corpus {args.corpus} is not a directory")
@@ -56,8 +77,10 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             results[name] = fn()
         except Exception as exc:  # one broken step must not hide the others' numbers
             steps.say(f"{name} failed: {type(exc).__name__}: {exc}")
-            results[name] = {"error": f"{type(exc).__name__}: {exc}",
-                             "traceback": traceback.format_exc()}
+            results[name] = {
+                "error": f"{type(exc).__name__}: {exc}",
+                "traceback": traceback.format_exc(),
+            }
         results[name]["step_seconds"] = time.perf_counter() - started
         results[name]["load_before"] = load
         results[name]["load_after"] = os.getloadavg()[0]
@@ -95,8 +118,10 @@ def main(argv: list[str] | None = None) -> int:
     steps.say(f"work directory: {work}{' (quick run)' if args.quick else ''}")
     load = os.getloadavg()
     if load[0] > BUSY_LOAD:
-        steps.say(f"warning: load average {load[0]:.1f} on {os.cpu_count()} CPUs: other "
-                  "processes are using the CPU, so the numbers will be slow and noisy")
+        steps.say(
+            f"warning: load average {load[0]:.1f} on {os.cpu_count()} CPUs: other "
+            "processes are using the CPU, so the numbers will be slow and noisy"
+        )
     clock = time.perf_counter()
     try:
         results = run(args, work)
@@ -121,8 +146,10 @@ def main(argv: list[str] | None = None) -> int:
     print(report.table(table_rows))
     print()
     note = " (quick run: sizes are below the targets' sizes; PASS/MISS is indicative)"
-    print(f"total {total / 60:.1f} min; load average {load[0]:.1f} at start, "
-          f"{os.getloadavg()[0]:.1f} at end; results: {path}{note if args.quick else ''}")
+    print(
+        f"total {total / 60:.1f} min; load average {load[0]:.1f} at start, "
+        f"{os.getloadavg()[0]:.1f} at end; results: {path}{note if args.quick else ''}"
+    )
     failed = any(r.result == "ERROR" for r in table_rows)
     return 1 if failed else 0
 

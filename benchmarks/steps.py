@@ -37,9 +37,20 @@ class Config:
 
     @classmethod
     def quick_run(cls) -> Config:
-        return cls(full_files=30, full_repeats=1, large_files=500, listing_docs=1000,
-                   nochange_runs=2, change_edits=1, queries=20, warmup=3, mcp_queries=20,
-                   initialize_starts=2, listing_calls=5, quick=True)
+        return cls(
+            full_files=30,
+            full_repeats=1,
+            large_files=500,
+            listing_docs=1000,
+            nochange_runs=2,
+            change_edits=1,
+            queries=20,
+            warmup=3,
+            mcp_queries=20,
+            initialize_starts=2,
+            listing_calls=5,
+            quick=True,
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -49,8 +60,9 @@ def say(message: str) -> None:
     print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def prepare(target: Path, files: int, seed: int, source: Path | None,
-            kind: str = "notes") -> dict[str, Any]:
+def prepare(
+    target: Path, files: int, seed: int, source: Path | None, kind: str = "notes"
+) -> dict[str, Any]:
     """A fresh corpus at ``target``: a copy of ``source`` (its index left out) or generated.
 
     ``kind``: "notes" (1-8 KB, ~6 chunks each), "short" (1-4.5 KB, ~4 chunks each, so 5,000
@@ -60,12 +72,14 @@ def prepare(target: Path, files: int, seed: int, source: Path | None,
     if source is not None:
         shutil.copytree(source, target, ignore=shutil.ignore_patterns(INDEX_DIR))
         paths = [p for p in target.rglob("*") if p.is_file()]
-        return {"source": str(source), "files": len(paths),
-                "bytes": sum(p.stat().st_size for p in paths)}
+        return {
+            "source": str(source),
+            "files": len(paths),
+            "bytes": sum(p.stat().st_size for p in paths),
+        }
     max_kb = 4.5 if kind == "short" else 8.0
     info = corpus.generate(target, files, seed, small=kind == "small", max_kb=max_kb)
-    return {"generated": True, "kind": kind, "seed": seed, "files": info.files,
-            "bytes": info.bytes}
+    return {"generated": True, "kind": kind, "seed": seed, "files": info.files, "bytes": info.bytes}
 
 
 def build_standin(kb: Path) -> dict[str, Any]:
@@ -99,31 +113,42 @@ def cli_index(kb: Path) -> ChildResult:
 def full_index(cfg: Config, work: Path, source: Path | None) -> dict[str, Any]:
     kb = work / "full"
     facts = prepare(kb, cfg.full_files, cfg.seed, source)
-    say(f"full index: {facts['files']} files, {facts['bytes'] / 1e6:.1f} MB, "
-        f"{cfg.full_repeats} x (index + embed-only) with the real model")
+    say(
+        f"full index: {facts['files']} files, {facts['bytes'] / 1e6:.1f} MB, "
+        f"{cfg.full_repeats} x (index + embed-only) with the real model"
+    )
     runs = []
     for r in range(cfg.full_repeats):
         shutil.rmtree(kb / INDEX_DIR, ignore_errors=True)
         idx = run_child(worker("index", kb=str(kb)))
         emb = run_child(worker("embed_only", kb=str(kb)))
         run = {
-            "index_s": idx.data["seconds"], "index_process_s": idx.wall_s,
-            "peak_rss_mb": idx.max_rss_mb, "chunks": idx.data["chunks"],
+            "index_s": idx.data["seconds"],
+            "index_process_s": idx.wall_s,
+            "peak_rss_mb": idx.max_rss_mb,
+            "chunks": idx.data["chunks"],
             "chunks_embedded": idx.data["summary"]["chunks_embedded"],
             "documents": idx.data["documents"],
-            "embed_only_s": emb.data["seconds"], "embed_texts": emb.data["texts"],
-            "embed_tokens": emb.data["tokens"], "model_load_s": emb.data["model_load_s"],
+            "embed_only_s": emb.data["seconds"],
+            "embed_texts": emb.data["texts"],
+            "embed_tokens": emb.data["tokens"],
+            "model_load_s": emb.data["model_load_s"],
             "embed_only_peak_rss_mb": emb.max_rss_mb,
         }
         run["ratio"] = run["index_s"] / run["embed_only_s"]
         runs.append(run)
-        say(f"  run {r + 1}: index {run['index_s']:.1f}s ({run['chunks_embedded']} chunks), "
+        say(
+            f"  run {r + 1}: index {run['index_s']:.1f}s ({run['chunks_embedded']} chunks), "
             f"embed-only {run['embed_only_s']:.1f}s, ratio {run['ratio']:.2f}, "
-            f"peak RSS {run['peak_rss_mb']:.0f} MB")
+            f"peak RSS {run['peak_rss_mb']:.0f} MB"
+        )
     index_s = summary([r["index_s"] for r in runs])
     embed_s = summary([r["embed_only_s"] for r in runs])
     return {
-        "corpus": facts, "runs": runs, "index_s": index_s, "embed_only_s": embed_s,
+        "corpus": facts,
+        "runs": runs,
+        "index_s": index_s,
+        "embed_only_s": embed_s,
         "ratio": summary([r["ratio"] for r in runs]),
         "ratio_of_medians": index_s["median"] / embed_s["median"],
         "chunks_per_s": summary([r["chunks_embedded"] / r["index_s"] for r in runs]),
@@ -171,8 +196,12 @@ def search(cfg: Config, kb: Path, errlog: Path) -> dict[str, Any]:
     parts_p50 = sum(p["median"] for p in parts.values())
     full = summary(lib["search_s"])
     out: dict[str, Any] = {
-        "chunks": lib["chunks"], "pool": lib["pool"], "library_s": full, "parts_s": parts,
-        "parts_p50_sum_s": parts_p50, "library_ratio": full["median"] / parts_p50,
+        "chunks": lib["chunks"],
+        "pool": lib["pool"],
+        "library_s": full,
+        "parts_s": parts,
+        "parts_p50_sum_s": parts_p50,
+        "library_ratio": full["median"] / parts_p50,
         "raw_fts_s": summary(lib["raw_fts_s"]),
     }
     say(f"warm search through MCP stdio: {cfg.mcp_queries} calls")
@@ -190,8 +219,11 @@ def search(cfg: Config, kb: Path, errlog: Path) -> dict[str, Any]:
 # -- 5. initialize ---------------------------------------------------------------------------
 def initialize(cfg: Config, kb: Path) -> dict[str, Any]:
     say(f"serve start to answered initialize x{cfg.initialize_starts}")
-    return {"initialize_s": summary([mcp_bench.initialize_time(kb)
-                                     for _ in range(cfg.initialize_starts)])}
+    return {
+        "initialize_s": summary(
+            [mcp_bench.initialize_time(kb) for _ in range(cfg.initialize_starts)]
+        )
+    }
 
 
 # -- 6. listings -----------------------------------------------------------------------------
@@ -202,21 +234,30 @@ def listings(cfg: Config, work: Path, errlog: Path) -> dict[str, Any]:
     built = build_standin(kb)
     say(f"  built in {built['wall_s']:.1f}s; resources/list and list_topics x{cfg.listing_calls}")
     got = mcp_bench.listing_latencies(kb, cfg.listing_calls, errlog)
-    return {"corpus": facts, "build": built, "documents": built["documents"],
-            "resources_list_s": summary(got["resources_list_s"]),
-            "list_topics_s": summary(got["list_topics_s"]),
-            "first_resources_list_s": got["first_resources_list_s"],
-            "first_list_topics_s": got["first_list_topics_s"],
-            "pages": got["pages"], "resources": got["resources"]}
+    return {
+        "corpus": facts,
+        "build": built,
+        "documents": built["documents"],
+        "resources_list_s": summary(got["resources_list_s"]),
+        "list_topics_s": summary(got["list_topics_s"]),
+        "first_resources_list_s": got["first_resources_list_s"],
+        "first_list_topics_s": got["first_list_topics_s"],
+        "pages": got["pages"],
+        "resources": got["resources"],
+    }
 
 
 # -- the corpus of steps 2-5 -------------------------------------------------------------------
 def large_corpus(cfg: Config, work: Path, source: Path | None) -> tuple[Path, dict[str, Any]]:
     kb = work / "large"
     facts = prepare(kb, cfg.large_files, cfg.seed + 1, source, "short")
-    say(f"large corpus: {facts['files']} files, {facts['bytes'] / 1e6:.1f} MB, building with "
-        "the stand-in embedder")
+    say(
+        f"large corpus: {facts['files']} files, {facts['bytes'] / 1e6:.1f} MB, building with "
+        "the stand-in embedder"
+    )
     built = build_standin(kb)
-    say(f"  built in {built['wall_s']:.1f}s: {built['documents']} documents, "
-        f"{built['chunks']} chunks")
+    say(
+        f"  built in {built['wall_s']:.1f}s: {built['documents']} documents, "
+        f"{built['chunks']} chunks"
+    )
     return kb, {"corpus": facts, "build": built}

@@ -38,8 +38,12 @@ def build(kb: str) -> dict[str, Any]:
     summary = base.index()
     seconds = time.perf_counter() - started
     stats = base.stats()
-    return {"seconds": seconds, "summary": summary.as_dict(), "documents": stats.documents,
-            "chunks": stats.chunks}
+    return {
+        "seconds": seconds,
+        "summary": summary.as_dict(),
+        "documents": stats.documents,
+        "chunks": stats.chunks,
+    }
 
 
 def index(kb: str) -> dict[str, Any]:
@@ -49,8 +53,12 @@ def index(kb: str) -> dict[str, Any]:
     summary = base.index()
     seconds = time.perf_counter() - started
     stats = base.stats()
-    return {"seconds": seconds, "summary": summary.as_dict(), "documents": stats.documents,
-            "chunks": stats.chunks}
+    return {
+        "seconds": seconds,
+        "summary": summary.as_dict(),
+        "documents": stats.documents,
+        "chunks": stats.chunks,
+    }
 
 
 def embed_only(kb: str) -> dict[str, Any]:
@@ -72,8 +80,13 @@ def embed_only(kb: str) -> dict[str, Any]:
     vectors = embedder.embed_documents(texts)
     seconds = time.perf_counter() - started
     assert len(vectors) == len(texts)
-    return {"seconds": seconds, "model_load_s": load, "texts": len(texts), "tokens": tokens,
-            "batch_size": base.settings.embedding_batch_size}
+    return {
+        "seconds": seconds,
+        "model_load_s": load,
+        "texts": len(texts),
+        "tokens": tokens,
+        "batch_size": base.settings.embedding_batch_size,
+    }
 
 
 def nochange(kb: str, runs: int) -> dict[str, Any]:
@@ -89,8 +102,12 @@ def nochange(kb: str, runs: int) -> dict[str, Any]:
         started = time.perf_counter()
         summary = base.index()
         warm.append(time.perf_counter() - started)
-    return {"first_s": first_s, "warm_s": warm, "scanned": summary.scanned,
-            "unchanged": summary.unchanged}
+    return {
+        "first_s": first_s,
+        "warm_s": warm,
+        "scanned": summary.scanned,
+        "unchanged": summary.unchanged,
+    }
 
 
 def single_change(kb: str, edits: list[int]) -> dict[str, Any]:
@@ -155,9 +172,16 @@ def search(kb: str, queries: list[str], warmup: int) -> dict[str, Any]:
             parts(q)
         if raw_fts is not None:
             timed(partial(raw_fts, q), fts)
-    return {"search_s": full, "embed_s": embed, "knn_s": knn, "lexical_s": lexical,
-            "raw_fts_s": fts,
-            "pool": pool, "hits": hits, "chunks": base.stats().chunks}
+    return {
+        "search_s": full,
+        "embed_s": embed,
+        "knn_s": knn,
+        "lexical_s": lexical,
+        "raw_fts_s": fts,
+        "pool": pool,
+        "hits": hits,
+        "chunks": base.stats().chunks,
+    }
 
 
 def _raw_fts(db: Path, limit: int) -> Callable[[str], int] | None:
@@ -172,8 +196,10 @@ def _raw_fts(db: Path, limit: int) -> Callable[[str], int] | None:
     except ImportError:
         return None
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, check_same_thread=False)
-    sql = (f"SELECT rowid, -bm25({FTS_WORDS}, 2.0, 3.0, 1.0) AS score FROM {FTS_WORDS} "
-           f"WHERE {FTS_WORDS} MATCH ? ORDER BY score DESC LIMIT ?")
+    sql = (
+        f"SELECT rowid, -bm25({FTS_WORDS}, 2.0, 3.0, 1.0) AS score FROM {FTS_WORDS} "
+        f"WHERE {FTS_WORDS} MATCH ? ORDER BY score DESC LIMIT ?"
+    )
 
     def run(q: str) -> int:
         words = compile_query(q).words

@@ -26,9 +26,9 @@ if TYPE_CHECKING:
 DEFAULT_MODEL_ID = "kb-mcp/all-MiniLM-L6-v2-int8"
 DEFAULT_DIMENSION = 384
 DEFAULT_MAX_TOKENS = 256
-#: Padded tokens per text in a full batch: ``batch_size`` texts of 128 tokens, or fewer
+#: Padded tokens per text in a full batch: ``batch_size`` texts of 96 tokens, or fewer
 #: longer ones (memory grows with tokens per batch, not with texts).
-BATCH_TOKENS_PER_TEXT = 128
+BATCH_TOKENS_PER_TEXT = 96
 #: Catalogue models may announce longer windows; chunks are never planned larger than this.
 MAX_TOKENS_CAP = 512
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
@@ -144,7 +144,7 @@ class FastEmbedEmbedder:
         window = self.max_tokens
         lengths = [min(n, window) for n in self.count_tokens(texts)]
         # Similar lengths side by side: each batch pads only to its own longest text, and
-        # holds at most ``batch_size`` texts and ``batch_size * 128`` padded tokens, so long
+        # holds at most ``batch_size`` texts and ``batch_size * 96`` padded tokens, so long
         # chunks come in smaller batches (peak memory follows tokens, not texts).
         order = sorted(range(len(texts)), key=lengths.__getitem__)
         budget = self._batch_size * BATCH_TOKENS_PER_TEXT

