@@ -138,6 +138,7 @@ class IndexRun:
         self.summary = RunSummary()
         self._pending: list[_Pending] = []
         self._pending_texts = 0
+        self._vectors_written = False
 
     # -- entry point -------------------------------------------------------
     def run(self) -> RunSummary:
@@ -147,7 +148,12 @@ class IndexRun:
         if self.force:
             d.vectors.reset()
             self._record_model()
-        self._drop_orphan_vectors()
+        # Vectors without chunks, or chunks without vectors, only exist after a run that
+        # did not finish (or a forced one): a clean, unchanged index never opens the
+        # vector store at all.
+        repair = self.force or bool(d.store.get_meta(META_IN_PROGRESS))
+        if repair:
+            self._drop_orphan_vectors()
         d.store.set_meta(META_IN_PROGRESS, d.clock.now_iso())
         indexed = d.store.indexed_states()
         if self.paths is None:
@@ -174,8 +180,10 @@ class IndexRun:
             if self.progress is not None:
                 self.progress(done, len(work), path)
         self._flush()
-        self._embed_missing()
-        d.vectors.compact()
+        if repair:
+            self._embed_missing()
+        if self._vectors_written:
+            d.vectors.compact()
         self.summary.seconds = time.monotonic() - started
         d.store.set_meta(META_LAST_RUN, _json(self.summary.as_dict(), d.clock.now_iso()))
         d.store.set_meta(META_IN_PROGRESS, "")
@@ -297,6 +305,7 @@ class IndexRun:
         self.summary.chunks_embedded += len(texts)
         self.summary.chunks_reused += len(chunks) - len(texts)
         self.deps.vectors.add([cid for cid, _, _ in chunks], [reusable[h] for _, h, _ in chunks])
+        self._vectors_written = True
 
     def _embed_missing(self) -> None:
         """Chunks a killed run stored without their vectors get them now."""

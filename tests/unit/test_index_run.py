@@ -137,9 +137,21 @@ def test_oversize_refusal_records_size_and_keeps_row(world: IndexDeps) -> None:
 
 def test_orphan_vectors_from_a_killed_run_are_removed(world: IndexDeps) -> None:
     run_index(world)
-    world.vectors.add([12345], [[0.0] * 16])
+    world.vectors.add([12345], [[0.0] * 16])  # a killed run: a vector, no chunk...
+    world.store.set_meta("run_in_progress", "2026-01-01T00:00:00Z")  # ...and no clean end
     run_index(world)
     assert world.vectors.ids() == world.store.chunk_ids()
+
+
+def test_a_clean_unchanged_index_never_opens_the_vector_store(world: IndexDeps) -> None:
+    run_index(world)
+
+    class Untouchable(FakeVectorStore):
+        def __getattribute__(self, name: str) -> object:
+            raise AssertionError(f"vector store used: {name}")
+
+    world.vectors = Untouchable()
+    assert run_index(world).unchanged == 2
 
 
 def test_other_model_is_refused_unless_forced(world: IndexDeps) -> None:
