@@ -23,7 +23,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check kbmcp_core kbmcp_adapters kbmcp_cli tests
+	$(BIN)/ruff check kbmcp_core kbmcp_adapters kbmcp_cli tests benchmarks
 	$(BIN)/mypy
 
 bench: $(STAMP)
