@@ -31,10 +31,9 @@ def _open(kb_path: str, standin: bool = False) -> Any:
     return KnowledgeBase(container)
 
 
-def build(kb: str) -> dict[str, Any]:
-    """Index with the stand-in embedder (a large index without the model's cost)."""
+def _timed_index(kb: str, *, standin: bool) -> dict[str, Any]:
     started = time.perf_counter()
-    base = _open(kb, standin=True)
+    base = _open(kb, standin=standin)
     summary = base.index()
     seconds = time.perf_counter() - started
     stats = base.stats()
@@ -44,21 +43,16 @@ def build(kb: str) -> dict[str, Any]:
         "documents": stats.documents,
         "chunks": stats.chunks,
     }
+
+
+def build(kb: str) -> dict[str, Any]:
+    """Index with the stand-in embedder (a large index without the model's cost)."""
+    return _timed_index(kb, standin=True)
 
 
 def index(kb: str) -> dict[str, Any]:
     """A full index with the real default model: open + index, timed in-process."""
-    started = time.perf_counter()
-    base = _open(kb)
-    summary = base.index()
-    seconds = time.perf_counter() - started
-    stats = base.stats()
-    return {
-        "seconds": seconds,
-        "summary": summary.as_dict(),
-        "documents": stats.documents,
-        "chunks": stats.chunks,
-    }
+    return _timed_index(kb, standin=False)
 
 
 def embed_only(kb: str) -> dict[str, Any]:
