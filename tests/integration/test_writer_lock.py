@@ -85,3 +85,7 @@ def test_cli_index_refuses_while_another_writer_runs(tmp_path: Path,
                         "--config", str(kb / "kb-mcp.toml")], env=kb_env,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
+    r = subprocess.run([sys.executable, "-m", "kbmcp_cli", "doctor", "--kb-path", str(kb),
+                        "--config", str(kb / "kb-mcp.toml")], env=kb_env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout  # the refused writer left nothing behind
