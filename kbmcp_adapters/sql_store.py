@@ -392,7 +392,9 @@ def _weigh_by_coverage(
     leg = [(cid, score / best if best > 0 else 1.0) for cid, score in leg]
     if len(terms) < 2:
         return leg
-    total = conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one() or 1
+    # every chunk has one row in each lexical table; counting chunks reads a small b-tree,
+    # counting an FTS5 table scans it (18 ms at 8k chunks)
+    total = conn.execute(text("SELECT count(*) FROM chunks")).scalar_one() or 1
     candidates = {cid for cid, _ in leg}
     # one round trip: every chunk holding each term (cheaper than an IN restriction)
     union = " UNION ALL ".join(
