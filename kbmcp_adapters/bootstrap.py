@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 from datetime import UTC, datetime
@@ -9,6 +10,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kbmcp_core.errors import IndexReadOnly
 from kbmcp_core.index_run import IndexDeps
 from kbmcp_core.ports import ChunkBudget, ParserRegistry
 from kbmcp_core.settings import Settings
@@ -90,7 +92,14 @@ class Container:
         if "store" in self.__dict__:
             return self.__dict__["store"]  # type: ignore[no-any-return]
         if create:
-            os.makedirs(self.settings.index_dir, exist_ok=True)
+            try:
+                os.makedirs(self.settings.index_dir, exist_ok=True)
+            except OSError as exc:
+                if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                    raise
+                raise IndexReadOnly(str(self.settings.index_dir),
+                                    f"cannot create the folder: {exc.strerror}",
+                                    IndexReadOnly.NO_FOLDER) from None
         store = SqlIndexStore(self.settings.store_url, create=create, migrate_schema=migrate)
         self.__dict__["store"] = store
         return store

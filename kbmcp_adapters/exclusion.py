@@ -6,9 +6,13 @@ import logging
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
+from kbmcp_core.models import SKIP_EXCLUDED_FOLDER, SKIP_IGNORED
 from kbmcp_core.settings import FAIL_SAFE_DIRS, IGNORE_FILE_NAME
 
 log = logging.getLogger(__name__)
+
+#: kb-mcp's own index folder: excluded, and not reported as a skipped path
+INDEX_FOLDER = "the index folder"
 
 
 class ExclusionRules:
@@ -54,22 +58,29 @@ class ExclusionRules:
         return cls(exclude_dirs, lines, rel_index)
 
     def is_excluded(self, rel_path: str, is_dir: bool = False) -> bool:
+        return self.reason(rel_path, is_dir) is not None
+
+    def reason(self, rel_path: str, is_dir: bool = False) -> str | None:
+        """Why the path is excluded (``SKIP_EXCLUDED_FOLDER``, ``SKIP_IGNORED`` or
+        ``INDEX_FOLDER``), or None when it is not."""
         parts = PurePosixPath(rel_path.lower()).parts
         if not parts:
-            return False
+            return None
         for i in range(len(parts)):
             last = i == len(parts) - 1
             as_dir = is_dir or not last
-            if as_dir and self._dir_excluded(parts[: i + 1]):
-                return True
-        if self._spec is not None and not is_dir:
-            return self._spec.match_file("/".join(parts))
-        return False
+            if as_dir and (why := self._dir_excluded(parts[: i + 1])):
+                return why
+        if self._spec is not None and not is_dir and self._spec.match_file("/".join(parts)):
+            return SKIP_IGNORED
+        return None
 
-    def _dir_excluded(self, parts: tuple[str, ...]) -> bool:
+    def _dir_excluded(self, parts: tuple[str, ...]) -> str | None:
         if parts[-1] in self._dir_names:
-            return True
+            return SKIP_EXCLUDED_FOLDER
         joined = "/".join(parts)
         if self._index_dir is not None and joined == self._index_dir:
-            return True
-        return self._spec is not None and self._spec.match_file(joined + "/")
+            return INDEX_FOLDER
+        if self._spec is not None and self._spec.match_file(joined + "/"):
+            return SKIP_IGNORED
+        return None

@@ -10,15 +10,22 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kbmcp_adapters.bootstrap import Container, bootstrap, settings_for
+from kbmcp_adapters.write_guard import (
+    IndexRunStopped,
+    InProcessWriter,
+    StoppableEmbedder,
+    stop_check,
+)
 from kbmcp_adapters.writer_lock import writer_lock
-from kbmcp_core.doctor import DoctorReport, diagnose
-from kbmcp_core.errors import NotServable, PathRefused
+from kbmcp_core.doctor import DoctorReport, damaged_store_report, diagnose
+from kbmcp_core.errors import NotServable, PathRefused, StoreCorrupt
 from kbmcp_core.index_run import Progress, check_model, run_index
 from kbmcp_core.models import IndexStats, RunSummary, StoredDocument
 from kbmcp_core.offer import (
@@ -72,7 +79,8 @@ class KnowledgeBase:
 
     def __init__(self, container: Container) -> None:
         self.container = container
-        self._write_lock = threading.Lock()
+        self._writer = InProcessWriter()
+        self._stopping = threading.Event()
 
     @property
     def settings(self) -> Settings:
@@ -81,16 +89,42 @@ class KnowledgeBase:
     # -- writing -----------------------------------------------------------
     def index(self, *, force: bool = False, prune: bool = False,
               progress: Progress | None = None,
-              paths: Collection[str] | None = None) -> RunSummary:
-        """Index everything, or only ``paths`` (the watcher's single-file route)."""
-        with self._write_lock, writer_lock(self.settings.index_dir,
-                                           self.settings.writer_lock_timeout_s):
+              paths: Collection[str] | None = None,
+              stop: threading.Event | None = None,
+              purpose: str = "an index run") -> RunSummary:
+        """Index everything, or only ``paths`` (the watcher's single-file route).
+
+        Waits at most ``[lock].timeout_seconds`` in all for the other writers (of this
+        process, then of any process), then raises ``WriterBusy``. Once ``stop`` is set
+        (or ``stop_writers()`` was called) the run ends at its next safe point with
+        ``IndexRunStopped``; the next run completes what it left.
+        """
+        check = stop_check(self._stopping, stop)
+        check()
+        timeout = self.settings.writer_lock_timeout_s
+        deadline = time.monotonic() + max(timeout, 0.0)
+        with (self._writer.hold(purpose, deadline, timeout, check) as now_writing,
+              writer_lock(self.settings.index_dir, timeout, purpose, deadline=deadline,
+                          check=check)):
+            now_writing()
             c = self.container
             # before anything asks the model for its window (which may need a download)
             check_model(c.open_store(create=True), c.embedder, force)
             deps = c.index_deps()
-            return run_index(deps, force=force, prune_disabled=prune, progress=progress,
+            deps.embedder = StoppableEmbedder(deps.embedder, check, 2 * deps.batch_size)
+
+            def step(done: int, total: int, path: str) -> None:
+                if progress is not None:
+                    progress(done, total, path)
+                check()  # between two documents
+
+            return run_index(deps, force=force, prune_disabled=prune, progress=step,
                              paths=paths)
+
+    def stop_writers(self) -> None:
+        """For shutdown: every index run stops at its next safe point (between documents
+        or embedding calls) with ``IndexRunStopped``, and no new one starts."""
+        self._stopping.set()
 
     # -- reading -----------------------------------------------------------
     def rules(self) -> ServableRules:
@@ -178,10 +212,17 @@ class KnowledgeBase:
 
     def doctor(self) -> DoctorReport:
         """Read-only health report; never creates or upgrades the index."""
+        from kbmcp_adapters.migrate import rebuild_hint, sqlite_file
+
         c = self.container
-        store = c.open_store(create=False, migrate=False)
-        return diagnose(store, c.vectors, c.registry, store.consistency(),
-                        c.settings.embedding_model)
+        db = sqlite_file(c.settings.store_url)
+        where = rebuild_hint(db) if db is not None else "the index database"
+        try:
+            store = c.open_store(create=False, migrate=False)
+        except StoreCorrupt as exc:  # too damaged to open at all
+            return damaged_store_report([exc.detail], where)
+        return diagnose(store, c.vectors, c.registry, c.settings.embedding_model,
+                        store_location=where)
 
     def stats(self) -> IndexStats:
         return self.container.store.stats()
@@ -194,3 +235,7 @@ def open_knowledge_base(kb_path: str | Path | None = None, *, config: Path | Non
                         **settings: Any) -> KnowledgeBase:
     """Build a KnowledgeBase from a path and any Settings field as a keyword."""
     return KnowledgeBase(bootstrap(settings_for(kb_path, config, **settings)))
+
+
+__all__ = ["DocumentView", "IndexRunStopped", "KnowledgeBase", "ResourceBody",
+           "open_knowledge_base"]

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import errno
 import functools
+import logging
+import os
 import sqlite3
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from alembic import command
 from alembic.config import Config
@@ -17,24 +21,46 @@ from alembic.util import CommandError
 from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.pool import NullPool
 
 import migrations
-from kbmcp_core.errors import IndexNotFound, StoreError
+from kbmcp_adapters.config import check_database_url
+from kbmcp_core.errors import IndexNotFound, IndexReadOnly, StoreCorrupt, StoreError
+
+log = logging.getLogger(__name__)
 
 VERSION_TABLE = "alembic_version"
 #: Execution option that makes a transaction start with BEGIN IMMEDIATE.
 WRITE_OPTION = "kb_write"
 _PRAGMAS = ("busy_timeout=10000", "journal_mode=WAL", "foreign_keys=ON", "synchronous=NORMAL")
+#: A read-only connection changes nothing, not even the journal mode.
+_READ_ONLY_PRAGMAS = ("busy_timeout=10000", "foreign_keys=ON", "query_only=ON")
+#: SQLite primary result codes (the low byte of ``sqlite_errorcode``).
+SQLITE_READONLY = 8
+SQLITE_INTERRUPT = 9
+SQLITE_CORRUPT = 11
+SQLITE_CANTOPEN = 14
+SQLITE_NOTADB = 26
+_DAMAGED = frozenset({SQLITE_CORRUPT, SQLITE_NOTADB})
+_READ_ONLY_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
 
 
 # -- engine ------------------------------------------------------------------------
 
 
 def _on_connect(dbapi_connection: Any, _record: object) -> None:
+    _set_up(dbapi_connection, _PRAGMAS)
+
+
+def _on_connect_read_only(dbapi_connection: Any, _record: object) -> None:
+    _set_up(dbapi_connection, _READ_ONLY_PRAGMAS)
+
+
+def _set_up(dbapi_connection: Any, pragmas: tuple[str, ...]) -> None:
     # SQLAlchemy, not the sqlite3 module, emits BEGIN (see _on_begin).
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
-    for pragma in _PRAGMAS:
+    for pragma in pragmas:
         cursor.execute(f"PRAGMA {pragma}")
     cursor.close()
 
@@ -54,8 +80,70 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
+def read_only_engine(db: Path) -> Engine:
+    """An engine that reads ``db`` and can never write it, for an index this user may not
+    write.
+
+    Each connection is opened when needed (no pool), with ``mode=ro`` when it can: that
+    reads through the WAL and sees the owner's latest commits, but it needs the WAL index
+    file (``-shm``) to exist already or to be creatable. When the folder is read-only and
+    no writer is active, neither holds, and ``immutable=1`` reads the file as it is (with
+    no writer active it is complete: the last writer checkpointed it when it closed). A
+    writer that starts later creates the ``-shm``, and the next connection uses it.
+    """
+    with translated(db):
+        _connect_read_only(db).close()  # a damaged or unreadable file fails here, once
+
+    def connect() -> sqlite3.Connection:
+        return _connect_read_only(db)
+
+    engine = create_engine("sqlite://", creator=connect, poolclass=NullPool)
+    event.listen(engine, "connect", _on_connect_read_only)
+    event.listen(engine, "begin", _on_begin)
+    return engine
+
+
+def is_read_only(engine: Engine) -> bool:
+    """Whether ``engine`` was opened by ``read_only_engine``."""
+    return event.contains(engine, "connect", _on_connect_read_only)
+
+
+def _connect_read_only(db: Path) -> sqlite3.Connection:
+    base = "file:" + quote(str(db))
+    for query in ("mode=ro", "immutable=1"):
+        conn = sqlite3.connect(f"{base}?{query}", uri=True, check_same_thread=False)
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.Error as exc:
+            conn.close()
+            if sqlite_code(exc) in (SQLITE_READONLY, SQLITE_CANTOPEN):
+                continue
+            raise
+        log.debug("reading %s read-only (%s)", db, query)
+        return conn
+    raise IndexReadOnly(str(db.parent), "SQLite cannot open the database file read-only")
+
+
+def writable(db: Path) -> bool:
+    """Whether this process may write ``db`` and create its WAL files beside it."""
+    return os.access(db, os.W_OK) and os.access(db.parent, os.W_OK | os.X_OK)
+
+
+def sqlite_code(exc: BaseException) -> int | None:
+    """The primary SQLite result code behind ``exc`` (SQLAlchemy wraps it in ``orig``)."""
+    orig = getattr(exc, "orig", None) or exc
+    code = getattr(orig, "sqlite_errorcode", None)
+    return None if code is None else int(code) & 0xFF
+
+
+def rebuild_hint(db: Path) -> str:
+    """What to delete so that ``kb-mcp index`` rebuilds a damaged store from the files."""
+    return f"{db} (and {db.name}-wal, {db.name}-shm beside it, if present)"
+
+
 def sqlite_file(url: str) -> Path | None:
     """The database file of a SQLite URL, or None for memory or non-SQLite URLs."""
+    check_database_url(url)
     parsed = make_url(url)
     database = parsed.database
     if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:":
@@ -64,32 +152,55 @@ def sqlite_file(url: str) -> Path | None:
 
 
 @contextmanager
-def translated() -> Iterator[None]:
-    """Turn database and migration failures into ``StoreError``."""
+def translated(db: Path | None = None) -> Iterator[None]:
+    """Turn database and migration failures into ``StoreError``: ``StoreCorrupt`` for a
+    damaged file, ``IndexReadOnly`` for a write to a store this user may not write."""
     try:
         yield
     except (SQLAlchemyError, sqlite3.Error) as exc:
         reason = getattr(exc, "orig", None) or exc
+        code = sqlite_code(exc)
+        if code in _DAMAGED:
+            where = rebuild_hint(db) if db is not None else "the index database file"
+            raise StoreCorrupt(where, str(reason)) from None
+        if code == SQLITE_READONLY:
+            folder = str(db.parent) if db is not None else "the index database"
+            raise IndexReadOnly(folder, str(reason)) from None
         raise StoreError(f"index store error: {reason}") from exc
     except CommandError as exc:
         raise StoreError(f"the index schema cannot be migrated: {exc}") from exc
 
 
 def open_engine(url: str, create: bool) -> Engine:
-    """The engine for ``url``; ``IndexNotFound`` (creating nothing) unless ``create``."""
+    """The engine for ``url``; ``IndexNotFound`` (creating nothing) unless ``create``.
+
+    An existing index this process may not write opens read-only for readers
+    (``create=False``); a writer (``create=True``) gets ``IndexReadOnly`` instead.
+    """
     location = sqlite_file(url)
     if location is not None and not location.exists():
         if not create:
             raise IndexNotFound(str(location))
-        location.parent.mkdir(parents=True, exist_ok=True)
-    with translated():
+        try:
+            location.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            if exc.errno not in _READ_ONLY_ERRNOS:
+                raise
+            raise IndexReadOnly(str(location.parent),
+                                f"cannot create the folder: {exc.strerror}",
+                                IndexReadOnly.NO_FOLDER) from None
+    elif location is not None and not writable(location):
+        if create:
+            raise IndexReadOnly(str(location.parent), "no write permission")
+        return read_only_engine(location)
+    with translated(location):
         return make_engine(url)
 
 
 @contextmanager
-def write_transaction(engine: Engine) -> Iterator[Connection]:
+def write_transaction(engine: Engine, db: Path | None = None) -> Iterator[Connection]:
     """A connection inside a BEGIN IMMEDIATE transaction, committed on success."""
-    with translated(), engine.connect() as conn:
+    with translated(db), engine.connect() as conn:
         conn.execution_options(**{WRITE_OPTION: True})
         with conn.begin():
             yield conn

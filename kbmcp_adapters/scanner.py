@@ -1,62 +1,134 @@
-"""The walk: every indexable regular file under the root, hashed, never following links."""
+"""The walk: every indexable regular file under the root, hashed, never following links.
+
+Folders are listed, and files hashed, through the file system's root-bound route (each
+folder opened relative to its parent without following a link), so a folder swapped for
+a link during the walk is refused, never entered. Every path the walk meets and does not
+take is either refused with a warning or counted as skipped under its reason.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import logging
-import os
-import stat
+from collections import Counter
 from collections.abc import Collection
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from kbmcp_adapters.exclusion import INDEX_FOLDER, ExclusionRules
+from kbmcp_adapters.filesystem import Entry, LinkOnTheWay, LocalFileSystem, NoSuchPath
 from kbmcp_core.errors import PathRefused
-from kbmcp_core.models import INDEX_CAP_BYTES, DiskFile, DiskScan, Refusal, extension_of
-from kbmcp_core.ports import ExclusionPolicy, FileSystem
+from kbmcp_core.models import (
+    INDEX_CAP_BYTES,
+    SKIP_BAD_NAME,
+    SKIP_FORMAT,
+    SKIP_HARD_LINK,
+    SKIP_LINK,
+    SKIP_SPECIAL,
+    SKIP_UNREADABLE,
+    DiskFile,
+    DiskScan,
+    Refusal,
+    extension_of,
+)
+from kbmcp_core.ports import FileSystem
+from kbmcp_core.settings import IGNORE_FILE_NAME
 
 log = logging.getLogger(__name__)
+
+BAD_NAME = "file name is not valid UTF-8; rename it"
+BAD_FOLDER_NAME = "folder name is not valid UTF-8; rename it (its contents are not indexed)"
+
+
+@dataclass(frozen=True, slots=True)
+class Skip:
+    """A path the walk quietly does not take; counted under ``reason``."""
+
+    reason: str
+
+
+def is_utf8(rel_path: str) -> bool:
+    """False for a name holding bytes that are not UTF-8 (``os`` hands those over as lone
+    surrogates): such a name can be neither stored nor shown to a client."""
+    try:
+        rel_path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown(rel_path: str) -> str:
+    """A printable form of any path: undecodable bytes as ``\\xff``."""
+    if is_utf8(rel_path):
+        return rel_path
+    raw = rel_path.encode("utf-8", "surrogateescape")
+    return raw.decode("utf-8", "backslashreplace")
 
 
 def classify(
     fs: FileSystem,
     rel_path: str,
+    entry: Entry,
     extensions: Collection[str],
-    rules: ExclusionPolicy,
-) -> DiskFile | Refusal | None:
-    """Decide what one path is for indexing: a file to index, a refusal, or not ours.
+    rules: ExclusionRules,
+) -> DiskFile | Refusal | Skip | None:
+    """Decide what one non-folder path is for indexing: a file to index, a refusal, a
+    quiet skip, or None (kb-mcp's own file, or gone meanwhile).
 
-    The full walk and the watcher both call this, so they can never disagree.
+    The full walk and the watcher both call this, so they can never disagree. ``entry``
+    (what lstat said while walking) only sorts out links and special files; the bytes and
+    the size come from one descriptor opened through the root-bound route, which checks
+    all of that again.
     """
-    if rules.is_excluded(rel_path) or extension_of(rel_path) not in extensions:
+    why = rules.reason(rel_path)
+    if why == INDEX_FOLDER or rel_path == IGNORE_FILE_NAME:
         return None
+    if why is not None:
+        return Skip(why)
+    if extension_of(rel_path) not in extensions:
+        return Skip(SKIP_FORMAT)
+    if not is_utf8(rel_path):
+        return Refusal(shown(rel_path), BAD_NAME, "absent", SKIP_BAD_NAME)
+    if entry.kind in ("link", "link_to_folder"):
+        return Refusal(rel_path, "is a symbolic link; links are never followed", "absent",
+                       SKIP_LINK)
+    if entry.kind != "file":
+        return Refusal(rel_path, "not a regular file (FIFO, socket or device)", "absent",
+                       SKIP_SPECIAL)
+    if entry.nlink > 1:
+        return Refusal(rel_path, "has more than one hard link", "absent", SKIP_HARD_LINK)
     try:
-        facts = fs.lstat(rel_path)
-    except PathRefused as exc:
-        return Refusal(rel_path, exc.reason, "failed")
-    if facts is None:
+        with fs.open_file(rel_path) as handle:
+            data = handle.read(INDEX_CAP_BYTES)
+            size = handle.size
+    except NoSuchPath:
         return None
-    if facts.is_symlink:
-        return Refusal(rel_path, "is a symbolic link; links are never followed", "absent")
-    if not facts.is_regular:
-        return Refusal(rel_path, "not a regular file (FIFO, socket or device)", "absent")
-    if facts.nlink > 1:
-        return Refusal(rel_path, "has more than one hard link", "absent")
-    if facts.size > INDEX_CAP_BYTES:
-        return DiskFile(rel_path, facts.size, None, oversize=True)
-    try:
-        data = fs.read_bounded(rel_path, INDEX_CAP_BYTES)
-    except PathRefused as exc:
-        return Refusal(rel_path, exc.reason, "failed")
+    except PathRefused as exc:  # changed since the listing, or unreadable: keep old rows
+        return Refusal(rel_path, exc.reason, "failed", SKIP_UNREADABLE)
+    if data is None:
+        return DiskFile(rel_path, size, None, oversize=True)
     return DiskFile(rel_path, len(data), hashlib.sha256(data).hexdigest())
 
 
+@dataclass
+class _Found:
+    files: dict[str, DiskFile] = field(default_factory=dict)
+    refused: list[Refusal] = field(default_factory=list)
+    skipped: Counter[str] = field(default_factory=Counter)
+    folders: list[str] = field(default_factory=list)
+
+    def scan(self) -> DiskScan:
+        return DiskScan(self.files, tuple(self.refused), dict(self.skipped))
+
+
 class DiskScanner:
-    """Walks ``root`` with ``os.scandir``; symlinked directories are refused, not entered."""
+    """Walks ``root`` through ``fs``; symlinked folders are refused, never entered."""
 
     def __init__(
         self,
         root: Path,
-        fs: FileSystem,
-        rules: ExclusionPolicy,
+        fs: LocalFileSystem,
+        rules: ExclusionRules,
         extensions: Collection[str],
     ) -> None:
         self.root = root
@@ -65,75 +137,77 @@ class DiskScanner:
         self.extensions = frozenset(extensions)
 
     def scan(self) -> DiskScan:
-        return self._walk([""])
+        found = _Found(folders=[""])
+        self._walk(found)
+        return found.scan()
 
     def scan_paths(self, paths: Collection[str]) -> DiskScan:
         """The watcher's entry: each path is classified exactly as the walk would; a
         folder is walked with the walk's own code."""
-        files: dict[str, DiskFile] = {}
-        refused: list[Refusal] = []
-        folders: list[str] = []
+        found = _Found()
         for rel in sorted(set(paths)):
-            try:
-                mode = os.lstat(self.root / rel).st_mode
-            except OSError:
+            parts = rel.split("/")
+            if not rel or any(p in ("", ".", "..") for p in parts):
                 continue
-            self._visit(rel, mode, files, refused, folders)
-        return self._walk(folders, files, refused)
-
-    def _walk(
-        self,
-        roots: list[str],
-        files: dict[str, DiskFile] | None = None,
-        refused: list[Refusal] | None = None,
-    ) -> DiskScan:
-        files = {} if files is None else files
-        refused = [] if refused is None else refused
-        stack = list(roots)
-        while stack:
-            rel_dir = stack.pop()
+            parent = "/".join(parts[:-1])
+            why = self.rules.reason(parent, is_dir=True) if parent else None
+            if why is not None:
+                self._skip(found, why)
+                continue
             try:
-                with os.scandir(self.root / rel_dir if rel_dir else self.root) as it:
-                    entries = sorted(it, key=lambda e: e.name)
-            except OSError as exc:
-                refused.append(Refusal(rel_dir or ".", f"cannot list ({exc.strerror})"))
+                entry = self.fs.entry(rel)
+            except LinkOnTheWay as exc:
+                found.refused.append(Refusal(shown(rel), exc.reason, "absent", SKIP_LINK))
+                continue
+            except PathRefused as exc:
+                found.refused.append(Refusal(shown(rel), exc.reason, "failed"))
+                continue
+            if entry is not None:
+                self._visit(rel, entry, found)
+        self._walk(found)
+        return found.scan()
+
+    def _walk(self, found: _Found) -> None:
+        while found.folders:
+            rel_dir = found.folders.pop()
+            try:
+                entries = self.fs.entries(rel_dir)
+            except NoSuchPath:
+                continue
+            except LinkOnTheWay as exc:
+                found.refused.append(Refusal(rel_dir, exc.reason, "absent", SKIP_LINK))
+                continue
+            except PathRefused as exc:
+                found.refused.append(Refusal(rel_dir or ".", exc.reason))
                 continue
             for entry in entries:
-                rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-                try:
-                    mode = entry.stat(follow_symlinks=False).st_mode
-                except OSError:
-                    continue
-                self._visit(rel, mode, files, refused, stack)
-        return DiskScan(files=files, refused=tuple(refused))
+                self._visit(f"{rel_dir}/{entry.name}" if rel_dir else entry.name, entry, found)
 
-    def _visit(
-        self,
-        rel: str,
-        mode: int,
-        files: dict[str, DiskFile],
-        refused: list[Refusal],
-        folders: list[str],
-    ) -> None:
+    def _visit(self, rel: str, entry: Entry, found: _Found) -> None:
         """One path of the walk: a folder to enter, a link to refuse, or a file to classify."""
-        if stat.S_ISDIR(mode):
-            if not self.rules.is_excluded(rel, is_dir=True):
-                folders.append(rel)
+        if entry.kind in ("folder", "link_to_folder"):
+            why = self.rules.reason(rel, is_dir=True)
+            if why is not None:
+                self._skip(found, why)
+            elif entry.kind == "link_to_folder":
+                found.refused.append(Refusal(
+                    shown(rel), "is a symbolic link to a folder; not followed", "absent",
+                    SKIP_LINK))
+            elif not is_utf8(rel):
+                found.refused.append(Refusal(shown(rel), BAD_FOLDER_NAME, "absent",
+                                             SKIP_BAD_NAME))
+            else:
+                found.folders.append(rel)
             return
-        if stat.S_ISLNK(mode) and self._points_to_dir(rel):
-            if not self.rules.is_excluded(rel, is_dir=True):
-                refused.append(
-                    Refusal(rel, "is a symbolic link to a directory; not followed", "absent")
-                )
-            return
-        outcome = classify(self.fs, rel, self.extensions, self.rules)
+        outcome = classify(self.fs, rel, entry, self.extensions, self.rules)
         if isinstance(outcome, DiskFile):
-            files[rel] = outcome
+            found.files[rel] = outcome
         elif isinstance(outcome, Refusal):
-            refused.append(outcome)
+            found.refused.append(outcome)
+        elif isinstance(outcome, Skip):
+            self._skip(found, outcome.reason)
 
-    def _points_to_dir(self, rel: str) -> bool:
-        try:
-            return (self.root / rel).is_dir()
-        except OSError:
-            return False
+    @staticmethod
+    def _skip(found: _Found, reason: str) -> None:
+        if reason != INDEX_FOLDER:
+            found.skipped[reason] += 1

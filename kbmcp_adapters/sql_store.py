@@ -5,14 +5,16 @@ from __future__ import annotations
 import json
 import logging
 import math
+import sqlite3
+import time
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy import bindparam, delete, func, insert, select, text, update
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError
 
 from kbmcp_adapters import migrate
 from kbmcp_adapters.lexical import compile_query
@@ -56,6 +58,8 @@ T = TypeVar("T")
 
 #: Ids or paths per IN clause: far below SQLite's bound-variable limit.
 BATCH = 500
+#: At most this many problems are listed by ``quick_check`` (one is enough to act on).
+QUICK_CHECK_MAX = 20
 #: The size query behind ServableRules; ``ix_documents_size_bytes`` serves it. No ORDER BY:
 #: sorting by path would tempt the planner to walk every row in path order.
 SIZES_OVER_SQL = "SELECT path, size_bytes FROM documents WHERE size_bytes > :min_bytes"
@@ -86,11 +90,20 @@ class SqlIndexStore:
         (nothing is created). ``migrate_schema=False`` leaves an old index as it is, so a
         health check can report its revision; only head-schema reads are then safe.
         """
+        self._db = migrate.sqlite_file(url)
         self._engine = migrate.open_engine(url, create)
+        #: True when this process may not write the index: it was opened read-only
+        self.read_only = migrate.is_read_only(self._engine)
         try:
             # Only an index behind head takes the write lock: opening never waits on a
             # running index writer otherwise.
-            if migrate_schema and self.schema_revision() != head_revision():
+            if migrate_schema and (revision := self.schema_revision()) != head_revision():
+                if self.read_only:
+                    raise StoreError(
+                        f"the index at {self._db} was written by an older kb-mcp (schema "
+                        f"{revision}, this one needs {head_revision()}) and this user may "
+                        "not write it: run `kb-mcp index` once as a user who can"
+                    )
                 with self._write() as conn:
                     migrate.upgrade(conn, "head")
         except BaseException:
@@ -99,11 +112,11 @@ class SqlIndexStore:
 
     @contextmanager
     def _read(self) -> Iterator[Connection]:
-        with translated(), self._engine.connect() as conn, conn.begin():
+        with translated(self._db), self._engine.connect() as conn, conn.begin():
             yield conn
 
     def _write(self) -> AbstractContextManager[Connection]:
-        return migrate.write_transaction(self._engine)
+        return migrate.write_transaction(self._engine, self._db)
 
     def close(self) -> None:
         self._engine.dispose()
@@ -236,6 +249,20 @@ class SqlIndexStore:
         with self._read() as conn:
             return set(conn.execute(select(chunk_table.c.id)).scalars())
 
+    def prune_dangling(self) -> int:
+        """Delete chunks whose document is gone, then lexical rows whose chunk is gone."""
+        statements = [
+            "DELETE FROM chunks WHERE document_id NOT IN (SELECT id FROM documents)",
+            *(f"DELETE FROM {t} WHERE rowid NOT IN (SELECT id FROM chunks)" for t in FTS_TABLES),
+        ]
+        removed = 0
+        with self._write() as conn:
+            for statement in statements:
+                removed += int(conn.execute(text(statement)).rowcount or 0)
+        if removed:
+            log.info("removed %d rows whose chunk or document was gone", removed)
+        return removed
+
     def get_meta(self, key: str) -> str | None:
         with self._read() as conn:
             query = select(index_meta.c.value).where(index_meta.c.key == key)
@@ -343,6 +370,34 @@ class SqlIndexStore:
             schema_revision=revision,
             head_revision=head_revision(),
         )
+
+    def quick_check(self, budget_s: float) -> list[str] | None:
+        """``PRAGMA quick_check`` (every page and b-tree, not index contents), stopped by a
+        progress handler once ``budget_s`` has passed: [] when healthy, SQLite's findings,
+        or None when it did not finish in time. Reads only; about 0.2 s per 150 MB warm."""
+        deadline = time.monotonic() + budget_s
+
+        def over_time() -> int:
+            return int(time.monotonic() > deadline)
+
+        try:
+            with self._engine.connect() as conn:
+                raw: Any = conn.connection.dbapi_connection
+                raw.set_progress_handler(over_time, 10_000)
+                try:
+                    rows = raw.execute(f"PRAGMA quick_check({QUICK_CHECK_MAX})").fetchall()
+                finally:
+                    raw.set_progress_handler(None, 0)
+        except (sqlite3.Error, DBAPIError) as exc:
+            code = migrate.sqlite_code(exc)
+            if code == migrate.SQLITE_INTERRUPT:
+                return None
+            if code in (migrate.SQLITE_CORRUPT, migrate.SQLITE_NOTADB):
+                return [str(getattr(exc, "orig", None) or exc)]
+            with translated(self._db):
+                raise
+        found = [str(row[0]) for row in rows]
+        return [] if found == ["ok"] else found
 
     def lexical_search(
         self, query: str, limit: int, document_paths: Collection[str] | None = None

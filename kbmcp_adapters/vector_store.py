@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import logging
 import math
+import os
+import re
+import shutil
 from collections.abc import Collection, Iterator, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from kbmcp_core.errors import StoreError
+from kbmcp_core.errors import StoreError, VectorsUnreadable
 from kbmcp_core.models import Vector
 
 if TYPE_CHECKING:
@@ -21,6 +26,8 @@ if TYPE_CHECKING:
     from lancedb.table import Table
 
 __all__ = ["DEFAULT_PREFILTER_MAX_IDS", "KEEP_OLD_VERSIONS", "LanceVectorStore"]
+
+log = logging.getLogger(__name__)
 
 _ID = "chunk_id"
 _VECTOR = "vector"
@@ -40,6 +47,8 @@ class LanceVectorStore:
     Nothing is imported or opened until first use. Writes create the directory and the
     table; reads of a missing directory or table behave as an empty store and create
     nothing. Every read sees the latest committed version, also from another process.
+    A read that fails on damaged data (LanceDB errors and panics alike) raises
+    ``VectorsUnreadable``; a failed write raises ``StoreError``.
     """
 
     def __init__(
@@ -104,13 +113,43 @@ class LanceVectorStore:
                 table.delete(_in_predicate(part))
 
     def reset(self) -> None:
-        """Drop the table (whatever its dimension); the next add creates it again."""
+        """Drop the table (whatever its dimension, even damaged); the next add creates it
+        again."""
         if not self._directory.is_dir():
             return
-        with _translate("drop the vector table"):
-            db = self._connect()
-            if self._name in db.list_tables().tables:
-                db.drop_table(self._name)
+        try:
+            with _translate("drop the vector table"):
+                db = self._connect()
+                if self._name in db.list_tables().tables:
+                    db.drop_table(self._name)
+        except StoreError as exc:
+            # a table whose files are damaged may not drop: remove them (the caller holds
+            # the writer lock; a reader meanwhile falls back to keyword search)
+            log.warning("removing the vector table's files: %s", exc)
+            with _translate("remove the vector table"):
+                shutil.rmtree(self._table_dir(), ignore_errors=False)
+                self._db = None
+
+    def fingerprint(self) -> str | None:
+        """A token of the table's files (names, sizes, modification times), read without
+        opening LanceDB: any commit, deletion or damage to the files changes it.
+        ``"absent"`` when there is no table; None when the files are not laid out as
+        expected (the caller then checks the vectors themselves)."""
+        table_dir = self._table_dir()
+        if not table_dir.exists():
+            return "absent"
+        if not (table_dir / "_versions").is_dir():
+            return None
+        entries: list[tuple[str, int, int]] = []
+        try:
+            for folder, _dirs, files in os.walk(table_dir, onerror=_raise):
+                for name in files:
+                    st = os.stat(os.path.join(folder, name), follow_symlinks=False)
+                    rel = os.path.relpath(os.path.join(folder, name), table_dir)
+                    entries.append((rel, st.st_size, st.st_mtime_ns))
+        except OSError:
+            return None
+        return hashlib.sha256(repr(sorted(entries)).encode()).hexdigest()[:32]
 
     def compact(self, *, keep_versions_for: timedelta = KEEP_OLD_VERSIONS) -> None:
         """Fold small fragments and delete versions older than ``keep_versions_for``."""
@@ -126,7 +165,7 @@ class LanceVectorStore:
         if not wanted:
             return {}
         found: dict[int, Vector] = {}
-        with _translate("read vectors"):
+        with _translate("read vectors", reading=True):
             table = self._existing()
             if table is None:
                 return {}
@@ -146,7 +185,7 @@ class LanceVectorStore:
         return found
 
     def ids(self) -> set[int]:
-        with _translate("list vector ids"):
+        with _translate("list vector ids", reading=True):
             table = self._existing()
             if table is None:
                 return set()
@@ -154,7 +193,7 @@ class LanceVectorStore:
             return set(data.column(_ID).to_pylist())
 
     def count(self) -> int:
-        with _translate("count vectors"):
+        with _translate("count vectors", reading=True):
             table = self._existing()
             return 0 if table is None else table.count_rows()
 
@@ -168,7 +207,7 @@ class LanceVectorStore:
         allowed = None if allowed_ids is None else _unique_ints(allowed_ids)
         if allowed is not None and not allowed:
             return []
-        with _translate("search vectors"):
+        with _translate("search vectors", reading=True):
             table = self._existing()
             if table is None:
                 return []
@@ -179,6 +218,9 @@ class LanceVectorStore:
             return _post_filtered(table, query, limit, set(allowed))
 
     # -- internals ---------------------------------------------------------
+    def _table_dir(self) -> Path:
+        return self._directory / f"{self._name}.lance"
+
     def _connect(self) -> DBConnection:
         if self._db is None:
             import lancedb
@@ -307,16 +349,32 @@ def _in_predicate(ids: list[int]) -> str:
 
 
 @contextlib.contextmanager
-def _translate(action: str) -> Iterator[None]:
-    """Turn LanceDB / Arrow / I/O failures into ``StoreError`` with a one-line message."""
+def _translate(action: str, *, reading: bool = False) -> Iterator[None]:
+    """Turn LanceDB / Arrow / I/O failures and LanceDB panics into a one-line core error:
+    ``VectorsUnreadable`` when ``reading``, else ``StoreError``."""
     try:
         yield
     except (RuntimeError, ValueError, OSError, KeyError, TypeError) as exc:
-        raise StoreError(f"could not {action}: {_one_line(exc)}") from exc
-    except Exception as exc:
-        if not _is_arrow_error(exc):
+        raise _failure(action, _one_line(exc), reading) from exc
+    except BaseException as exc:
+        # pyo3's PanicException derives from BaseException; a panic in LanceDB's async
+        # runtime arrives as RustPanic (an Exception). Neither is a bug of the caller.
+        if _is_panic(exc):
+            raise _failure(action, "LanceDB panicked reading its files", reading) from None
+        if not isinstance(exc, Exception) or not _is_arrow_error(exc):
             raise
-        raise StoreError(f"could not {action}: {_one_line(exc)}") from exc
+        raise _failure(action, _one_line(exc), reading) from exc
+
+
+def _failure(action: str, detail: str, reading: bool) -> StoreError:
+    if reading:
+        return VectorsUnreadable(f"could not {action}: {detail}")
+    return StoreError(f"could not {action}: {detail}")
+
+
+def _is_panic(exc: BaseException) -> bool:
+    kind = type(exc)
+    return kind.__name__ in ("PanicException", "RustPanic") and kind.__module__.startswith("pyo3")
 
 
 def _is_arrow_error(exc: BaseException) -> bool:
@@ -325,6 +383,14 @@ def _is_arrow_error(exc: BaseException) -> bool:
     return isinstance(exc, pa.ArrowException)
 
 
+def _raise(exc: OSError) -> None:
+    raise exc
+
+
+#: The Rust source location LanceDB appends to its messages: noise for a user.
+_RUST_SOURCE = re.compile(r",\s*\S+\.rs:\d+:\d+\s*$")
+
+
 def _one_line(exc: BaseException) -> str:
     lines = str(exc).strip().splitlines()
-    return (lines[0] if lines else type(exc).__name__)[:300]
+    return _RUST_SOURCE.sub("", lines[0] if lines else type(exc).__name__)[:300]

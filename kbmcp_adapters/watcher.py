@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import bisect
 import logging
 import os
-import stat
+import re
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kbmcp_core.errors import IndexNotFound, WriterBusy
-from kbmcp_core.models import RunSummary, extension_of
-from kbmcp_core.ports import ExclusionPolicy
+from kbmcp_adapters.watch_paths import relative_path, select_paths
+from kbmcp_adapters.write_guard import IndexRunStopped
+from kbmcp_core.errors import IndexNotFound, IndexReadOnly, WriterBusy
+from kbmcp_core.models import RunSummary
 from kbmcp_core.settings import IGNORE_FILE_NAME
 
 if TYPE_CHECKING:
@@ -38,6 +38,13 @@ FULL_RUN_OVER = 500
 #: A sync failing this many times in a row (other than WriterBusy) is given up until the
 #: next reconciliation, so a broken index is not retried in a tight loop.
 MAX_ATTEMPTS = 5
+#: A file watcher that ran this long (s) without failing restarts at the first backoff.
+STABLE_S = 30.0
+#: How often (ms) the folder is scanned once the watcher polls instead of using the OS.
+POLL_MS = 1000
+#: watchfiles' message when an event names a path that is not valid UTF-8. From then on
+#: that watcher object fails on every call, so it has to be replaced.
+_UNDECODABLE = "Unable to decode path"
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,81 +58,6 @@ class SyncReport:
     changed_paths: tuple[str, ...]
     #: a full reconciliation (``kb.index()``) rather than a batch of events
     full: bool = False
-
-
-def relative_path(root: str, absolute: str) -> str | None:
-    """``absolute`` as a POSIX path relative to ``root``; None for the root or outside it."""
-    rel = os.path.relpath(os.path.normpath(absolute), root)
-    if rel == os.curdir or rel == os.pardir or rel.startswith(os.pardir + os.sep):
-        return None
-    return rel.replace(os.sep, "/")
-
-
-def select_paths(
-    root: Path,
-    changed: Iterable[str],
-    indexed: Sequence[str],
-    rules: ExclusionPolicy,
-    extensions: Collection[str],
-) -> list[str]:
-    """The paths a targeted run must look at, from the paths events named.
-
-    A path is kept when something is indexed at or under it (the run then updates or
-    removes it, also when the rules now exclude it), or when the walk would look at it:
-    a directory the rules do not exclude, or a file with an enabled extension they do not
-    exclude. A new second hard link also brings in the indexed names of the same file,
-    which the walk now refuses too. ``indexed`` must be sorted.
-    """
-    chosen: set[str] = set()
-    linked: set[tuple[int, int]] = set()
-    for rel in changed:
-        if _has_indexed(indexed, rel):
-            chosen.add(rel)
-            continue
-        try:
-            st = os.lstat(root / rel)
-        except OSError:
-            continue  # gone, and nothing of it was indexed
-        if stat.S_ISDIR(st.st_mode):
-            if not rules.is_excluded(rel, is_dir=True):
-                chosen.add(rel)
-        elif not rules.is_excluded(rel) and extension_of(rel) in extensions:
-            chosen.add(rel)
-            if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
-                linked.add((st.st_dev, st.st_ino))
-    if linked:
-        chosen.update(_same_file(root, indexed, linked))
-    return _outermost(chosen)
-
-
-def _has_indexed(indexed: Sequence[str], rel: str) -> bool:
-    i = bisect.bisect_left(indexed, rel)
-    if i < len(indexed) and indexed[i] == rel:
-        return True
-    j = bisect.bisect_left(indexed, rel + "/")
-    return j < len(indexed) and indexed[j].startswith(rel + "/")
-
-
-def _same_file(root: Path, indexed: Iterable[str], inodes: set[tuple[int, int]]) -> set[str]:
-    found: set[str] = set()
-    for path in indexed:
-        try:
-            st = os.lstat(root / path)
-        except OSError:
-            continue
-        if (st.st_dev, st.st_ino) in inodes:
-            found.add(path)
-    return found
-
-
-def _outermost(paths: set[str]) -> list[str]:
-    """Drop paths under another one in the set: a folder target covers what it holds."""
-    kept = []
-    for path in sorted(paths):
-        parts = path.split("/")
-        if not any("/".join(parts[:i]) in paths for i in range(1, len(parts))):
-            kept.append(path)
-    return kept
 
 
 class Watcher:
@@ -174,6 +106,9 @@ class Watcher:
         self._last_error_at: str | None = None
         self._restarts = 0
         self._events_seen = 0
+        self._polling = False
+        self._undecodable = 0
+        self._undecodable_at = -STABLE_S
 
     # -- lifecycle -----------------------------------------------------------------
     def start(self) -> None:
@@ -190,7 +125,8 @@ class Watcher:
     def stop(self, timeout: float = 10.0) -> bool:
         """Ask the thread to end and wait at most ``timeout`` s; True when it has ended.
 
-        A sync already running finishes first (an index run cannot be interrupted).
+        A sync in progress stops at its next safe point (between two documents or two
+        embedding calls); the next run, or the next start's reconciliation, completes it.
         """
         self._stop.set()
         thread = self._thread
@@ -198,9 +134,13 @@ class Watcher:
             return True
         thread.join(timeout)
         if thread.is_alive():
-            log.warning("the file watcher is still finishing a sync after %gs", timeout)
+            log.warning("the file watcher is still in a sync after %gs", timeout)
             return False
         return True
+
+    def request_stop(self) -> None:
+        """Ask the thread to end without waiting (``stop`` waits)."""
+        self._stop.set()
 
     def wait_ready(self, timeout: float) -> bool:
         """Wait until the OS watch is in place, so every later change is seen."""
@@ -217,6 +157,8 @@ class Watcher:
             "last_error": self._last_error,
             "last_error_at": self._last_error_at,
             "restarts": self._restarts,
+            "polling": self._polling,
+            "undecodable_names": self._undecodable,
             "events_seen": self._events_seen,
             "pending": len(self._pending),
             "debounce_ms": self.debounce_ms,
@@ -229,6 +171,7 @@ class Watcher:
         delay = RESTART_BACKOFF_S[0]
         missed = False  # the watch was down: what changed meanwhile needs a reconciliation
         while not self._stop.is_set():
+            started = time.monotonic()
             try:
                 batches = watchfiles.watch(
                     self._root_str,
@@ -240,6 +183,8 @@ class Watcher:
                     yield_on_timeout=True,
                     raise_interrupt=False,
                     recursive=True,
+                    force_polling=self._polling,
+                    poll_delay_ms=POLL_MS,
                     debug=False,  # never print on stdout: it carries the MCP protocol
                 )
                 try:
@@ -247,9 +192,10 @@ class Watcher:
                         if not self._watching:
                             self._watching = True
                             self._ready.set()
-                            delay = RESTART_BACKOFF_S[0]
                             if missed:
                                 self._reconcile_due, missed = True, False
+                        if time.monotonic() - started >= STABLE_S:
+                            delay = RESTART_BACKOFF_S[0]
                         self._step(changes)
                         if self._stop.is_set():
                             break
@@ -264,15 +210,50 @@ class Watcher:
                     break
                 self._restarts += 1
                 missed = True
-                self._failed(
-                    f"file watcher failed ({type(exc).__name__}: {exc}); restarting in {delay:g}s",
-                    exc,
-                )
+                if _UNDECODABLE in str(exc):
+                    wait = self._undecodable_name(str(exc), delay)
+                else:
+                    wait = delay
+                    self._failed(
+                        f"file watcher failed ({type(exc).__name__}: {exc}); "
+                        f"restarting in {delay:g}s",
+                        exc,
+                    )
                 self._step(set())  # the periodic reconciliation goes on while it is down
-                if self._stop.wait(delay):
-                    break
-                delay = min(delay * 2, RESTART_BACKOFF_S[1])
+                if wait > 0:
+                    if self._stop.wait(wait):
+                        break
+                    delay = min(delay * 2, RESTART_BACKOFF_S[1])
         self._watching = False
+
+    def _undecodable_name(self, message: str, delay: float) -> float:
+        """An event named a path that is not valid UTF-8. watchfiles cannot hand it over,
+        and the watcher object that met it fails on every later call, so it is replaced
+        by one that polls the folder: reading, opening or listing such a name then goes
+        unnoticed, and only a change to it costs another restart. The restart brings a
+        full reconciliation, which catches what the lost batch held. Said once (a
+        warning); returns how long to wait before the restart."""
+        self._undecodable += 1
+        now = time.monotonic()
+        quick = now - self._undecodable_at >= STABLE_S
+        self._undecodable_at = now
+        self._polling = True
+        if self._undecodable == 1:
+            found = re.search(r'path "(.*)" to string', message)
+            name = found.group(1) if found else "an entry"
+            if name.startswith(self._root_str + "/"):
+                name = name[len(self._root_str) + 1 :]
+            name = re.sub(r"\\x[0-9A-F]{2}", lambda m: m.group(0).lower(), name)  # as the walk
+            log.warning(
+                "live sync: the file watcher cannot report changes to %s, whose name is "
+                "not valid UTF-8; it polls the folder every %gs from now on, and a full "
+                "reconciliation picks up what it missed. Renaming the entry avoids this.",
+                name,
+                POLL_MS / 1000,
+            )
+        else:
+            log.debug("live sync: the file watcher met a name that is not valid UTF-8 again")
+        return 0.0 if quick else delay
 
     def _keep(self, _change: Change, path: str) -> bool:
         """The watchfiles filter: nothing inside the index directory (our own writes)."""
@@ -325,14 +306,17 @@ class Watcher:
                 if len(targets) > FULL_RUN_OVER:
                     targets, full = None, True  # a checkout or a pull: one walk is cheaper
             before = set(kb.servable_paths())
-            summary = kb.index(paths=targets)
+            summary = kb.index(paths=targets, stop=self._stop, purpose="the live-sync watcher")
             after = set(kb.servable_paths())
-        except IndexNotFound as exc:
+        except (IndexNotFound, IndexReadOnly) as exc:  # until the next reconciliation
             self._pending.clear()
             self._reconcile_due = False
             self._next_reconcile = time.monotonic() + self.reconcile_interval_s
             self._note_error(f"not syncing: {exc}")
             log.warning("live sync paused: %s", exc)
+            return
+        except IndexRunStopped:
+            log.info("live sync stopped in the middle of a sync; the next one completes it")
             return
         except WriterBusy as exc:
             self._attempts += 1

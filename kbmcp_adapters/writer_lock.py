@@ -8,17 +8,20 @@ also carries the holder's pid and start time, for the message a waiting writer g
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from kbmcp_core.errors import WriterBusy
+from kbmcp_core.errors import IndexReadOnly, WriterBusy
 
 LOCK_NAME = "writer.lock"
+#: What a folder the user may read but not write answers (EROFS: a read-only mount).
+_READ_ONLY_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
 _POLL_S = 0.1
 
 
@@ -32,24 +35,48 @@ def _holder(fd: int) -> str:
 
 
 @contextlib.contextmanager
-def writer_lock(index_dir: Path, timeout_s: float, purpose: str = "index") -> Iterator[None]:
-    """Hold the index's writer lock; wait at most ``timeout_s``, then raise WriterBusy."""
-    index_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(index_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
-                 0o644)
+def writer_lock(index_dir: Path, timeout_s: float, purpose: str = "index", *,
+                deadline: float | None = None,
+                check: Callable[[], None] | None = None) -> Iterator[None]:
+    """Hold the index's writer lock; wait at most ``timeout_s``, then raise WriterBusy.
+
+    ``deadline`` (a ``time.monotonic()`` value) ends the wait instead, for a caller that
+    already spent part of its timeout waiting elsewhere; ``check`` is called while
+    waiting and may raise to give up early (a shutdown).
+
+    ``IndexReadOnly`` when the index folder cannot be created or the lock file cannot be
+    opened for writing: a writer stops there, before it touches the store.
+    """
     try:
-        deadline = time.monotonic() + max(timeout_s, 0.0)
+        index_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        if exc.errno not in _READ_ONLY_ERRNOS:
+            raise
+        raise IndexReadOnly(str(index_dir), f"cannot create the folder: {exc.strerror}",
+                            IndexReadOnly.NO_FOLDER) from None
+    try:
+        fd = os.open(index_dir / LOCK_NAME,
+                     os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    except OSError as exc:
+        if exc.errno not in _READ_ONLY_ERRNOS:
+            raise
+        raise IndexReadOnly(str(index_dir), f"cannot open {LOCK_NAME}: {exc.strerror}") from None
+    try:
+        if deadline is None:
+            deadline = time.monotonic() + max(timeout_s, 0.0)
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                if check is not None:
+                    check()
                 if time.monotonic() >= deadline:
                     raise WriterBusy(
                         f"another writer holds the index lock ({_holder(fd)}); waited "
                         f"{timeout_s:g}s. Try again when it finishes."
                     ) from None
-                time.sleep(_POLL_S)
+                time.sleep(max(0.0, min(_POLL_S, deadline - time.monotonic())))
         since = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps({"pid": os.getpid(), "since": since,

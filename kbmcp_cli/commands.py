@@ -92,12 +92,14 @@ def status(kb_path: Path | None, config: Path | None, fmt: str) -> None:
     setup_logging()
     container = _container(kb_path, config)
     try:
-        stats = container.store.stats()
+        store = container.store
+        stats, read_only = store.stats(), store.read_only
     finally:
         container.close()
     data = {
         "kb_path": str(container.settings.kb_path),
         "index": str(container.settings.index_dir),
+        "read_only": read_only,
         "documents": stats.documents,
         "chunks": stats.chunks,
         "model": stats.model_id,
@@ -111,7 +113,9 @@ def status(kb_path: Path | None, config: Path | None, fmt: str) -> None:
         return
     for key in ("kb_path", "index", "documents", "chunks", "model", "dimension",
                 "schema_revision"):
-        click.echo(f"{key}: {data[key]}")
+        suffix = " (read-only for this user: searchable, not indexable)" if (
+            key == "index" and read_only) else ""
+        click.echo(f"{key}: {data[key]}{suffix}")
     last = stats.last_run or {}
     if last:
         click.echo(

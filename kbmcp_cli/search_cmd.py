@@ -19,7 +19,8 @@ def _kb(kb_path: Path | None, config: Path | None):  # type: ignore[no-untyped-d
 @cli.command()
 @click.argument("query")
 @kb_options
-@click.option("--limit", "-n", type=int, default=None, help="Number of results (default 5).")
+@click.option("--limit", "-n", type=click.IntRange(min=1), default=None,
+              help="Number of results, at least 1 (default 5; at most [search].max_limit).")
 @click.option("--format", "fmt", type=click.Choice(["json", "text"]), default="text",
               help="json prints the same wrapper the MCP search tool returns.")
 @click.option("--path-glob", "path_globs", multiple=True,
@@ -30,8 +31,8 @@ def _kb(kb_path: Path | None, config: Path | None):  # type: ignore[no-untyped-d
 @click.option("--date-to", default=None, help="Documents dated on or before YYYY-MM-DD.")
 @click.option("--category", default=None, help="Only this category.")
 @click.option("--topic", default=None, help="Only this topic.")
-@click.option("--chunks-per-document", type=int, default=None,
-              help="Most chunks of one document in the results (default 2).")
+@click.option("--chunks-per-document", type=click.IntRange(min=1), default=None,
+              help="Most chunks of one document in the results, at least 1 (default 2).")
 @click.option("--mode", type=click.Choice(["hybrid", "vector", "lexical"]), default="hybrid",
               help="Retriever: both legs fused (default), or one leg alone.")
 def search(query: str, kb_path: Path | None, config: Path | None, limit: int | None, fmt: str,
@@ -64,6 +65,8 @@ def search(query: str, kb_path: Path | None, config: Path | None, limit: int | N
         click.echo(f"   {snippet}")
     if response.low_confidence:
         click.echo("(low confidence: no clear match)")
+    if response.notice:
+        click.echo(f"(notice: {response.notice})")
 
 
 @cli.command(name="eval")
@@ -73,7 +76,8 @@ def search(query: str, kb_path: Path | None, config: Path | None, limit: int | N
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 @click.option("--mode", type=click.Choice(["hybrid", "vector", "lexical", "all"]),
               default="hybrid", help="Which retriever to measure; all = the three side by side.")
-@click.option("--limit", type=int, default=50, help="Results fetched per query.")
+@click.option("--limit", type=click.IntRange(min=1), default=50,
+              help="Results fetched per query, at least 1.")
 @click.option("--show-misses/--no-misses", default=True, help="List the queries missed.")
 def eval_cmd(kb_path: Path | None, config: Path | None, golden: Path | None, fmt: str,
              mode: str, limit: int, show_misses: bool) -> None:

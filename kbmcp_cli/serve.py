@@ -49,6 +49,32 @@ log = logging.getLogger("kbmcp_adapters.mcp_server")
     help="HTTP: another host name clients may use (Host/Origin checks); repeatable.",
 )
 @click.option(
+    "--body-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=30.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="HTTP: longest wait for a request's whole body; a client that stalls gets 408 "
+    "and its connection is closed.",
+)
+@click.option(
+    "--session-idle-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=1800.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="HTTP: a session with no request in flight for this long is closed; the client "
+    "then starts a new one.",
+)
+@click.option(
+    "--max-sessions",
+    type=click.IntRange(min=1),
+    default=100,
+    show_default=True,
+    help="HTTP: sessions open at once; past it, a new session is answered 429 with "
+    "Retry-After.",
+)
+@click.option(
     "--no-watch",
     is_flag=True,
     help="Do not watch the knowledge base for file changes while serving.",
@@ -63,6 +89,9 @@ def serve(
     port: int,
     allow_remote: bool,
     allowed_hosts: tuple[str, ...],
+    body_timeout: float,
+    session_idle_timeout: float,
+    max_sessions: int,
     no_watch: bool,
     verbose: bool,
     quiet: bool,
@@ -75,7 +104,7 @@ def serve(
     """
     wire = None
     if transport == "stdio":
-        from kbmcp_adapters.mcp_server.server import claim_stdout
+        from kbmcp_adapters.mcp_server.stdio import claim_stdout
 
         wire = claim_stdout()
     setup_logging(quiet=quiet, verbose=verbose)
@@ -102,9 +131,13 @@ def serve(
             logging.getLogger("watchfiles").setLevel(logging.WARNING)
     try:
         if transport == "http":
+            from kbmcp_adapters.mcp_server.http_limits import HttpLimits
+
+            limits = HttpLimits(body_timeout_s=body_timeout,
+                                session_idle_s=session_idle_timeout, max_sessions=max_sessions)
             serve_http(
                 runtime, host=host, port=port, allow_remote=allow_remote,
-                extra_hosts=allowed_hosts, background=background,
+                extra_hosts=allowed_hosts, background=background, limits=limits,
             )
         else:
             serve_stdio(runtime, wire=wire, background=background)

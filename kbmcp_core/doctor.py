@@ -6,12 +6,16 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from kbmcp_core.models import Consistency, extension_of
+from kbmcp_core.errors import StoreCorrupt, VectorsUnreadable
+from kbmcp_core.models import extension_of
 from kbmcp_core.ports import IndexStore, ParserRegistry, VectorStore
 from kbmcp_core.reading import max_bytes_for, smallest_read_cap
 
 Severity = Literal["error", "warning", "info"]
 SAMPLES = 5
+#: The store's integrity check stops after this long (about 0.2 s per 150 MB of index
+#: when the file is in the page cache, 1.5 s when it is not: docs/behaviour.md).
+CHECK_BUDGET_S = 20.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +27,10 @@ class CheckInfo:
 
 #: Every check doctor runs, in order (also rendered into `kb-mcp doctor --help`).
 CHECKS: tuple[CheckInfo, ...] = (
+    CheckInfo("store-corrupt", "error",
+              "the index database fails SQLite's integrity check (damaged file)"),
+    CheckInfo("vectors-unreadable", "error",
+              "the vector files cannot be read (search falls back to keywords)"),
     CheckInfo("missing-vector", "error", "a chunk has no vector (the vector leg cannot find it)"),
     CheckInfo("orphan-vector", "warning", "a vector has no chunk (ignored by search)"),
     CheckInfo("missing-lexical-row", "error", "a chunk has no lexical row (BM25 cannot find it)"),
@@ -60,11 +68,16 @@ class Finding:
         }
 
 
+StoreCheck = Literal["ok", "damaged", "unfinished"]
+
+
 @dataclass(frozen=True, slots=True)
 class DoctorReport:
     documents: int
     chunks: int
     findings: tuple[Finding, ...] = field(default_factory=tuple)
+    #: the integrity check's outcome; "unfinished" when it ran out of CHECK_BUDGET_S
+    store_check: StoreCheck = "ok"
 
     @property
     def healthy(self) -> bool:
@@ -74,6 +87,7 @@ class DoctorReport:
         return {
             "documents": self.documents,
             "chunks": self.chunks,
+            "store_check": self.store_check,
             "findings": [f.as_dict() for f in self.findings],
         }
 
@@ -84,16 +98,54 @@ def _finding(check: str, items: Sequence[object], summary: str, remedy: str) -> 
                    tuple(str(i) for i in list(items)[:SAMPLES]), remedy)
 
 
+def damaged_store_report(problems: Sequence[str], store_location: str,
+                         documents: int = 0, chunks: int = 0) -> DoctorReport:
+    """The report for an index database SQLite calls damaged: nothing else is checked
+    (every other check would read the damaged pages)."""
+    finding = Finding(
+        "store-corrupt", "error",
+        f"the index database is damaged: {problems[0]}", len(problems),
+        tuple(problems[:SAMPLES]),
+        f"delete {store_location} and run `kb-mcp index`: it rebuilds the index from your "
+        "files (every chunk is embedded again)")
+    return DoctorReport(documents, chunks, (finding,), "damaged")
+
+
 def diagnose(
     store: IndexStore,
     vectors: VectorStore,
     registry: ParserRegistry,
-    facts: Consistency,
+    configured_model: str,
+    *,
+    store_location: str,
+    check_budget_s: float = CHECK_BUDGET_S,
+) -> DoctorReport:
+    """Run every check; touches nothing. ``store_location`` names what to delete when
+    the database is damaged."""
+    problems = store.quick_check(check_budget_s)
+    if problems:
+        try:  # the counts may well live on undamaged pages
+            stats = store.stats()
+        except StoreCorrupt:
+            return damaged_store_report(problems, store_location)
+        return damaged_store_report(problems, store_location, stats.documents, stats.chunks)
+    try:
+        report = _diagnose(store, vectors, registry, configured_model)
+    except StoreCorrupt as exc:  # damage the quick check did not reach, or did not finish
+        return damaged_store_report([exc.detail], store_location)
+    if problems is None:
+        return DoctorReport(report.documents, report.chunks, report.findings, "unfinished")
+    return report
+
+
+def _diagnose(
+    store: IndexStore,
+    vectors: VectorStore,
+    registry: ParserRegistry,
     configured_model: str,
 ) -> DoctorReport:
-    """Run every check; touches nothing."""
     findings: list[Finding] = []
-    vector_ids = vectors.ids()
+    facts = store.consistency()
     chunk_ids = facts.chunk_ids
     reindex = "run `kb-mcp index --force` to rebuild the chunks, vectors and lexical rows"
 
@@ -101,9 +153,21 @@ def diagnose(
         if items:
             findings.append(_finding(check, sorted(items, key=str), summary, remedy))
 
-    add("missing-vector", chunk_ids - vector_ids, "{n} chunks have no vector", reindex)
-    add("orphan-vector", vector_ids - chunk_ids, "{n} vectors belong to no chunk",
-        "run `kb-mcp index`: every run removes vectors without a chunk")
+    try:
+        vector_ids: set[int] | None = vectors.ids()
+    except VectorsUnreadable as exc:
+        vector_ids = None
+        findings.append(Finding(
+            "vectors-unreadable", "error",
+            "the vector files cannot be read: search answers from keywords only", 1,
+            (exc.detail,),
+            "run `kb-mcp index`: it finds the damaged vector files and rebuilds the vectors "
+            "from the indexed chunks"))
+    if vector_ids is not None:
+        add("missing-vector", chunk_ids - vector_ids, "{n} chunks have no vector",
+            "run `kb-mcp index`: it embeds the chunks that have no vector")
+        add("orphan-vector", vector_ids - chunk_ids, "{n} vectors belong to no chunk",
+            "run `kb-mcp index`: it removes the vectors that belong to no chunk")
     add("missing-lexical-row", chunk_ids - facts.lexical_ids,
         "{n} chunks have no lexical row", reindex)
     add("orphan-lexical-row", facts.lexical_ids - chunk_ids,
@@ -143,7 +207,8 @@ def diagnose(
         "{n} documents are larger than their read cap: found by search, but not offered "
         "and not readable",
         "split each into files under 1 MiB (or convert to PDF, whose text is served "
-        "truncated); search already finds them and returns the matching passages")
+        "truncated), then run `kb-mcp index`; search already finds them and returns the "
+        "matching passages")
     add("size-not-recorded", facts.null_size_paths,
         "{n} documents have no recorded size (indexed before sizes were recorded); they "
         "stay offered",

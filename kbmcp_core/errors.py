@@ -2,10 +2,13 @@
 
     KbError
     ├── ConfigError             bad settings, unknown keys, bad kb_path
+    │   └── IndexReadOnly       a writer met an index (or folder) it may not write
     ├── IndexNotFound           no index yet: run `kb-mcp index`
     ├── ModelMismatch           the index was built with another embedding model
     ├── EmbeddingUnavailable    the embedding model cannot be loaded (offline, bad file)
     ├── StoreError              the index store or vector store failed
+    │   ├── StoreCorrupt        the index store file is damaged
+    │   └── VectorsUnreadable   the vector data cannot be read (search uses keywords)
     ├── WriterBusy              another process holds the writer lock
     ├── ParseError              a file could not be parsed (kept per file, never fatal)
     ├── PathRefused             a read was refused by the guard chain
@@ -28,9 +31,39 @@ class KbError(Exception):
     def __str__(self) -> str:
         return self.message
 
+    @property
+    def public_message(self) -> str:
+        """The message for a client of the server: never a path on the server's disk."""
+        return self.message
+
 
 class ConfigError(KbError):
     code = "bad_config"
+
+
+class IndexReadOnly(ConfigError):
+    """A writer met an index it may not write. Readers open such an index read-only;
+    only ``index``, ``rebuild_index`` and the watcher stop here. A ConfigError because,
+    like a bad kb_path, the fix is in the set-up (permissions), not in kb-mcp."""
+
+    code = "index_read_only"
+
+    #: the sentence's ending when the index exists and only writing is refused
+    READERS_WORK = ("indexing needs write access there; search, status and doctor still "
+                    "work on a read-only index")
+    #: its ending when there is no index folder and none can be created
+    NO_FOLDER = ("indexing needs write access there; set index_dir in kb-mcp.toml to a "
+                 "folder you can write, or index as a user who can")
+
+    def __init__(self, location: str, why: str, hint: str = READERS_WORK) -> None:
+        super().__init__(f"cannot write the index at {location} ({why}): {hint}")
+        self.location = location
+        self.why = why
+        self.hint = hint
+
+    @property
+    def public_message(self) -> str:
+        return f"cannot write the index ({self.why}): {self.hint}"
 
 
 class IndexNotFound(KbError):
@@ -39,6 +72,10 @@ class IndexNotFound(KbError):
     def __init__(self, location: str) -> None:
         super().__init__(f"no index at {location}: run `kb-mcp index` first")
         self.location = location
+
+    @property
+    def public_message(self) -> str:
+        return "no index yet: run `kb-mcp index` first"
 
 
 class ModelMismatch(KbError):
@@ -59,6 +96,38 @@ class EmbeddingUnavailable(KbError):
 
 class StoreError(KbError):
     code = "store_error"
+
+
+class StoreCorrupt(StoreError):
+    """SQLite reports the index file as damaged; rebuilding it from the files is the fix."""
+
+    code = "store_corrupt"
+
+    def __init__(self, location: str, detail: str) -> None:
+        super().__init__(
+            f"the index store is damaged ({detail}); delete {location} and run "
+            "`kb-mcp index` to rebuild it from your files"
+        )
+        self.location = location
+        self.detail = detail
+
+    @property
+    def public_message(self) -> str:
+        return (f"the index store is damaged ({self.detail}); delete the index database "
+                "(index.db in the index folder) and run `kb-mcp index` to rebuild it")
+
+
+class VectorsUnreadable(StoreError):
+    """The vector data cannot be read (damaged files, a LanceDB panic). Search falls back
+    to keywords; an index run rebuilds the vectors from the stored chunks."""
+
+    code = "vectors_unreadable"
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(
+            f"the stored vectors cannot be read ({detail}); run `kb-mcp index` to rebuild them"
+        )
+        self.detail = detail
 
 
 class WriterBusy(KbError):

@@ -78,7 +78,7 @@ def plan(
     vanished = [
         p
         for p in sorted(in_scope)
-        if p not in scan.files and p not in failed
+        if p not in scan.files and not _under_failure(p, failed)
     ]
     renames: list[tuple[str, str]] = []
     delete: list[str] = []
@@ -99,5 +99,16 @@ def plan(
         oversize_sizes=oversize_sizes,
         oversize_new=tuple(oversize_new),
         delete=tuple(delete),
-        kept_after_failure=tuple(sorted(p for p in failed if p in in_scope)),
+        kept_after_failure=tuple(
+            sorted(p for p in in_scope if p not in scan.files and _under_failure(p, failed))
+        ),
     )
+
+
+def _under_failure(path: str, failed: Collection[str]) -> bool:
+    """True when ``path`` failed itself or lies in a folder that could not be listed
+    (``"."`` is the root): what a run could not see is kept, never deleted."""
+    if path in failed or "." in failed:
+        return True
+    parts = path.split("/")
+    return any("/".join(parts[:i]) in failed for i in range(1, len(parts)))

@@ -16,10 +16,12 @@ import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
-from kbmcp_core.errors import KbError, ModelMismatch, ParseError, PathRefused
+from kbmcp_core.errors import KbError, ModelMismatch, ParseError, PathRefused, VectorsUnreadable
 from kbmcp_core.index_plan import IndexPlan, plan
 from kbmcp_core.models import (
     INDEX_CAP_BYTES,
+    SKIP_NO_TEXT,
+    SKIP_OVERSIZE,
     ChunkRecord,
     DocumentRecord,
     ParsedDocument,
@@ -47,6 +49,8 @@ Progress = Callable[[int, int, str], None]
 META_MODEL = "embedding_model"
 META_DIMENSION = "embedding_dimension"
 META_LAST_RUN = "last_run"
+#: the vector store's fingerprint when the last run ended (see ``IndexRun._needs_repair``)
+META_VECTORS = "vector_fingerprint"
 #: set while a run writes (cleared at its end): search then says vectors may be missing
 META_IN_PROGRESS = "run_in_progress"
 
@@ -100,7 +104,10 @@ def index_file(deps: IndexDeps, path: str) -> tuple[DocumentRecord, ParsedDocume
     parser = deps.registry.parser_for(extension_of(path))
     if parser is None:
         raise ParseError(f"{path}: no parser for this extension")
-    data = deps.fs.read_bounded(path, INDEX_CAP_BYTES)
+    with deps.fs.open_file(path) as handle:  # the same root-bound route as every read
+        data = handle.read(INDEX_CAP_BYTES)
+    if data is None:
+        raise PathRefused(path, "larger than the 50 MiB index cap")
     parsed = parser.parse(path, data, deps.budget)
     record = DocumentRecord(
         path=path,
@@ -148,12 +155,9 @@ class IndexRun:
         if self.force:
             d.vectors.reset()
             self._record_model()
-        # Vectors without chunks, or chunks without vectors, only exist after a run that
-        # did not finish (or a forced one): a clean, unchanged index never opens the
-        # vector store at all.
-        repair = self.force or bool(d.store.get_meta(META_IN_PROGRESS))
+        repair = self._needs_repair()
         if repair:
-            self._drop_orphan_vectors()
+            self._repair()
         d.store.set_meta(META_IN_PROGRESS, d.clock.now_iso())
         indexed = d.store.indexed_states()
         if self.paths is None:
@@ -163,7 +167,9 @@ class IndexRun:
             indexed = {p: s for p, s in indexed.items() if _within(p, self.paths)}
         for refusal in scan.refused:
             self._warn(f"{refusal.path}: {refusal.reason}")
-        self.summary.skipped += len(scan.refused)
+            self.summary.skip(refusal.category)
+        for reason, count in scan.skipped.items():  # quiet skips: counted, not warned
+            self.summary.skip(reason, count)
         p = plan(
             scan,
             indexed,
@@ -186,15 +192,38 @@ class IndexRun:
             d.vectors.compact()
         self.summary.seconds = time.monotonic() - started
         d.store.set_meta(META_LAST_RUN, _json(self.summary.as_dict(), d.clock.now_iso()))
+        d.store.set_meta(META_VECTORS, d.vectors.fingerprint() or "")
         d.store.set_meta(META_IN_PROGRESS, "")
         return self.summary
 
     # -- steps -------------------------------------------------------------
-    def _drop_orphan_vectors(self) -> None:
-        orphans = self.deps.vectors.ids() - self.deps.store.chunk_ids()
+    def _needs_repair(self) -> bool:
+        """Chunks without vectors, vectors without chunks or rows without owners can only
+        exist after a run that did not finish, a forced one, or a change to the stores
+        behind kb-mcp's back (a deleted ``index.db`` or ``vectors/``, damaged files).
+        The last shows as a vector fingerprint other than the one the last run recorded;
+        a clean, unchanged index is checked without opening the vector store at all."""
+        d = self.deps
+        if self.force or d.store.get_meta(META_IN_PROGRESS):
+            return True
+        current = d.vectors.fingerprint()
+        return current is None or current != d.store.get_meta(META_VECTORS)
+
+    def _repair(self) -> None:
+        """Before the run: drop rows and vectors without owners (or every vector, when
+        they cannot be read); ``_embed_missing`` gives the chunks their vectors after it."""
+        d = self.deps
+        d.store.prune_dangling()
+        try:
+            orphans = d.vectors.ids() - d.store.chunk_ids()
+        except VectorsUnreadable as exc:
+            self._warn(f"{exc.detail}: the stored vectors are unreadable and are rebuilt "
+                       "from the indexed chunks")
+            d.vectors.reset()
+            return
         if orphans:
-            log.info("removing %d vectors left by an interrupted run", len(orphans))
-            self.deps.vectors.delete(orphans)
+            log.info("removing %d vectors whose chunk is gone", len(orphans))
+            d.vectors.delete(orphans)
 
     def _apply_cheap_actions(self, p: IndexPlan) -> None:
         d = self.deps
@@ -206,7 +235,7 @@ class IndexRun:
             self._warn(f"{path}: larger than the 50 MiB index cap ({size} bytes); skipped")
         for path in p.oversize_new:
             self._warn(f"{path}: larger than the 50 MiB index cap; skipped")
-        self.summary.skipped += len(p.oversize_sizes) + len(p.oversize_new)
+        self.summary.skip(SKIP_OVERSIZE, len(p.oversize_sizes) + len(p.oversize_new))
         self.summary.sizes_backfilled = d.store.backfill_sizes(p.backfill_sizes)
         self.summary.unchanged = len(p.unchanged)
         self.summary.failed += len(p.kept_after_failure)
@@ -228,7 +257,7 @@ class IndexRun:
             self._warn(f"{path}: {w}")
         if not parsed.chunks:
             self._warn(f"{path}: no text to index; skipped")
-            self.summary.skipped += 1
+            self.summary.skip(SKIP_NO_TEXT)
             if replaces is not None or d.store.document_chunk_hashes(path) is not None:
                 d.vectors.delete(d.store.delete_documents([path]))
             return

@@ -14,6 +14,20 @@ MIB = 1024 * KIB
 #: Files larger than this are never read for indexing (checked with stat first).
 INDEX_CAP_BYTES = 50 * MIB
 
+# Why the walk did not take a path: the keys of ``RunSummary.skipped_reasons``.
+#: quiet skips, counted only (a folder of photos must not print a line per photo)
+SKIP_FORMAT = "format not enabled"
+SKIP_IGNORED = "excluded by .kb-mcpignore"
+SKIP_EXCLUDED_FOLDER = "excluded folder"
+#: refusals, each with its own warning line as well
+SKIP_LINK = "symbolic link"
+SKIP_HARD_LINK = "more than one hard link"
+SKIP_SPECIAL = "not a regular file"
+SKIP_BAD_NAME = "name not valid UTF-8"
+SKIP_UNREADABLE = "unreadable"
+SKIP_OVERSIZE = "over the 50 MiB index cap"
+SKIP_NO_TEXT = "no text to index"
+
 
 @dataclass(frozen=True, slots=True)
 class ChunkDraft:
@@ -74,12 +88,16 @@ class Refusal:
     #: "absent" refusals (symlinks, hard links, special files) mean "not a document":
     #: any previous row for the path is removed. "failed" ones keep the previous row.
     kind: Literal["absent", "failed"] = "failed"
+    #: the short reason it is counted under in ``RunSummary.skipped_reasons``
+    category: str = SKIP_UNREADABLE
 
 
 @dataclass(frozen=True, slots=True)
 class DiskScan:
     files: Mapping[str, DiskFile]
     refused: tuple[Refusal, ...] = ()
+    #: paths the walk met and quietly did not take, counted per reason (``SKIP_*``)
+    skipped: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,12 +208,28 @@ class RunSummary:
     sizes_backfilled: int = 0
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
+    #: why each skipped path was skipped: reason -> count (they add up to ``skipped``)
+    skipped_reasons: dict[str, int] = field(default_factory=dict)
+
+    def skip(self, reason: str, count: int = 1) -> None:
+        """Count ``count`` paths skipped for ``reason``."""
+        if count:
+            self.skipped += count
+            self.skipped_reasons[reason] = self.skipped_reasons.get(reason, 0) + count
+
+    def skipped_detail(self) -> str:
+        """``" (format not enabled: 12, symbolic link: 1)"``, most frequent first."""
+        if not self.skipped_reasons:
+            return ""
+        ranked = sorted(self.skipped_reasons.items(), key=lambda kv: (-kv[1], kv[0]))
+        return " (" + ", ".join(f"{reason}: {n}" for reason, n in ranked) + ")"
 
     def line(self) -> str:
         return (
             f"indexed {self.scanned} files: {self.added} added, {self.updated} updated "
             f"({self.metadata_only} metadata-only), {self.renamed} renamed, "
-            f"{self.deleted} deleted, {self.unchanged} unchanged, {self.skipped} skipped, "
+            f"{self.deleted} deleted, {self.unchanged} unchanged, "
+            f"{self.skipped} skipped{self.skipped_detail()}, "
             f"{self.failed} failed; {self.chunks_embedded} chunks embedded, "
             f"{self.chunks_reused} reused; {self.seconds:.1f}s"
         )
@@ -210,6 +244,7 @@ class RunSummary:
             "deleted": self.deleted,
             "unchanged": self.unchanged,
             "skipped": self.skipped,
+            "skipped_reasons": dict(sorted(self.skipped_reasons.items())),
             "failed": self.failed,
             "chunks_embedded": self.chunks_embedded,
             "chunks_reused": self.chunks_reused,
@@ -233,11 +268,17 @@ class Consistency:
 
 
 def extension_of(path: str) -> str:
-    """Lower-case extension without the dot ('' when there is none)."""
+    """Lower-case extension without the dot ('' when there is none).
+
+    The extension is the text after the last dot of the file name, provided at least one
+    character comes before that dot: ``..md`` and ``.notes.md`` are Markdown, a bare
+    ``.md`` is a dotfile with no extension (decision 0009).
+    """
     name = path.rsplit("/", 1)[-1]
-    if "." not in name.lstrip("."):
+    dot = name.rfind(".")
+    if dot <= 0:
         return ""
-    return name.rsplit(".", 1)[-1].lower()
+    return name[dot + 1 :].lower()
 
 
 def embed_text_of(heading_path: tuple[str, ...], content: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -89,30 +90,30 @@ class ParserRegistry(Protocol):
     def parser_for(self, extension: str) -> Parser | None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class FileFacts:
-    """What ``lstat`` says about a path (links are never followed)."""
+class OpenFile(Protocol):
+    """One document held open: every fact and every byte comes from this one handle."""
 
-    is_symlink: bool
-    is_regular: bool
-    nlink: int
-    size: int
+    @property
+    def size(self) -> int:
+        """Its size by ``fstat`` on the handle."""
+        ...
+
+    def read(self, cap: int) -> bytes | None:
+        """At most ``cap`` bytes, or None when the file is larger than ``cap`` (nothing is
+        read when the size already says so). Raises ``PathRefused`` on an I/O error."""
+        ...
 
 
 class FileSystem(Protocol):
-    """Read-only, link-refusing access to files under the knowledge-base root."""
+    """Read-only access to documents under the knowledge-base root, bound to it by
+    construction: the root is opened once, each folder on a path is opened relative to
+    the one before it without following a link, and so is the file itself."""
 
-    def lstat(self, rel_path: str) -> FileFacts | None:
-        """Facts about the path, or None when it does not exist."""
-        ...
-
-    def is_contained(self, rel_path: str) -> bool:
-        """True when the resolved path stays inside the root (no symlinked parent out)."""
-        ...
-
-    def read_bounded(self, rel_path: str, cap: int) -> bytes:
-        """Read through one handle opened with O_NOFOLLOW|O_NONBLOCK; fstat re-checks
-        regular file, one link and size; reads at most cap+1 bytes. Raises PathRefused."""
+    def open_file(self, rel_path: str) -> AbstractContextManager[OpenFile]:
+        """Open ``rel_path`` (a clean relative POSIX path). Raises ``PathRefused`` when a
+        folder on the way or the file is a symbolic link, when it is missing, a folder, a
+        special file (FIFOs never block) or has more than one hard link, or on I/O errors.
+        """
         ...
 
 
@@ -175,6 +176,10 @@ class IndexStore(Protocol):
 
     def chunk_ids(self) -> set[int]: ...
 
+    def prune_dangling(self) -> int:
+        """Remove lexical rows and chunks whose owner is gone; returns rows removed."""
+        ...
+
     def get_meta(self, key: str) -> str | None: ...
 
     def set_meta(self, key: str, value: str) -> None: ...
@@ -212,6 +217,11 @@ class IndexStore(Protocol):
         """Raw facts for doctor: chunk and lexical ids, dangling rows, NULL sizes, schema."""
         ...
 
+    def quick_check(self, budget_s: float) -> list[str] | None:
+        """The store's own integrity check, stopped after ``budget_s`` seconds: [] when
+        healthy, the problems found, or None when it did not finish in time."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -240,4 +250,9 @@ class VectorStore(Protocol):
 
     def compact(self) -> None:
         """Fold small writes together and drop old versions (end of a run)."""
+        ...
+
+    def fingerprint(self) -> str | None:
+        """A cheap token of the stored data (no store opened) that changes whenever the
+        vectors change on disk; None when it cannot be told cheaply."""
         ...

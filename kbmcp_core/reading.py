@@ -49,12 +49,17 @@ class LoadedDocument:
 def clean_request_path(raw: str) -> str:
     """Validate a client-supplied relative path; refuse anything that could escape.
 
-    Refused: empty, NUL or control characters, backslashes, absolute paths (POSIX or
-    drive letters), and any ``..`` segment. ``.`` and empty segments are dropped.
+    Refused: empty, lone surrogates, NUL or control characters, backslashes, absolute
+    paths (POSIX or drive letters), and any ``..`` segment. ``.`` and empty segments are dropped.
     """
     if not isinstance(raw, str) or not raw.strip():
         raise PathRefused("", "empty path")
     shown = raw[:200]
+    try:
+        raw.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: no file on any disk has that name
+        shown = shown.encode("utf-8", "backslashreplace").decode("utf-8")
+        raise PathRefused(shown, "not a valid Unicode path") from None
     if any(ord(ch) < 32 for ch in raw):
         raise PathRefused(shown.replace("\x00", "\\0"), "control characters are not allowed")
     if "\\" in raw:
@@ -78,31 +83,25 @@ def decode_uri_path(encoded: str) -> str:
 def load_document(path: str, fs: FileSystem, registry: ParserRegistry) -> LoadedDocument:
     """THE guard chain, shared by ``get_document`` and ``resources/read``.
 
-    Order: path syntax (no NUL, backslash, absolute or ``..``); symlink refused; more than
-    one hard link refused; resolved path must stay inside the root with no linked
-    component; extension must be registered; size from stat against ``max_bytes_for``;
-    then one handle-bound read (O_NOFOLLOW, fstat re-check, at most cap+1 bytes).
+    1. Path syntax: no NUL or control characters, backslash, absolute path or ``..``.
+    2. One open bound to the root (see ``FileSystem``): refuses a link anywhere on the
+       path, a missing path, a folder, a special file and more than one hard link.
+    3. On that same handle: the extension must be registered, the size (``fstat``) must
+       fit ``max_bytes_for(ext)``, and at most cap+1 bytes are read.
+
+    There is no check on the path before the open for an attacker to race: every fact
+    comes from the one descriptor the bytes are read from.
     """
     rel = clean_request_path(path)
-    facts = fs.lstat(rel)
-    if facts is None:
-        raise PathRefused(rel, "no such document")
-    if facts.is_symlink:
-        raise PathRefused(rel, "symbolic links are not served")
-    if facts.nlink > 1:
-        raise PathRefused(rel, "files with more than one hard link are not served")
-    if not fs.is_contained(rel):
-        raise PathRefused(rel, "outside the knowledge base")
-    if not facts.is_regular:
-        raise PathRefused(rel, "not a regular file")
-    ext = extension_of(rel)
-    parser = registry.parser_for(ext)
-    if parser is None:
-        raise PathRefused(rel, f"the {ext or 'extension-less'} format is not enabled")
-    cap = max_bytes_for(ext)
-    if facts.size > cap:
+    with fs.open_file(rel) as handle:
+        ext = extension_of(rel)
+        parser = registry.parser_for(ext)
+        if parser is None:
+            raise PathRefused(rel, f"the {ext or 'extension-less'} format is not enabled")
+        cap = max_bytes_for(ext)
+        data = handle.read(cap)
+    if data is None:
         raise PathRefused(rel, f"larger than the {cap // MIB} MiB read cap")
-    data = fs.read_bounded(rel, cap)
     if ext not in BINARY_FORMATS:
         try:
             text = data.decode("utf-8")

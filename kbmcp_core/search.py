@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Literal
 
-from kbmcp_core.errors import InvalidQuery
+from kbmcp_core.errors import InvalidQuery, VectorsUnreadable
 from kbmcp_core.index_run import META_IN_PROGRESS
 from kbmcp_core.models import StoredChunk, StoredDocument
 from kbmcp_core.offer import ServableRules, doc_uri
@@ -24,6 +24,8 @@ MAX_FILTER_ITEMS = 64
 #: Chosen by measurement on the dev-eval corpora: docs/decisions/0007-search-fusion.md.
 LEXICAL_WEIGHT = 0.55
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_NOT_TEXT = re.compile("[\x00\ud800-\udfff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +118,9 @@ def validate(req: SearchRequest, max_limit: int) -> SearchRequest:
     """Reject malformed requests with a message that says what to fix."""
     if not isinstance(req.query, str) or not req.query.strip():
         raise InvalidQuery("query must be a non-empty string")
+    # NUL and lone surrogates (a JSON "\\ud800" escape decodes to one) are not text any
+    # tokenizer or database can take: they become spaces.
+    query = _NOT_TEXT.sub(" ", req.query)
     if len(req.query) > MAX_QUERY_CHARS:
         raise InvalidQuery(f"query is {len(req.query)} characters; the limit is {MAX_QUERY_CHARS}")
     if req.mode not in MODES:
@@ -128,6 +133,14 @@ def validate(req: SearchRequest, max_limit: int) -> SearchRequest:
             raise InvalidQuery(f"{name} has more than {MAX_FILTER_ITEMS} items")
         if any(not isinstance(i, str) or not i.strip() for i in items):
             raise InvalidQuery(f"{name} items must be non-empty strings")
+        if any(_SURROGATE.search(i) for i in items):
+            raise InvalidQuery(f"{name} items must be valid Unicode text (no lone surrogates)")
+    for name in ("category", "topic"):
+        value = getattr(req, name)
+        if value is not None and not isinstance(value, str):
+            raise InvalidQuery(f"{name} must be a string")
+        if value is not None and _SURROGATE.search(value):
+            raise InvalidQuery(f"{name} must be valid Unicode text (no lone surrogates)")
     for name in ("date_from", "date_to"):
         _check_date(name, getattr(req, name))
     if req.date_from and req.date_to and req.date_from > req.date_to:
@@ -137,7 +150,7 @@ def validate(req: SearchRequest, max_limit: int) -> SearchRequest:
     if per_doc is not None and per_doc < 1:
         raise InvalidQuery("chunks_per_document must be at least 1")
     return SearchRequest(
-        query=req.query.replace("\x00", " "), limit=limit, path_globs=req.path_globs,
+        query=query, limit=limit, path_globs=req.path_globs,
         tags_any=req.tags_any, tags_all=req.tags_all, date_from=req.date_from,
         date_to=req.date_to, category=req.category, topic=req.topic,
         chunks_per_document=per_doc, mode=req.mode,
@@ -212,11 +225,15 @@ class Searcher:
         pool = max(50, req.limit * per_doc * 5)
         lexical: list[tuple[int, float]] = []
         vector: list[tuple[int, float]] = []
+        unreadable: VectorsUnreadable | None = None
         if req.mode in ("hybrid", "lexical"):
             lexical = self.store.lexical_search(req.query, pool, allowed_paths)
         if req.mode in ("hybrid", "vector"):
             qv = self.embedder.embed_query(req.query)
-            vector = self.vectors.search(qv, pool, allowed_ids)
+            try:
+                vector = self.vectors.search(qv, pool, allowed_ids)
+            except VectorsUnreadable as exc:  # damaged vector files: keywords still answer
+                unreadable = exc
         if req.mode == "hybrid":
             fused = fuse(vector, lexical, coverage=self.embedder.coverage(req.query))
         else:
@@ -225,18 +242,29 @@ class Searcher:
         picked = _per_document(fused, chunks, per_doc, req.limit)
         offered = self.rules.servable({chunks[cid].document_path for cid, _ in picked})
         hits = tuple(_hit(chunks[cid], score, offered) for cid, score in picked)
+        notice = (_unreadable_notice(unreadable, req.mode) if unreadable is not None
+                  else self._indexing_notice(req.mode))
         return SearchResponse(hits, _low_confidence(vector, lexical, hits), filters, req.mode,
-                              self._indexing_notice(req.mode))
+                              notice)
 
     def _indexing_notice(self, mode: Mode) -> str | None:
         """While an index run is writing, some chunks may have text but no vector yet."""
         if mode == "lexical" or not self.store.get_meta(META_IN_PROGRESS):
             return None
-        pending = self.store.stats().chunks - self.vectors.count()
+        try:
+            pending = self.store.stats().chunks - self.vectors.count()
+        except VectorsUnreadable as exc:
+            return _unreadable_notice(exc, mode)
         if pending <= 0:
             return None
         return (f"indexing in progress: {pending} chunks are searchable by keywords only "
                 "until their embeddings are stored")
+
+
+def _unreadable_notice(exc: VectorsUnreadable, mode: Mode) -> str:
+    found = "no results" if mode == "vector" else "results from keyword search only"
+    return (f"semantic search is unavailable: {exc.detail}; {found}. Run `kb-mcp index` "
+            "to rebuild the vectors")
 
 
 _CJK = re.compile(

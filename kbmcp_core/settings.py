@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 DEFAULT_EXCLUDE_DIRS: tuple[str, ...] = (
     ".venv",
@@ -61,4 +62,6 @@ class Settings:
 
     @property
     def store_url(self) -> str:
-        return self.database_url or f"sqlite:///{self.sqlite_path}"
+        """``database_url``, or the index folder's SQLite file as a URL (percent-encoded,
+        so a folder name with ``?``, ``#`` or ``%`` names the same file)."""
+        return self.database_url or f"sqlite:///{quote(str(self.sqlite_path))}"

@@ -6,10 +6,11 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
-from kbmcp_core.errors import ParseError, PathRefused
+from kbmcp_core.errors import ParseError, PathRefused, VectorsUnreadable
 from kbmcp_core.models import (
     ChunkDraft,
     ChunkRecord,
@@ -23,7 +24,7 @@ from kbmcp_core.models import (
     StoredDocument,
     Vector,
 )
-from kbmcp_core.ports import ChunkBudget, FileFacts
+from kbmcp_core.ports import ChunkBudget
 
 
 class FakeClock:
@@ -108,6 +109,15 @@ class FakeRegistry:
         return self.parser if extension in self.parser.extensions else None
 
 
+class FakeOpenFile:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.size = len(data)
+
+    def read(self, cap: int) -> bytes | None:
+        return None if self.size > cap else self.data
+
+
 class FakeFileSystem:
     """Files as a dict of path -> bytes."""
 
@@ -115,20 +125,12 @@ class FakeFileSystem:
         self.files: dict[str, bytes] = dict(files or {})
         self.reads: list[str] = []
 
-    def lstat(self, rel_path: str) -> FileFacts | None:
-        data = self.files.get(rel_path)
-        if data is None:
-            return None
-        return FileFacts(is_symlink=False, is_regular=True, nlink=1, size=len(data))
-
-    def is_contained(self, rel_path: str) -> bool:
-        return True
-
-    def read_bounded(self, rel_path: str, cap: int) -> bytes:
+    @contextmanager
+    def open_file(self, rel_path: str) -> Iterator[FakeOpenFile]:
         self.reads.append(rel_path)
         if rel_path not in self.files:
             raise PathRefused(rel_path, "no such document")
-        return self.files[rel_path]
+        yield FakeOpenFile(self.files[rel_path])
 
 
 class FakeScanner:
@@ -219,6 +221,9 @@ class FakeIndexStore:
     def chunk_ids(self) -> set[int]:
         return {c.id for d in self.docs.values() for c in d.chunks}
 
+    def prune_dangling(self) -> int:
+        return 0  # a dictionary store cannot hold a row without its owner
+
     def get_meta(self, key: str) -> str | None:
         return self.meta.get(key)
 
@@ -277,6 +282,9 @@ class FakeIndexStore:
                     scored.append((c.id, overlap / len(words)))
         return sorted(scored, key=lambda x: -x[1])[:limit]
 
+    def quick_check(self, budget_s: float) -> list[str] | None:
+        return []
+
     def close(self) -> None:
         return None
 
@@ -284,31 +292,50 @@ class FakeIndexStore:
 class FakeVectorStore:
     def __init__(self) -> None:
         self.rows: dict[int, Vector] = {}
+        #: bumped by every change, like the real store's file fingerprint
+        self.generation = 0
+        #: set to make every read fail as damaged LanceDB files do
+        self.unreadable = False
+
+    def fingerprint(self) -> str | None:
+        return f"gen-{self.generation}" if self.rows or self.generation else "absent"
+
+    def _check(self) -> None:
+        if self.unreadable:
+            raise VectorsUnreadable("could not read vectors: damaged")
 
     def add(self, ids: Sequence[int], vectors: Sequence[Vector]) -> None:
         self.rows.update(zip(ids, vectors, strict=True))
+        self.generation += 1
 
     def get(self, ids: Collection[int]) -> dict[int, Vector]:
+        self._check()
         return {i: self.rows[i] for i in ids if i in self.rows}
 
     def delete(self, ids: Collection[int]) -> None:
         for i in ids:
             self.rows.pop(i, None)
+        self.generation += 1
 
     def ids(self) -> set[int]:
+        self._check()
         return set(self.rows)
 
     def count(self) -> int:
+        self._check()
         return len(self.rows)
 
     def search(self, vector: Vector, limit: int,
                allowed_ids: Collection[int] | None = None) -> list[tuple[int, float]]:
+        self._check()
         scored = [(i, sum(a * b for a, b in zip(vector, v, strict=True)))
                   for i, v in self.rows.items() if allowed_ids is None or i in allowed_ids]
         return sorted(scored, key=lambda x: -x[1])[:limit]
 
     def reset(self) -> None:
         self.rows.clear()
+        self.unreadable = False
+        self.generation += 1
 
     def compact(self) -> None:
         return None

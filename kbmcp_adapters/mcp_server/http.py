@@ -9,22 +9,20 @@ import socket
 from collections.abc import Iterable, Sequence
 
 import anyio
-from mcp.server.transport_security import RequestBodyLimitMiddleware, TransportSecuritySettings
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from kbmcp_adapters.mcp_server.server import BackgroundTask, KbRuntime, build_server
+from kbmcp_adapters.mcp_server.http_limits import BodyGuard, HttpLimits, SessionCap
+from kbmcp_adapters.mcp_server.server import BackgroundTask, KbRuntime, build_server, exit_now
 from kbmcp_core.errors import ConfigError
-from kbmcp_core.models import MIB
 
 log = logging.getLogger(__name__)
 
 MCP_PATH = "/mcp"
 HEALTH_PATH = "/healthz"
-#: Request bodies above this get 413 before they are parsed.
-MAX_BODY_BYTES = 4 * MIB
 _LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 
 
@@ -106,9 +104,16 @@ def _forbidden(reason: str) -> Response:
 
 
 def build_http_app(
-    rt: KbRuntime, *, host: str, port: int, extra_hosts: Iterable[str] = ()
+    rt: KbRuntime,
+    *,
+    host: str,
+    port: int,
+    extra_hosts: Iterable[str] = (),
+    limits: HttpLimits | None = None,
 ) -> ASGIApp:
-    """The ASGI app: guard -> body limit -> Starlette (/mcp, /healthz, session lifespan)."""
+    """The ASGI app: Host/Origin guard -> session cap -> body deadline and size ->
+    Starlette (/mcp, /healthz, the sessions' lifespan)."""
+    limits = limits or HttpLimits()
     names = host_names(host, extra_hosts)
     hosts, origins = allowed_hosts(names, port), allowed_origins(names, port)
 
@@ -119,7 +124,9 @@ def build_http_app(
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         host=host,
-        max_request_body_size=MAX_BODY_BYTES,
+        max_request_body_size=limits.max_body_bytes,
+        session_idle_timeout=limits.session_idle_s,
+        max_sessions=limits.max_sessions,
         transport_security=TransportSecuritySettings(
             enable_dns_rebinding_protection=True,
             allowed_hosts=sorted(hosts),
@@ -127,7 +134,7 @@ def build_http_app(
         ),
         custom_starlette_routes=[Route(HEALTH_PATH, healthz, methods=["GET"])],
     )
-    return HostOriginGuard(RequestBodyLimitMiddleware(app, MAX_BODY_BYTES), hosts, origins)
+    return HostOriginGuard(SessionCap(BodyGuard(app, limits), limits), hosts, origins)
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -157,12 +164,14 @@ def serve_http(
     allow_remote: bool = False,
     extra_hosts: Sequence[str] = (),
     background: Sequence[BackgroundTask] = (),
+    limits: HttpLimits | None = None,
 ) -> None:
-    """Serve MCP over streamable HTTP until interrupted."""
+    """Serve MCP over streamable HTTP until interrupted (SIGINT or SIGTERM)."""
     check_bind(host, allow_remote)
     sock = bind_socket(host, port)
     bound_port = int(sock.getsockname()[1])
-    app = build_http_app(rt, host=host, port=bound_port, extra_hosts=extra_hosts)
+    app = build_http_app(rt, host=host, port=bound_port, extra_hosts=extra_hosts,
+                         limits=limits)
     shown = f"[{host.strip('[]')}]" if ":" in host else host
     log.info(
         "serving MCP over streamable HTTP at http://%s:%d%s (health: %s)",
@@ -175,7 +184,8 @@ def serve_http(
         anyio.run(_serve_http, rt, app, sock, tuple(background))
     finally:
         sock.close()
-        rt.close()
+        if not rt.shutdown():
+            exit_now()
 
 
 async def _serve_http(
@@ -191,7 +201,12 @@ async def _serve_http(
         timeout_graceful_shutdown=5,
         server_header=False,
     )
-    server = uvicorn.Server(config)
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            rt.request_stop()  # index runs in progress stop at their next safe point
+            await super().shutdown(sockets)
+
+    server = Server(config)
     async with anyio.create_task_group() as tg:
         for task in background:
             tg.start_soon(task, rt)

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
-from kbmcp_core.errors import IndexNotFound, PathRefused
+from kbmcp_adapters.mcp_server.tools import printable
+from kbmcp_core.errors import IndexNotFound, KbError, PathRefused
 from kbmcp_core.offer import TopicSummary
 
 if TYPE_CHECKING:
@@ -97,14 +98,16 @@ async def read_resource(
 def read_error(exc: BaseException, uri: str) -> MCPError:
     """THE place a resource failure becomes a JSON-RPC error: -32002 or -32603, never mixed.
 
-    Refused or not offered (the guard chain, ServableRules, an unknown URI, no index yet)
-    is "resource not found"; the reason never names a server path. Anything else is an
-    internal error whose details stay in the server log.
+    Refused or not offered (the guard chain, a race it lost, ServableRules, an unknown
+    URI, no index yet) is "resource not found"; the reason never names a server path.
+    Anything else is an internal error whose details stay in the server log.
     """
-    shown = uri[:_URI_SHOWN]
+    shown = printable(uri[:_URI_SHOWN])
     if isinstance(exc, PathRefused):
         return MCPError(
-            RESOURCE_NOT_FOUND, "Resource not found", {"uri": shown, "reason": exc.reason}
+            RESOURCE_NOT_FOUND,
+            "Resource not found",
+            {"uri": shown, "reason": printable(exc.reason)},
         )
     if isinstance(exc, IndexNotFound):
         return MCPError(
@@ -112,5 +115,8 @@ def read_error(exc: BaseException, uri: str) -> MCPError:
             "Resource not found",
             {"uri": shown, "reason": "this knowledge base has no index yet; run `kb-mcp index`"},
         )
-    log.error("resource request failed for %s", shown or "the listing", exc_info=exc)
+    if isinstance(exc, KbError):  # a known failure (a damaged store...): one line, no trace
+        log.error("resource request failed for %s: %s", shown or "the listing", exc)
+    else:
+        log.error("resource request failed for %s", shown or "the listing", exc_info=exc)
     return MCPError(types.INTERNAL_ERROR, "Internal error: see the kb-mcp server log")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import io
+import contextlib
 import logging
 import os
 import sys
@@ -22,12 +22,12 @@ from mcp.server.caching import CacheableMethod, CacheHint
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
-from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourcesListChanged
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from kbmcp_adapters.bootstrap import bootstrap
 from kbmcp_adapters.knowledge_base import KnowledgeBase
+from kbmcp_adapters.mcp_server.stdio import claim_stdin, claim_stdout, stdio_transport
 from kbmcp_core.errors import IndexNotFound, WriterBusy
 from kbmcp_core.settings import Settings
 
@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 #: A task run beside the transport for the server's lifetime (the file watcher plugs in here).
 BackgroundTask = Callable[["KbRuntime"], Coroutine[Any, Any, None]]
+#: At shutdown, the longest wait (s) for index runs in progress to reach a safe point.
+SHUTDOWN_S = 20.0
 
 INSTRUCTIONS = (
     "kb-mcp serves a local knowledge base of documents. Use `search` to find passages "
@@ -94,12 +96,17 @@ class KbRuntime:
         self._rebuild_since: datetime | None = None
         #: the live-sync watcher, when one runs (kbmcp_adapters.mcp_server.live)
         self.watcher: Any = None
+        self._stopping = threading.Event()
+        self._idle = threading.Condition()
+        self._running = 0  # blocking calls in worker threads right now
 
     # -- blocking: call these from worker threads ------------------------------------------
     def knowledge_base(self) -> KnowledgeBase:
         with self._open_lock:
             if self._kb is None:
                 self._kb = self._open_kb(self.settings)
+                if self._stopping.is_set():
+                    self._kb.stop_writers()
             return self._kb
 
     def open_index(self) -> KnowledgeBase:
@@ -136,14 +143,24 @@ class KbRuntime:
             kb.container.open_store(create=True)
         before = set(kb.servable_paths())
         self.ensure_model(kb)
-        summary = kb.index(force=force)
+        summary = kb.index(force=force, purpose="a rebuild_index call")
         after = set(kb.servable_paths())
         log.info("rebuild_index: %s", summary.line())
         return summary.as_dict(), before != after
 
     # -- async -----------------------------------------------------------------------------
     async def in_thread(self, func: Callable[[], T]) -> T:
-        return await anyio.to_thread.run_sync(func)
+        return await anyio.to_thread.run_sync(partial(self._counted, func))
+
+    def _counted(self, func: Callable[[], T]) -> T:
+        with self._idle:
+            self._running += 1
+        try:
+            return func()
+        finally:
+            with self._idle:
+                self._running -= 1
+                self._idle.notify_all()
 
     def rebuilding_since(self) -> datetime | None:
         return self._rebuild_since
@@ -170,6 +187,36 @@ class KbRuntime:
     async def offer_changed(self) -> None:
         """The offered documents changed (after a rebuild, or from the watcher)."""
         await self.notifier.resources_changed()
+
+    def request_stop(self) -> None:
+        """The server is going away (the client closed stdin, or a signal): index runs in
+        progress stop at their next safe point, and no new one starts."""
+        self._stopping.set()
+        kb = self._kb
+        if kb is not None:
+            kb.stop_writers()
+        if self.watcher is not None:
+            self.watcher.request_stop()
+
+    def shutdown(self, timeout: float = SHUTDOWN_S) -> bool:
+        """Stop every writer, wait at most ``timeout`` s for them, then close the index.
+
+        False when something was still running at the deadline: the index is then left
+        open, as a killed run leaves it (which the next run completes), and the caller
+        should end the process without waiting for those threads.
+        """
+        self.request_stop()
+        deadline = time.monotonic() + timeout
+        stopped = True
+        if self.watcher is not None:
+            stopped = bool(self.watcher.stop(timeout=max(0.0, deadline - time.monotonic())))
+        with self._idle:
+            stopped = self._idle.wait_for(
+                lambda: self._running == 0, timeout=max(0.0, deadline - time.monotonic())
+            ) and stopped
+        if stopped:
+            self.close()
+        return stopped
 
     def close(self) -> None:
         with self._open_lock:
@@ -259,43 +306,61 @@ def build_server(rt: KbRuntime) -> Server[Any]:
 
 
 # -- stdio ---------------------------------------------------------------------------------
-def claim_stdout() -> BinaryIO:
-    """Keep stdout for JSON-RPC only: return the real stdout, point fd 1 and sys.stdout at stderr.
-
-    Anything a library prints afterwards (Python or C level) lands on stderr.
-    """
-    sys.stdout.flush()
-    wire = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    return wire
-
-
 def serve_stdio(
     rt: KbRuntime, *, wire: BinaryIO | None = None, background: Sequence[BackgroundTask] = ()
 ) -> None:
     """Serve MCP over stdin/stdout until the client closes stdin.
 
     ``wire`` is the real stdout from an earlier ``claim_stdout()``; claimed here if omitted.
+    Work in progress stops at its next safe point once stdin closes, so the process ends
+    within a bounded time, with exit status 0.
     """
     wire = wire if wire is not None else claim_stdout()
+    wire_in = claim_stdin()
     try:
-        anyio.run(_serve_stdio, rt, wire, tuple(background))
+        anyio.run(_serve_stdio, rt, wire_in, wire, tuple(background))
     finally:
-        rt.close()
+        if not rt.shutdown():
+            exit_now(wire)
 
 
 async def _serve_stdio(
-    rt: KbRuntime, wire: BinaryIO, background: tuple[BackgroundTask, ...]
+    rt: KbRuntime, wire_in: BinaryIO, wire: BinaryIO, background: tuple[BackgroundTask, ...]
 ) -> None:
     server = build_server(rt)
-    out = anyio.wrap_file(io.TextIOWrapper(wire, encoding="utf-8", newline="\n"))
     log.info("serving %s over stdio", rt.settings.kb_path.name or "the knowledge base")
     async with (
-        stdio_server(stdout=out) as (read_stream, write_stream),
+        stdio_transport(wire_in, wire, rt.request_stop) as (read_stream, write_stream),
         anyio.create_task_group() as tg,
     ):
         for task in background:
             tg.start_soon(task, rt)
         await server.run(read_stream, write_stream, server.create_initialization_options())
         tg.cancel_scope.cancel()
+
+
+def exit_now(*streams: BinaryIO) -> None:
+    """The last resort of a shutdown whose work did not stop in time: flush what was
+    written and end the process at once. Native threads still running (the embedding
+    model, the vector store) would abort the interpreter's normal exit."""
+    log.warning(
+        "work in progress did not stop within %gs; exiting without waiting for it (the "
+        "next index run completes what it left)", SHUTDOWN_S,
+    )
+    for stream in (*streams, sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(0)
+
+
+__all__ = [
+    "SHUTDOWN_S",
+    "BackgroundTask",
+    "ChangeNotifier",
+    "KbRuntime",
+    "build_server",
+    "claim_stdout",
+    "exit_now",
+    "serve_stdio",
+    "server_version",
+]

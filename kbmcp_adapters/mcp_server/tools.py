@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 
-from kbmcp_core.errors import IndexNotFound, InvalidQuery, KbError
+from kbmcp_adapters.write_guard import IndexRunStopped
+from kbmcp_core.errors import IndexNotFound, InvalidQuery, KbError, PathRefused
 from kbmcp_core.search import MAX_FILTER_ITEMS, MAX_QUERY_CHARS
 from kbmcp_core.settings import Settings
 
@@ -35,6 +36,8 @@ NO_INDEX_MESSAGE = (
     "--config as this server, or call the rebuild_index tool, then try again"
 )
 INTERNAL_MESSAGE = "kb-mcp hit an unexpected error; the details are in the server's log (stderr)"
+STOPPING_MESSAGE = ("the server is shutting down; the index update stopped between two "
+                    "documents and the next run completes it")
 
 
 def _obj(properties: JsonObject, *required: str, closed: bool = False) -> JsonObject:
@@ -102,8 +105,10 @@ TOPICS_OUTPUT = _obj(
 )  # fmt: skip
 REBUILD_OUTPUT = _obj(
     {**dict.fromkeys(_RUN_COUNTS, _COUNT), "seconds": _typed("number", minimum=0),
-     "warnings": _STRINGS},
-    *_RUN_COUNTS, "seconds", "warnings",
+     "warnings": _STRINGS,
+     "skipped_reasons": _typed("object", "why paths were skipped: reason -> count",
+                               additionalProperties=_COUNT)},
+    *_RUN_COUNTS, "seconds", "warnings", "skipped_reasons",
 )  # fmt: skip
 
 
@@ -267,7 +272,9 @@ async def _rebuild_index(rt: KbRuntime, args: JsonObject) -> JsonObject:
 # -- results -----------------------------------------------------------------------------------
 def success_result(data: JsonObject) -> types.CallToolResult:
     """structuredContent plus the same JSON as text. A null field is left out (= unknown),
-    which keeps every output-schema property to one plain type."""
+    which keeps every output-schema property to one plain type; a string holding a byte
+    that is not UTF-8 (a file name, as ``os`` hands it over) shows that byte as ``\\xff``,
+    since the reply must be valid Unicode."""
     data = without_nulls(data)
     text = json.dumps(data, ensure_ascii=False)
     return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=data)
@@ -279,22 +286,49 @@ def without_nulls(data: JsonObject) -> JsonObject:
         if isinstance(value, dict):
             out[key] = without_nulls(value)
         elif isinstance(value, list):
-            out[key] = [without_nulls(v) if isinstance(v, dict) else v for v in value]
+            out[key] = [without_nulls(v) if isinstance(v, dict) else printable(v)
+                        for v in value]
         elif value is not None:
-            out[key] = value
+            out[key] = printable(value)
     return out
 
 
+def printable(value: Any) -> Any:
+    """A string as valid Unicode: lone surrogates (undecodable bytes) become ``\\xNN``."""
+    if not isinstance(value, str):
+        return value
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raw = value.encode("utf-8", "surrogateescape" if _escaped_bytes(value) else "surrogatepass")
+        return raw.decode("utf-8", "backslashreplace")
+    return value
+
+
+def _escaped_bytes(value: str) -> bool:
+    """Only U+DC80..U+DCFF: bytes ``os`` could not decode (``surrogateescape``)."""
+    return all(not 0xD800 <= ord(c) <= 0xDFFF or 0xDC80 <= ord(c) <= 0xDCFF for c in value)
+
+
 def failure_result(exc: BaseException) -> types.CallToolResult:
-    """THE place a tool failure becomes an ``isError`` result with a stable code."""
+    """THE place a tool failure becomes an ``isError`` result with a stable code.
+
+    Any refusal of a path (the guard chain, a race it lost, a document not offered) is
+    ``path_refused``; anything no kb-mcp error describes is ``internal_error``.
+    """
     if isinstance(exc, IndexNotFound):
         code, message = exc.code, NO_INDEX_MESSAGE
+    elif isinstance(exc, PathRefused):
+        code, message = PathRefused.code, str(exc)
+    elif isinstance(exc, IndexRunStopped):
+        code, message = "server_stopping", STOPPING_MESSAGE
     elif isinstance(exc, KbError):
-        code, message = exc.code, str(exc)
+        code, message = exc.code, exc.public_message
+        log.info("tool call failed: %s", exc)
     else:
         log.error("tool call failed", exc_info=exc)
         code, message = "internal_error", INTERNAL_MESSAGE
-    payload = {"error": {"code": code, "message": message}}
+    payload = {"error": {"code": code, "message": printable(message)}}
     return types.CallToolResult(
         content=[types.TextContent(text=json.dumps(payload, ensure_ascii=False))], is_error=True
     )

@@ -28,6 +28,7 @@ __all__ = [
     "decode_text",
     "embed_text",
     "fit_heading_path",
+    "indexed_text",
     "join_lines",
     "measured",
     "merge_tiny",
@@ -68,6 +69,19 @@ def decode_text(data: bytes) -> str:
     except UnicodeDecodeError as exc:
         raise ParseError(f"not valid UTF-8 (byte {exc.start})") from None
     return text[1:] if text.startswith("\ufeff") else text
+
+
+NUL_WARNING = "NUL bytes in the text were indexed as spaces"
+
+
+def indexed_text(data: bytes) -> tuple[str, tuple[str, ...]]:
+    """The text a parser indexes, with its warnings: ``decode_text``, and NUL characters
+    (valid UTF-8, but never meant as text, and cut short by C-string consumers) read as
+    spaces so that line numbers and the words around them stay as they are."""
+    text = decode_text(data)
+    if "\x00" not in text:
+        return text, ()
+    return text.replace("\x00", " "), (NUL_WARNING,)
 
 
 def split_lines(text: str) -> list[str]:

@@ -3,13 +3,16 @@
 Rules (what a user sees in search results):
 
 * The text must be UTF-8 (a BOM is dropped, CRLF is fine). An empty or whitespace-only
-  file is a document with zero chunks, not an error.
+  file is a document with zero chunks, not an error. NUL characters are indexed as
+  spaces, with one warning.
 * Frontmatter is a ``---`` block on the very first line, closed by ``---`` or ``...``.
   ``title``, ``date`` (normalised to YYYY-MM-DD), ``tags`` (list or comma string), ``topic``
   and ``category`` are lifted out; every other key is kept, JSON-safe, in ``metadata``.
   YAML never turns values into dates by itself: a bad date is one warning, not a lost
   frontmatter. Broken YAML or a non-mapping gives one warning and no frontmatter fields;
-  the block is still left out of the chunks. Line numbers are those of the original file.
+  the block is still left out of the chunks. An opening ``---`` followed by ``key:`` lines
+  but never closed is read as ordinary text, with one warning. Line numbers are those of
+  the original file.
 * Title: frontmatter ``title``, else the first H1, else the file name.
 * Headings are ATX (``#``..``######``) or setext (a one-line paragraph underlined with
   ``===`` or ``---``), recognised only outside fenced code blocks. A section is a heading
@@ -44,6 +47,7 @@ from kbmcp_adapters.parsers.chunking import (
     Unit,
     decode_text,
     fit_heading_path,
+    indexed_text,
     join_lines,
     merge_tiny,
     split_lines,
@@ -162,7 +166,8 @@ class MarkdownParser:
         return decode_text(data)
 
     def parse(self, path: str, data: bytes, budget: ChunkBudget) -> ParsedDocument:
-        lines = split_lines(decode_text(data))
+        text, text_warnings = indexed_text(data)
+        lines = split_lines(text)
         fields, body_from = _read_frontmatter(lines)
         fenced, headings = _scan(lines, body_from)
         sections = _sections(lines, body_from, headings, budget)
@@ -180,7 +185,7 @@ class MarkdownParser:
             topic=fields.topic,
             category=fields.category,
             metadata=fields.metadata,
-            warnings=fields.warnings,
+            warnings=text_warnings + fields.warnings,
         )
 
 
@@ -236,6 +241,7 @@ def _chunk(
 
 _KNOWN_KEYS = ("title", "date", "tags", "topic", "category")
 _DATE_TEXT = re.compile(r"^\s*(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?:$|[T\s])")
+_YAML_KEY = re.compile(r"^[A-Za-z_][\w-]*\s*:(\s|$)")
 _MAX_NODES = 10_000
 _MAX_DEPTH = 32
 
@@ -281,6 +287,9 @@ def _read_frontmatter(lines: Sequence[str]) -> tuple[_Frontmatter, int]:
         return _Frontmatter(), 0
     close = next((j for j in range(1, len(lines)) if lines[j].rstrip() in ("---", "...")), None)
     if close is None:
+        if len(lines) > 1 and _YAML_KEY.match(lines[1]):  # meant as frontmatter, never closed
+            reason = "frontmatter not closed (no second '---' line); read as ordinary text"
+            return _Frontmatter(warnings=(reason,)), 0
         return _Frontmatter(), 0
     try:
         loaded = yaml.load("\n".join(lines[1:close]), Loader=_FrontmatterLoader)

@@ -56,6 +56,8 @@ class PdfParser:
             pages = _page_texts(doc)
             metadata: dict[str, Any] = dict(doc.metadata or {})
             outline = _outline_paths(doc.get_toc(simple=True), len(pages))
+        if not pages:
+            raise ParseError("not a readable PDF (it has no pages)")
         if sum(len(_SPACE.sub("", text)) for text in pages) < MIN_TEXT_CHARS:
             raise ParseError("no extractable text (image-only PDF?)")
         chunks: list[ChunkDraft] = []

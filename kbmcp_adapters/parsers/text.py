@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kbmcp_adapters.parsers.chunking import (
     decode_text,
+    indexed_text,
     join_lines,
     merge_tiny,
     split_lines,
@@ -31,7 +32,8 @@ class TextParser:
         return decode_text(data)
 
     def parse(self, path: str, data: bytes, budget: ChunkBudget) -> ParsedDocument:
-        lines = split_lines(decode_text(data))
+        text, warnings = indexed_text(data)
+        lines = split_lines(text)
         units = split_range(lines, 0, len(lines) - 1, (), budget, 0)
 
         def render(start: int, end: int, label: int) -> str:
@@ -51,4 +53,4 @@ class TextParser:
             )
             for n, unit in enumerate(units)
         )
-        return ParsedDocument(title=title_from_path(path), chunks=chunks)
+        return ParsedDocument(title=title_from_path(path), chunks=chunks, warnings=warnings)

@@ -10,7 +10,15 @@ import pytest
 from kbmcp_adapters.exclusion import ExclusionRules
 from kbmcp_adapters.filesystem import LocalFileSystem
 from kbmcp_adapters.scanner import DiskScanner
+from kbmcp_core.models import (
+    SKIP_BAD_NAME,
+    SKIP_EXCLUDED_FOLDER,
+    SKIP_FORMAT,
+    SKIP_IGNORED,
+    SKIP_LINK,
+)
 from kbmcp_core.settings import DEFAULT_EXCLUDE_DIRS
+from tests.conftest import OpenKb
 
 
 def write(root: Path, rel: str, text: str = "# T\nbody\n") -> Path:
@@ -89,10 +97,10 @@ def test_unreadable_file_is_a_failure_not_an_abort(
     write(tmp_path, "ok.md")
     real_open = os.open
 
-    def deny(path: str, flags: int, *a: object) -> int:
+    def deny(path: str, flags: int, *a: object, **kw: object) -> int:
         if str(path).endswith("locked.md"):
             raise PermissionError(13, "Permission denied")
-        return real_open(path, flags, *a)  # type: ignore[arg-type]
+        return real_open(path, flags, *a, **kw)  # type: ignore[arg-type]
 
     monkeypatch.setattr(os, "open", deny)  # root can read anything: simulate EACCES
     s = scan(tmp_path)
@@ -119,3 +127,67 @@ def test_one_predicate_answers_for_single_paths_too(tmp_path: Path) -> None:
     assert rules.is_excluded("a/.git/config.md")
     assert rules.is_excluded(".kb-mcp/index.md")
     assert not rules.is_excluded("public/ok.md")
+
+
+def test_names_that_are_not_utf8_are_refused_once_and_the_rest_indexed(tmp_path: Path) -> None:
+    write(tmp_path, "ok.md")
+    root = os.fsencode(tmp_path)
+    with open(root + b"/bad-\xff.md", "wb") as f:
+        f.write(b"# Bad\n\nbody\n")
+    os.mkdir(root + b"/dir-\xfe")
+    with open(root + b"/dir-\xfe/inside.md", "wb") as f:
+        f.write(b"# Inside\n")
+    with open(root + b"/photo-\xff.png", "wb") as f:
+        f.write(b"\x89PNG")
+    s = scan(tmp_path)
+    assert sorted(s.files) == ["ok.md"]
+    assert [(r.path, r.reason, r.kind, r.category) for r in s.refused] == [
+        ("bad-\\xff.md", "file name is not valid UTF-8; rename it", "absent", SKIP_BAD_NAME),
+        ("dir-\\xfe", "folder name is not valid UTF-8; rename it (its contents are not "
+                      "indexed)", "absent", SKIP_BAD_NAME),
+    ]
+    assert s.skipped == {SKIP_FORMAT: 1}  # a format kb-mcp would not read anyway: quiet
+
+
+def test_dot_leading_names_follow_one_rule(tmp_path: Path) -> None:
+    for rel in ["..md", ".foo.md", ".md", "notes.", "sub/...md", "sub/.MD"]:
+        write(tmp_path, rel)
+    s = scan(tmp_path)
+    assert sorted(s.files) == ["..md", ".foo.md", "sub/...md"]
+    assert s.skipped == {SKIP_FORMAT: 3} and s.refused == ()
+
+
+def make_mixed_folder(root: Path) -> None:
+    (root / ".kb-mcpignore").write_text("drafts/\n*.tmp.md\n")
+    for rel in ["a.md", "drafts/x.md", "drafts/y.md", "b.tmp.md", "node_modules/p/readme.md",
+                ".git/config", "notes.txt"]:
+        write(root, rel)
+    for i in range(40):
+        (root / f"img/{i}.png").parent.mkdir(exist_ok=True)
+        (root / f"img/{i}.png").write_bytes(b"\x89PNG")
+    os.symlink(root / "a.md", root / "link.md")
+
+
+def test_every_path_the_walk_does_not_take_is_counted_with_its_reason(tmp_path: Path) -> None:
+    make_mixed_folder(tmp_path)
+    s = scan(tmp_path)
+    assert sorted(s.files) == ["a.md"]
+    assert s.skipped == {
+        SKIP_FORMAT: 41,  # 40 images and a text file (txt is not enabled)
+        SKIP_IGNORED: 2,  # the drafts/ folder (not walked) and b.tmp.md
+        SKIP_EXCLUDED_FOLDER: 2,  # node_modules and .git (not walked)
+    }
+    assert [(r.path, r.category) for r in s.refused] == [("link.md", SKIP_LINK)]
+
+
+def test_a_run_summary_breaks_skips_down_by_reason_with_one_warning_per_refusal(
+    tmp_path: Path, open_kb: OpenKb
+) -> None:
+    make_mixed_folder(tmp_path)
+    summary = open_kb(tmp_path).index()
+    assert summary.skipped_reasons == {SKIP_FORMAT: 41, SKIP_IGNORED: 2,
+                                       SKIP_EXCLUDED_FOLDER: 2, SKIP_LINK: 1}
+    assert summary.skipped == 46
+    assert summary.warnings == ["link.md: is a symbolic link; links are never followed"]
+    assert "46 skipped (format not enabled: 41, " in summary.line()
+    assert summary.as_dict()["skipped_reasons"] == summary.skipped_reasons

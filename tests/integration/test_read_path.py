@@ -165,20 +165,22 @@ def test_fifo_read_does_not_hang(kb: KnowledgeBase) -> None:
     assert isinstance(outcome[0], PathRefused)
 
 
-def test_a_symlink_swapped_in_after_the_stat_is_refused_by_the_handle(tmp_path: Path) -> None:
+def test_a_symlink_swapped_in_just_before_the_open_is_refused_by_the_handle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = tmp_path / "kb"
     write_files(root, {"a.md": "# A\n\nreal\n"})
     write_files(tmp_path, {"secret.md": "secret\n"})
     fs = LocalFileSystem(root)
-    real_check = fs.is_contained
+    real_open = os.open
 
-    def check_then_swap(rel: str) -> bool:
-        inside = real_check(rel)  # every path check sees a regular file inside the root...
-        (root / "a.md").unlink()  # ...then an attacker swaps in a link before the open
-        os.symlink(tmp_path / "secret.md", root / "a.md")
-        return inside
+    def swap_then_open(path: str, flags: int, *a: object, **kw: object) -> int:
+        if path == "a.md":  # an attacker swaps in a link the instant before the open
+            (root / "a.md").unlink()
+            os.symlink(tmp_path / "secret.md", root / "a.md")
+        return real_open(path, flags, *a, **kw)  # type: ignore[arg-type]
 
-    fs.is_contained = check_then_swap  # type: ignore[method-assign]
+    monkeypatch.setattr(os, "open", swap_then_open)
     from kbmcp_adapters.parsers.registry import build_registry
 
     with pytest.raises(PathRefused, match="symbolic link"):

@@ -67,3 +67,23 @@ def test_rows_of_disabled_formats_stay_unless_pruned() -> None:
     assert plan(DiskScan({}), indexed, enabled_extensions=MD).delete == ()
     assert plan(DiskScan({}), indexed, enabled_extensions=MD, prune_disabled=True).delete == (
         "a.txt",)
+
+
+def _rows(*paths: str) -> dict[str, IndexedState]:
+    return {p: IndexedState(p, "h-" + p, 10) for p in paths}
+
+
+def test_rows_under_a_folder_that_could_not_be_listed_are_kept() -> None:
+    scan = DiskScan({"a.md": DiskFile("a.md", 10, "h-a.md")},
+                    (Refusal("locked", "cannot list (Permission denied)", "failed"),))
+    p = plan(scan, _rows("a.md", "locked/b.md", "locked/deep/c.md", "lockedx.md"),
+             enabled_extensions=MD)
+    assert p.delete == ("lockedx.md",)
+    assert p.kept_after_failure == ("locked/b.md", "locked/deep/c.md")
+
+
+def test_nothing_is_deleted_when_the_root_could_not_be_listed() -> None:
+    scan = DiskScan({}, (Refusal(".", "cannot list (Permission denied)", "failed"),))
+    p = plan(scan, _rows("a.md", "sub/b.md"), enabled_extensions=MD)
+    assert p.delete == ()
+    assert p.kept_after_failure == ("a.md", "sub/b.md")

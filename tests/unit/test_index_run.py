@@ -145,9 +145,14 @@ def test_orphan_vectors_from_a_killed_run_are_removed(world: IndexDeps) -> None:
 
 def test_a_clean_unchanged_index_never_opens_the_vector_store(world: IndexDeps) -> None:
     run_index(world)
+    fingerprint = world.vectors.fingerprint()
 
     class Untouchable(FakeVectorStore):
+        """Only the fingerprint (file metadata, no vector read) may be asked for."""
+
         def __getattribute__(self, name: str) -> object:
+            if name == "fingerprint":
+                return lambda: fingerprint
             raise AssertionError(f"vector store used: {name}")
 
     world.vectors = Untouchable()

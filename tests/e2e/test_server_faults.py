@@ -1,0 +1,250 @@
+"""The real `kb-mcp serve` over stdio under faults: hostile lines, shutdown mid-sync, a busy
+index, and the one place errors become codes."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+
+from kbmcp_adapters.mcp_server import resources, tools
+from kbmcp_core.errors import IndexNotFound, NotServable, PathRefused, WriterBusy
+from tests.e2e.conftest import DEADLINE, Env, LineReader, kb_mcp_command, run_index, stop, write
+
+#: A server whose stdin was closed must have exited by then, whatever it was doing.
+SHUTDOWN_DEADLINE = 60.0
+INITIALIZE = {
+    "protocolVersion": "2025-11-25",
+    "capabilities": {},
+    "clientInfo": {"name": "e2e-faults", "version": "1"},
+}
+
+
+class Server:
+    """`kb-mcp serve` (stdio) over binary pipes: raw lines in, JSON-RPC lines out."""
+
+    def __init__(self, kb: Path, env: Env, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            [*kb_mcp_command(), "serve", "--kb-path", str(kb), *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, **env},
+        )
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        self.stdout = LineReader(io.TextIOWrapper(self.proc.stdout, encoding="utf-8"))
+        self.stderr = LineReader(io.TextIOWrapper(self.proc.stderr, encoding="utf-8",
+                                                  errors="replace"))
+
+    def send_raw(self, line: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + b"\n")
+        self.proc.stdin.flush()
+
+    def reply(self, timeout: float = DEADLINE) -> dict[str, Any]:
+        """The next message that is not a notification."""
+        end = time.monotonic() + timeout
+        while True:
+            line = self.stdout.next_line(max(0.0, end - time.monotonic()))
+            assert line is not None, f"stdout closed; stderr: {self.stderr.lines[-20:]}"
+            message = json.loads(line)
+            assert message.get("jsonrpc") == "2.0", line
+            if "id" in message:
+                return dict(message)
+
+    def call(self, id_: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": id_, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send_raw(json.dumps(message).encode())
+        answer = self.reply()
+        assert answer["id"] == id_, answer
+        return answer
+
+    def initialize(self) -> None:
+        assert "result" in self.call(0, "initialize", INITIALIZE)
+        self.send_raw(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+
+    def tool(self, id_: int, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        answer = self.call(id_, "tools/call", {"name": name, "arguments": arguments})
+        return dict(json.loads(answer["result"]["content"][0]["text"]))
+
+    def close_stdin(self, timeout: float) -> int:
+        """Close stdin (how a client ends a stdio server); the exit code within ``timeout``."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        return self.proc.wait(timeout=timeout)
+
+    def stderr_text(self) -> str:
+        return self.stderr.drain()
+
+
+@pytest.fixture()
+def servers() -> Iterator[list[Server]]:
+    started: list[Server] = []
+    yield started
+    for server in started:
+        stop(server.proc)  # type: ignore[arg-type]
+
+
+# -- hostile lines -------------------------------------------------------------------------
+def test_every_malformed_line_gets_a_json_rpc_answer(
+    tmp_path: Path, server_env: Env, servers: list[Server]
+) -> None:
+    kb = tmp_path / "kb"
+    write(kb, "a.md", "# A\n\nalpha\n")
+    server = Server(kb, server_env, "--no-watch")
+    servers.append(server)
+    server.initialize()
+
+    def error_for(line: bytes) -> tuple[Any, int]:
+        server.send_raw(line)
+        answer = server.reply()
+        assert "error" in answer, answer
+        return answer["id"], int(answer["error"]["code"])
+
+    assert error_for(b"{not json") == (None, types.PARSE_ERROR)
+    assert error_for(b'{"jsonrpc": "2.0", "id": 3, "method": "ping"') == (None, types.PARSE_ERROR)
+    assert error_for(b'\xff\xfe{"jsonrpc": "2.0", "id": 4}') == (None, types.PARSE_ERROR)
+    assert error_for(b"[]") == (None, types.INVALID_REQUEST)
+    assert error_for(b'{"jsonrpc": "2.0", "id": 5, "method": 42}') == (5, types.INVALID_REQUEST)
+    # a lone surrogate, escaped in the JSON text: an answer with the request's id
+    lone = b'{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"search",' \
+           b'"arguments":{"query":"caf\\ud800"}}}'
+    assert error_for(lone) == (6, types.INVALID_PARAMS)
+    uri = b'{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{"uri":"kb://doc/\\udc80"}}'
+    assert error_for(uri) == (7, types.INVALID_PARAMS)
+    assert error_for(b'{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}')[0] is None
+    # a surrogate pair is a real character, not an error
+    pair = server.call(8, "tools/call", {"name": "get_document", "arguments": {"path": "😀.md"}})
+    assert pair["id"] == 8 and "result" in pair
+    assert server.call(9, "ping") == {"jsonrpc": "2.0", "id": 9, "result": {}}
+    assert server.close_stdin(SHUTDOWN_DEADLINE) == 0
+    assert "Traceback" not in server.stderr_text()
+
+
+# -- shutdown in the middle of a sync ------------------------------------------------------
+@pytest.fixture(scope="module")
+def small_indexed_kb(tmp_path_factory: pytest.TempPathFactory, server_env: Env) -> Path:
+    kb = tmp_path_factory.mktemp("faults") / "kb"
+    write(kb, "kb-mcp.toml", "[embedding]\nbatch_size = 4\n")  # a flush every 32 chunks
+    write(kb, "intro.md", "# Intro\n\nThe handbook of the quarry.\n")
+    write(kb, "tools.md", "# Tools\n\nChisels, wedges and a steady hand.\n")
+    run_index(kb, server_env)
+    return kb
+
+
+def bulk_folder(where: Path, count: int) -> Path:
+    """``count`` notes of about one full chunk each (~200 words), all distinct, so every
+    one must be embedded: a sync of a few hundred takes the model a while."""
+    for i in range(count):
+        lines = [f"Stone block {i}-{j} weighs {i * 7 + j} tonnes, was cut from seam "
+                 f"{(i + j) % 13} of the north face and shipped on barge {i % 17 + j}."
+                 for j in range(10)]
+        write(where, f"n{i:03d}.md", f"# Note {i}\n\n" + " ".join(lines) + "\n")
+    return where
+
+
+def test_closing_stdin_during_a_sync_exits_cleanly_every_time(
+    small_indexed_kb: Path, tmp_path: Path, server_env: Env, servers: list[Server]
+) -> None:
+    for attempt in range(3):
+        kb = tmp_path / f"kb{attempt}"
+        shutil.copytree(small_indexed_kb, kb)
+        server = Server(kb, server_env, "--config", str(kb / "kb-mcp.toml"))
+        servers.append(server)
+        server.initialize()
+        end = time.monotonic() + DEADLINE
+        topics = server.tool(1, "list_topics", {})
+        while not topics["watcher"]["alive"]:
+            assert time.monotonic() < end, topics
+            topics = server.tool(1, "list_topics", {})
+        before = topics["documents"]
+        staging = bulk_folder(tmp_path / f"staging{attempt}" / "bulk", 400)
+        os.rename(staging, kb / "bulk")  # one event: one long sync
+        # the first rows are committed before their vectors: the sync is embedding now
+        while server.tool(2, "list_topics", {})["documents"] <= before:
+            assert time.monotonic() < end, "the sync never started"
+        code = server.close_stdin(SHUTDOWN_DEADLINE)
+        log = server.stderr_text()
+        assert code == 0, f"attempt {attempt}: exit {code}\n{log[-3000:]}"
+        assert "terminate called" not in log and "Traceback" not in log, log[-3000:]
+
+
+# -- a busy index ----------------------------------------------------------------------------
+HOLD = """
+import sys
+from pathlib import Path
+from kbmcp_adapters.writer_lock import writer_lock
+with writer_lock(Path(sys.argv[1]), 5):
+    print("held", flush=True)
+    sys.stdin.read()  # held until the test closes our stdin
+"""
+
+
+def test_rebuild_index_answers_busy_while_another_process_writes(
+    small_indexed_kb: Path, tmp_path: Path, server_env: Env, servers: list[Server]
+) -> None:
+    kb = tmp_path / "kb"
+    shutil.copytree(small_indexed_kb, kb)
+    write(kb, "kb-mcp.toml", "[lock]\ntimeout_seconds = 1\n")
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(kb / ".kb-mcp")],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdin is not None
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        server = Server(kb, server_env, "--config", str(kb / "kb-mcp.toml"))
+        servers.append(server)
+        server.initialize()
+        write(kb, "new.md", "# New\n\nthe watcher wants to write this\n")
+        answer = server.call(1, "tools/call", {"name": "rebuild_index", "arguments": {}})
+        assert answer["result"]["isError"] is True
+        error = json.loads(answer["result"]["content"][0]["text"])["error"]
+        assert error["code"] == "writer_busy", error
+        # busy behind the other process, or behind the watcher that waits for it
+        assert f"pid {holder.pid}" in error["message"] or "in this process" in error["message"]
+        assert holder.poll() is None  # answered while the other writer still held the lock
+        assert server.close_stdin(SHUTDOWN_DEADLINE) == 0
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=DEADLINE)
+        holder.stdout.close()
+
+
+# -- the one place errors become codes -------------------------------------------------------
+@pytest.mark.parametrize("exc", [PathRefused("a.md", "is a folder"),
+                                 NotServable("a.md", "not offered by this knowledge base")])
+def test_a_refusal_from_anywhere_is_path_refused(exc: PathRefused) -> None:
+    result = tools.failure_result(exc)
+    assert result.is_error
+    block = result.content[0]
+    assert isinstance(block, types.TextContent)
+    assert json.loads(block.text)["error"]["code"] == "path_refused"
+    assert resources.read_error(exc, "kb://doc/a.md").error.code == resources.RESOURCE_NOT_FOUND
+
+
+@pytest.mark.parametrize("exc", [FileNotFoundError(2, "gone"), RuntimeError("boom"),
+                                 UnicodeEncodeError("utf-8", "\udcff", 0, 1, "surrogates")])
+def test_anything_unexpected_is_an_internal_error(exc: Exception) -> None:
+    block = tools.failure_result(exc).content[0]
+    assert isinstance(block, types.TextContent)
+    assert json.loads(block.text)["error"]["code"] == "internal_error"
+    assert resources.read_error(exc, "kb://doc/a.md").error.code == types.INTERNAL_ERROR
+
+
+def test_known_failures_keep_their_codes() -> None:
+    block = tools.failure_result(WriterBusy("held")).content[0]
+    assert isinstance(block, types.TextContent)
+    assert json.loads(block.text)["error"]["code"] == "writer_busy"
+    missing = resources.read_error(IndexNotFound("no index"), "kb://doc/a.md")
+    assert missing.error.code == resources.RESOURCE_NOT_FOUND

@@ -1,0 +1,227 @@
+"""Every doctor remedy works: build the fault, see the finding, run the command the remedy
+names, see the finding gone (and the index healthy)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from kbmcp_adapters.migrate import downgrade, make_engine
+from kbmcp_adapters.vector_store import LanceVectorStore
+from kbmcp_core.doctor import CHECKS, DoctorReport, Finding
+from tests.conftest import OpenKb, write_files
+from tests.store_faults import PAGES, damage_manifests, damage_store, kb_mcp, no_traceback
+
+#: A file over the 1 MiB read cap whose sections are alike, so it embeds in a moment.
+SECTION = "## Telemetry\n\n" + "Sensor row with calibration notes and readings. " * 20 + "\n\n"
+BIG = "# Telemetry log\n\n" + SECTION * (1024 * 1024 // len(SECTION) + 40)
+CONFIG = '[parsers]\nenabled = ["md", "txt"]\n'
+Env = dict[str, str]
+
+
+@pytest.fixture(scope="module")
+def env(model_cache: Path) -> dict[str, str]:
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1",
+            "XDG_CACHE_HOME": str(model_cache.parent / "xdg")}
+
+
+def index(kb: Path, env: dict[str, str], *args: str) -> None:
+    done = kb_mcp(["index", *args, "--kb-path", str(kb), "--config", str(kb / "kb-mcp.toml")],
+                  env)
+    no_traceback(done.stderr)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.fixture(scope="module")
+def base_kb(tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]) -> Path:
+    """One healthy indexed knowledge base: Markdown pages and a text file."""
+    kb = tmp_path_factory.mktemp("remedies") / "kb"
+    write_files(kb, {**PAGES, "todo.txt": "Buy lamp oil for the lighthouse.\n",
+                     "kb-mcp.toml": CONFIG})
+    index(kb, env, "-q")
+    return kb
+
+
+@pytest.fixture
+def kb(base_kb: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "kb"
+    shutil.copytree(base_kb, copy)
+    return copy
+
+
+@pytest.fixture
+def doctor(open_kb: OpenKb, kb: Path) -> Callable[[], DoctorReport]:
+    """The use-case `kb-mcp doctor` runs (with the kb's kb-mcp.toml), opened afresh."""
+
+    def run() -> DoctorReport:
+        opened = open_kb(kb)
+        try:
+            return opened.doctor()
+        finally:
+            opened.close()
+
+    return run
+
+
+def db_of(kb: Path) -> Path:
+    return kb / ".kb-mcp" / "index.db"
+
+
+def sql(kb: Path, *statements: str) -> None:
+    conn = sqlite3.connect(db_of(kb))
+    try:
+        conn.execute("PRAGMA foreign_keys = OFF")
+        for statement in statements:
+            conn.execute(statement)
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def first_chunk(kb: Path, path: str) -> int:
+    conn = sqlite3.connect(db_of(kb))
+    try:
+        row = conn.execute("SELECT chunks.id FROM chunks JOIN documents ON documents.id = "
+                           "chunks.document_id WHERE path = ? ORDER BY ordinal", (path,)).fetchone()
+    finally:
+        conn.close()
+    return int(row[0])
+
+
+def vectors(kb: Path) -> LanceVectorStore:
+    return LanceVectorStore(kb / ".kb-mcp" / "vectors", 384)
+
+
+# -- the faults, one per check -------------------------------------------------------
+
+
+def break_store(kb: Path, env: Env) -> None:
+    damage_store(db_of(kb))
+
+
+def break_vector_files(kb: Path, env: Env) -> None:
+    damage_manifests(kb / ".kb-mcp" / "vectors", "length")
+
+
+def drop_some_vectors(kb: Path, env: Env) -> None:
+    vectors(kb).delete([first_chunk(kb, "keys.md"), first_chunk(kb, "garden.md")])
+
+
+def add_stray_vectors(kb: Path, env: Env) -> None:
+    vectors(kb).add([11, 12, 13], [[0.1] * 384, [0.2] * 384, [0.3] * 384])
+
+
+def drop_a_lexical_row(kb: Path, env: Env) -> None:
+    sql(kb, f"DELETE FROM fts_grams WHERE rowid = {first_chunk(kb, 'keys.md')}")
+
+
+def add_a_stray_lexical_row(kb: Path, env: Env) -> None:
+    sql(kb, "INSERT INTO fts_words(rowid, title, heading, body) VALUES (77, 't', 'h', 'b')")
+
+
+def orphan_a_chunk(kb: Path, env: Env) -> None:
+    sql(kb, "INSERT INTO chunks (id, document_id, ordinal, heading, heading_path, content, "
+            "content_hash) VALUES (88, 9999, 0, 'H', '[]', 'stray', 'x')")
+
+
+def empty_a_document(kb: Path, env: Env) -> None:
+    chunk = first_chunk(kb, "notes/backup.md")
+    sql(kb, f"DELETE FROM fts_words WHERE rowid = {chunk}",
+        f"DELETE FROM fts_grams WHERE rowid = {chunk}", f"DELETE FROM chunks WHERE id = {chunk}")
+    vectors(kb).delete([chunk])
+
+
+def record_another_model(kb: Path, env: Env) -> None:
+    sql(kb, "UPDATE index_meta SET value = 'someone/else-model' WHERE key = 'embedding_model'")
+
+
+def downgrade_schema(kb: Path, env: Env) -> None:
+    engine = make_engine(f"sqlite:///{db_of(kb)}")
+    try:
+        with engine.begin() as conn:
+            downgrade(conn, "0001")
+    finally:
+        engine.dispose()
+
+
+def disable_txt(kb: Path, env: Env) -> None:
+    (kb / "kb-mcp.toml").write_text('[parsers]\nenabled = ["md"]\n')
+
+
+def index_a_big_file(kb: Path, env: Env) -> None:
+    (kb / "logs").mkdir()
+    (kb / "logs" / "telemetry.md").write_text(BIG)
+    assert len(BIG) > 1024 * 1024
+    index(kb, env, "-q")
+
+
+def forget_sizes(kb: Path, env: Env) -> None:
+    sql(kb, "UPDATE documents SET size_bytes = NULL")
+
+
+FAULTS: dict[str, Callable[[Path, Env], None]] = {
+    "store-corrupt": break_store,
+    "vectors-unreadable": break_vector_files,
+    "missing-vector": drop_some_vectors,
+    "orphan-vector": add_stray_vectors,
+    "missing-lexical-row": drop_a_lexical_row,
+    "orphan-lexical-row": add_a_stray_lexical_row,
+    "chunk-without-document": orphan_a_chunk,
+    "document-without-chunks": empty_a_document,
+    "model-mismatch": record_another_model,
+    "schema-behind": downgrade_schema,
+    "extension-not-enabled": disable_txt,
+    "larger-than-read-cap": index_a_big_file,
+    "size-not-recorded": forget_sizes,
+}
+
+
+def test_every_check_has_a_remedy_test() -> None:
+    assert set(FAULTS) == {c.id for c in CHECKS}
+
+
+# -- applying a remedy ---------------------------------------------------------------
+
+
+def apply(finding: Finding, kb: Path, env: dict[str, str]) -> None:
+    """Do what the remedy says: the file edits it names, then its `kb-mcp` command."""
+    remedy = finding.remedy
+    if finding.check == "store-corrupt":
+        db = db_of(kb)
+        assert f"delete {db}" in remedy and "-wal" in remedy and "-shm" in remedy, remedy
+        for name in (db.name, f"{db.name}-wal", f"{db.name}-shm"):
+            (db.parent / name).unlink(missing_ok=True)
+    if finding.check == "larger-than-read-cap":
+        assert "split each into files under 1 MiB" in remedy, remedy
+        big = kb / "logs" / "telemetry.md"
+        half = BIG.index("## Telemetry", len(BIG) // 2)
+        (kb / "logs" / "telemetry-1.md").write_text(BIG[:half])
+        (kb / "logs" / "telemetry-2.md").write_text("# Telemetry log, part 2\n\n" + BIG[half:])
+        big.unlink()
+    command = re.search(r"`(kb-mcp [^`]+)`", remedy)
+    assert command is not None, f"no command in the remedy: {remedy}"
+    args = command.group(1).split()[1:]
+    done = kb_mcp([*args, "--kb-path", str(kb), "--config", str(kb / "kb-mcp.toml")], env)
+    no_traceback(done.stderr)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("check", list(FAULTS))
+def test_the_remedy_makes_the_finding_go_away(
+    check: str, kb: Path, doctor: Callable[[], DoctorReport], env: dict[str, str]
+) -> None:
+    assert doctor().healthy
+    FAULTS[check](kb, env)
+    before = doctor()
+    found = [f for f in before.findings if f.check == check]
+    assert found, [(f.check, f.summary) for f in before.findings]
+    apply(found[0], kb, env)
+    after = doctor()
+    assert after.healthy, [(f.check, f.summary, f.remedy) for f in after.findings]
+    assert after.documents >= len(PAGES) and after.chunks >= after.documents

@@ -1,0 +1,245 @@
+"""Reads bound to the root by construction: no swap, link or odd path escapes it."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import random
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from kbmcp_adapters.filesystem import LocalFileSystem
+from kbmcp_adapters.knowledge_base import KnowledgeBase
+from kbmcp_core.errors import PathRefused
+from kbmcp_core.offer import doc_uri
+from kbmcp_core.ports import FileSystem
+from tests.conftest import OpenKb, write_files
+from tests.fakes import FakeFileSystem
+
+INSIDE = "# Race\n\nINSIDE-MARKER the real page about sailing knots.\n"
+SECRET = "SECRET-OUTSIDE-MARKER"
+#: reads made while the folder is being swapped (at least; more until one was refused)
+READS = 5000
+DEADLINE = 60.0
+
+
+_RENAME_EXCHANGE = 2  # renameat2(2): swap two names atomically (Linux)
+_AT_FDCWD = -100
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def exchange(a: Path, b: Path) -> bool:
+    """Swap two names in one step, leaving no moment where either is missing; False
+    where the system cannot (then the swap is done by renames instead)."""
+    renameat2 = getattr(_LIBC, "renameat2", None)
+    if renameat2 is None:
+        return False
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.ENOSYS, errno.EINVAL):
+        return False
+    raise OSError(code, os.strerror(code))
+
+
+@dataclass
+class Swapper:
+    """Swaps the folder ``kb/sub`` for a link to an outside folder and back, as fast as it
+    can: in one atomic step where the system allows it (the strongest attack: the name is
+    never missing), else by renaming the folder away and putting a link in its place."""
+
+    kb: Path
+    outside: Path
+    #: how long each state lasts, at most, in system calls (random, so reads land anywhere)
+    link_calls: int = 50
+    real_calls: int = 200
+    stop: threading.Event = field(default_factory=threading.Event)
+    swaps: int = 0
+    error: BaseException | None = None
+    rng: random.Random = field(default_factory=lambda: random.Random(10))
+
+    def run(self) -> None:
+        sub, away, link = self.kb / "sub", self.kb / "sub.away", self.kb / "sub.link"
+        try:
+            os.symlink(self.outside, link)
+            atomic = exchange(sub, link) and exchange(sub, link)
+            while not self.stop.is_set():
+                if atomic:
+                    exchange(sub, link)
+                else:
+                    os.rename(sub, away)
+                    os.symlink(self.outside, sub)
+                self._hold(sub, self.link_calls)
+                if atomic:
+                    exchange(sub, link)
+                else:
+                    os.unlink(sub)
+                    os.rename(away, sub)
+                self.swaps += 1
+                self._hold(sub, self.real_calls)
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            self.error = exc
+
+    def _hold(self, path: Path, most: int) -> None:
+        for _ in range(self.rng.randrange(most + 1)):
+            os.lstat(path)
+
+
+@dataclass
+class Tally:
+    reads: int = 0
+    served: int = 0
+    refused: int = 0
+    leaks: int = 0
+    other: list[str] = field(default_factory=list)
+
+
+def make_race_kb(base: Path) -> tuple[Path, Path]:
+    kb, outside = base / "kb", base / "outside"
+    write_files(kb, {"sub/race.md": INSIDE, "notes/plain.md": "# Plain\n\nbread\n"})
+    write_files(outside, {"race.md": f"# Race\n\n{SECRET} launch codes\n"})
+    return kb, outside
+
+
+@pytest.fixture
+def race_kb(tmp_path: Path, open_kb: OpenKb) -> Iterator[tuple[KnowledgeBase, Path]]:
+    kb_path, outside = make_race_kb(tmp_path)
+    kb = open_kb(kb_path)
+    kb.index()
+    assert "sub/race.md" in kb.servable_paths()
+    yield kb, outside
+
+
+def test_a_folder_swapped_for_a_link_never_serves_outside_bytes(
+    race_kb: tuple[KnowledgeBase, Path],
+) -> None:
+    kb, outside = race_kb
+    swapper = Swapper(kb.settings.kb_path, outside)
+    thread = threading.Thread(target=swapper.run, daemon=True)
+    tally = Tally()
+    uri = doc_uri("sub/race.md")
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # hand the interpreter back and forth as often as it can
+    thread.start()
+    end = time.monotonic() + DEADLINE
+    try:
+        while (tally.reads < READS or tally.refused == 0) and time.monotonic() < end:
+            try:
+                if tally.reads % 2:
+                    text = kb.read_resource(uri).text
+                else:
+                    text = kb.get_document("sub/race.md").content
+            except PathRefused as exc:  # NotServable is a PathRefused too
+                tally.refused += 1
+                assert SECRET not in str(exc)
+            except Exception as exc:  # noqa: BLE001 - the test counts what escaped
+                tally.other.append(f"{type(exc).__name__}: {exc}")
+            else:
+                tally.served += 1
+                tally.leaks += SECRET in text
+                if SECRET not in text and text != INSIDE:
+                    tally.other.append(f"unexpected body {text[:80]!r}")
+            tally.reads += 1
+    finally:
+        swapper.stop.set()
+        thread.join(timeout=DEADLINE)
+        sys.setswitchinterval(interval)
+    print(f"\nroot-bound reads: {tally.reads} reads, {tally.served} served, "
+          f"{tally.refused} refused, {tally.leaks} outside, {len(tally.other)} other errors, "
+          f"{swapper.swaps} swaps")
+    assert swapper.error is None, swapper.error
+    assert tally.leaks == 0, f"{tally.leaks} reads returned the outside file"
+    assert tally.other == [], tally.other[:5]
+    assert swapper.swaps > 0 and tally.served > 0 and tally.refused > 0
+    assert tally.reads >= READS
+
+
+def test_the_watcher_route_never_indexes_through_a_linked_folder(
+    race_kb: tuple[KnowledgeBase, Path],
+) -> None:
+    """A folder replaced by a link between two runs: the single-path route the watcher
+    takes refuses the file instead of indexing the outside one."""
+    kb, outside = race_kb
+    root = kb.settings.kb_path
+    os.rename(root / "sub", root / "sub.away")
+    os.symlink(outside, root / "sub")
+    summary = kb.index(paths=["sub/race.md"])
+    hits = kb.search("SECRET-OUTSIDE-MARKER launch codes").results
+    assert all(SECRET not in h.content for h in hits)
+    assert all("launch codes" not in h.content for h in hits)
+    assert summary.added == summary.updated == 0
+    assert any("sub/race.md" in w for w in summary.warnings)
+
+
+@pytest.fixture
+def odd_kb(tmp_path: Path, open_kb: OpenKb) -> KnowledgeBase:
+    kb_path = tmp_path / "kb"
+    write_files(kb_path, {"notes/plain.md": "# Plain\n\nbread\n", "guides.md/x.md": "# X\n"})
+    write_files(tmp_path, {"elsewhere/x.md": "# Elsewhere\n\nSECRET-OUTSIDE-MARKER\n"})
+    os.symlink(tmp_path / "elsewhere", kb_path / "linked")
+    os.symlink(tmp_path / "elsewhere" / "x.md", kb_path / "notes" / "link.md")
+    return open_kb(kb_path)
+
+
+def refusal(kb: KnowledgeBase, path: str) -> str:
+    with pytest.raises(PathRefused) as exc:
+        kb.get_document(path)
+    reason = exc.value.reason
+    assert str(kb.settings.kb_path.parent) not in str(exc.value)
+    return reason
+
+
+def test_a_folder_on_the_way_that_is_a_link_is_named_as_such(odd_kb: KnowledgeBase) -> None:
+    assert "folder on the way is a symbolic link" in refusal(odd_kb, "linked/x.md")
+
+
+def test_the_document_itself_being_a_link_is_named_as_such(odd_kb: KnowledgeBase) -> None:
+    assert "symbolic link" in refusal(odd_kb, "notes/link.md")
+
+
+@pytest.mark.parametrize("path", ["notes", "guides.md"])
+def test_a_folder_asked_for_as_a_document_says_it_is_a_folder(
+    odd_kb: KnowledgeBase, path: str
+) -> None:
+    reason = refusal(odd_kb, path)
+    assert "is a folder" in reason and "hard link" not in reason
+
+
+@pytest.mark.parametrize("path", ["notes/missing.md", "notes/plain.md/x.md", "nowhere/x.md"])
+def test_missing_paths_say_no_such_document(odd_kb: KnowledgeBase, path: str) -> None:
+    assert refusal(odd_kb, path) == "no such document"
+
+
+@pytest.mark.parametrize("path", ["\ud800.md", "notes/\udcff.md", "notes/\ud83d.md"])
+def test_paths_no_file_system_can_name_are_refused_not_crashed(
+    odd_kb: KnowledgeBase, path: str
+) -> None:
+    refusal(odd_kb, path)
+
+
+@pytest.fixture(params=["local", "fake"])
+def any_fs(request: pytest.FixtureRequest, tmp_path: Path) -> FileSystem:
+    """The real adapter and the unit tests' fake, holding the same two documents."""
+    files = {"a.md": b"# A\n\nalpha\n", "sub/b.md": b"# B\n\n" + b"beta " * 100}
+    if request.param == "fake":
+        return FakeFileSystem(files)
+    write_files(tmp_path, files)  # type: ignore[arg-type]
+    return LocalFileSystem(tmp_path)
+
+
+def test_the_fake_file_system_keeps_the_real_ones_contract(any_fs: FileSystem) -> None:
+    with any_fs.open_file("sub/b.md") as handle:
+        assert handle.size == 505
+        assert handle.read(100) is None  # over the cap: nothing is handed out
+    with any_fs.open_file("a.md") as handle:
+        assert handle.read(1024) == b"# A\n\nalpha\n"
+    with pytest.raises(PathRefused) as exc, any_fs.open_file("missing.md"):
+        pass
+    assert exc.value.reason == "no such document"

@@ -1,0 +1,72 @@
+"""Fault builders for the store tests: damaged vector files, a damaged index database,
+and the real `kb-mcp` command run as a user would."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+KB_MCP = [sys.executable, "-m", "kbmcp_cli"]
+
+PAGES = {
+    "keys.md": "# Rotating keys\n\nRotate the signing keys every 90 days with the vault "
+    "CLI.\n\n## Rollback\n\nKeep the previous key for a week so old tokens verify.\n",
+    "garden.md": "# Garden\n\nTomatoes need staking in June; basil likes the south bed.\n\n"
+    "## Pests\n\nAphids leave when ladybirds arrive in the greenhouse.\n",
+    "notes/backup.md": "# Backups\n\nThe database is dumped nightly at two and copied to "
+    "cold storage.\n",
+}
+
+
+def kb_mcp(args: list[str], env: dict[str, str], timeout: float = 300,
+           prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+    """The real command, as a user runs it (``prefix`` runs it as another user)."""
+    return subprocess.run([*prefix, *KB_MCP, *args], env=env, capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL, check=False)
+
+
+def manifests(vectors_dir: Path) -> list[Path]:
+    found = sorted(vectors_dir.glob("*.lance/_versions/*.manifest"))
+    assert found, f"no LanceDB manifest under {vectors_dir}"
+    return found
+
+
+def damage_manifests(vectors_dir: Path, how: str) -> None:
+    """Garbage in every manifest of the vector table.
+
+    ``length``: the length prefix at the head of the file says it is longer than it is
+    (LanceDB 0.40 panics: "rust future panicked"); ``garbage``: the whole file replaced by
+    random bytes of the same size (an I/O error).
+    """
+    rng = random.Random(7)
+    for path in manifests(vectors_dir):
+        data = path.read_bytes()
+        if how == "length":
+            path.write_bytes((len(data) + 200).to_bytes(4, "little") + data[4:])
+        else:
+            path.write_bytes(rng.randbytes(len(data)))
+
+
+def damage_store(db: Path, seed: int = 5, size: int = 8192) -> int:
+    """``size`` random bytes written over the in-use pages nearest the middle of ``db``
+    (past the header page; a free page would hide the damage). Returns the offset."""
+    with sqlite3.connect(db) as conn:
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        pages = [p for (p,) in conn.execute(
+            "SELECT pageno FROM dbstat WHERE pagetype IN ('internal', 'leaf') AND pageno > 1")]
+    conn.close()
+    middle = db.stat().st_size // page_size // 2
+    page = min(pages, key=lambda p: abs(p - middle))
+    offset = (page - 1) * page_size
+    with db.open("r+b") as f:
+        f.seek(offset)
+        f.write(random.Random(seed).randbytes(size))
+    return offset
+
+
+def no_traceback(stderr: str) -> None:
+    assert "Traceback" not in stderr, stderr
+    assert "RustPanic" not in stderr and "PanicException" not in stderr, stderr
