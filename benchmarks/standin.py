@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kbmcp_adapters.embedder import FastEmbedEmbedder
+    from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
     from kbmcp_core.models import Vector
 
 

@@ -19,8 +19,8 @@ from benchmarks.measure import write_result
 
 
 def _open(kb_path: str, standin: bool = False) -> Any:
-    from kbmcp_adapters.bootstrap import bootstrap, settings_for
-    from kbmcp_adapters.knowledge_base import KnowledgeBase
+    from kbmcp_adapters.app.bootstrap import bootstrap, settings_for
+    from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 
     settings = settings_for(kb_path)
     container = bootstrap(settings)
@@ -185,8 +185,8 @@ def _raw_fts(db: Path, limit: int) -> Callable[[str], int] | None:
     import sqlite3
 
     try:
-        from kbmcp_adapters.lexical import compile_query
-        from kbmcp_adapters.sql_tables import FTS_WORDS
+        from kbmcp_adapters.store.lexical import compile_query
+        from kbmcp_adapters.store.tables import FTS_WORDS
     except ImportError:
         return None
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, check_same_thread=False)

@@ -14,7 +14,7 @@ from kbmcp_cli.main import cli, kb_options, setup_logging
 
 
 def _container(kb_path: Path | None, config: Path | None, **values: object):  # type: ignore[no-untyped-def]
-    from kbmcp_adapters.bootstrap import bootstrap, settings_for
+    from kbmcp_adapters.app.bootstrap import bootstrap, settings_for
 
     return bootstrap(settings_for(kb_path, config, **values))
 
@@ -62,7 +62,7 @@ class _Progress:
 def index(kb_path: Path | None, config: Path | None, force: bool, prune: bool, quiet: bool,
           fmt: str) -> None:
     """Index the knowledge base (incremental: unchanged files cost a hash)."""
-    from kbmcp_adapters.knowledge_base import KnowledgeBase
+    from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 
     setup_logging(quiet=quiet)
     kb = KnowledgeBase(_container(kb_path, config))
@@ -79,7 +79,7 @@ def index(kb_path: Path | None, config: Path | None, force: bool, prune: bool, q
 
 
 def _watcher(index_dir: Path) -> dict[str, Any] | None:
-    from kbmcp_adapters.watch_status import read_status
+    from kbmcp_adapters.live.watch_status import read_status
 
     return read_status(index_dir)
 

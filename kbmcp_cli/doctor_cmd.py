@@ -30,7 +30,7 @@ Exit status: 0 healthy, 1 findings, 2 could not run (no index, bad config).
 @kb_options
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 def doctor(kb_path: Path | None, config: Path | None, fmt: str) -> None:
-    from kbmcp_adapters.knowledge_base import open_knowledge_base
+    from kbmcp_adapters.app.knowledge_base import open_knowledge_base
     from kbmcp_core.errors import KbError
 
     setup_logging()

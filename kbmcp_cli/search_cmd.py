@@ -11,7 +11,7 @@ from kbmcp_cli.main import cli, kb_options, setup_logging
 
 
 def _kb(kb_path: Path | None, config: Path | None):  # type: ignore[no-untyped-def]
-    from kbmcp_adapters.knowledge_base import open_knowledge_base
+    from kbmcp_adapters.app.knowledge_base import open_knowledge_base
 
     return open_knowledge_base(kb_path, config=config)
 
@@ -87,7 +87,7 @@ def eval_cmd(kb_path: Path | None, config: Path | None, golden: Path | None, fmt
     given at document level (distinct documents) and at section level (heading match after
     the same clean-up the indexer applies), overall and per `kind`.
     """
-    from kbmcp_adapters.golden import load_golden
+    from kbmcp_adapters.app.golden import load_golden
     from kbmcp_adapters.parsers.headings import clean_heading
     from kbmcp_core.evaluation import Ranked, evaluate
 

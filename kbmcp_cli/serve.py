@@ -111,7 +111,7 @@ def serve(
     if not quiet and not verbose:
         log.setLevel(logging.INFO)
 
-    from kbmcp_adapters.bootstrap import settings_for
+    from kbmcp_adapters.app.bootstrap import settings_for
     from kbmcp_adapters.mcp_server import KbRuntime, serve_http, serve_stdio
 
     settings = settings_for(kb_path, config)

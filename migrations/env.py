@@ -1,11 +1,11 @@
-"""Alembic environment: migrates over the connection handed in by kbmcp_adapters.migrate."""
+"""Alembic environment: migrates over the connection handed in by kbmcp_adapters.store.migrate."""
 
 from __future__ import annotations
 
 from alembic import context
 from sqlalchemy.engine import Connection
 
-from kbmcp_adapters.sql_tables import is_fts_name, metadata
+from kbmcp_adapters.store.tables import is_fts_name, metadata
 
 
 def _include_name(name: str | None, type_: str, parent_names: object) -> bool:
@@ -28,7 +28,7 @@ def _main() -> None:
     connection = context.config.attributes.get("connection")
     if not isinstance(connection, Connection):
         raise RuntimeError(
-            "kb-mcp migrations run through kbmcp_adapters.migrate, which passes a connection"
+            "kb-mcp migrations run through kbmcp_adapters.store.migrate, which passes a connection"
         )
     _run(connection)
 

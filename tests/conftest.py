@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from kbmcp_adapters.bootstrap import bootstrap
-from kbmcp_adapters.config import build_settings
-from kbmcp_adapters.embedder import FastEmbedEmbedder
-from kbmcp_adapters.knowledge_base import KnowledgeBase
+from kbmcp_adapters.app.bootstrap import bootstrap
+from kbmcp_adapters.app.config import build_settings
+from kbmcp_adapters.app.knowledge_base import KnowledgeBase
+from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
 
 
 @pytest.fixture(scope="session")

@@ -9,9 +9,9 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
+from kbmcp_adapters.live.watch_status import HEARTBEAT_S, write_status
+from kbmcp_adapters.live.watcher import SyncReport, Watcher
 from kbmcp_adapters.mcp_server.server import KbRuntime
-from kbmcp_adapters.watch_status import HEARTBEAT_S, write_status
-from kbmcp_adapters.watcher import SyncReport, Watcher
 
 log = logging.getLogger(__name__)
 

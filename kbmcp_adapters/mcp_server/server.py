@@ -25,8 +25,8 @@ from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourcesListChanged
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from kbmcp_adapters.bootstrap import bootstrap
-from kbmcp_adapters.knowledge_base import KnowledgeBase
+from kbmcp_adapters.app.bootstrap import bootstrap
+from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 from kbmcp_adapters.mcp_server.stdio import claim_stdin, claim_stdout, stdio_transport
 from kbmcp_core.errors import IndexNotFound, WriterBusy
 from kbmcp_core.settings import Settings

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 
-from kbmcp_adapters.write_guard import IndexRunStopped
+from kbmcp_adapters.app.write_guard import IndexRunStopped
 from kbmcp_core.errors import IndexNotFound, InvalidQuery, KbError, PathRefused
 from kbmcp_core.search import MAX_FILTER_ITEMS, MAX_QUERY_CHARS
 from kbmcp_core.settings import Settings

@@ -136,7 +136,7 @@ def test_a_reader_sees_the_owner_s_latest_commit_while_the_owner_writes(
 
 READER = """
 import sys
-from kbmcp_adapters.sql_store import SqlIndexStore
+from kbmcp_adapters.store.sql_store import SqlIndexStore
 store = SqlIndexStore(sys.argv[1], create=False)
 assert store.read_only
 for line in sys.stdin:

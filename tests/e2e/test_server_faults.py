@@ -185,7 +185,7 @@ def test_closing_stdin_during_a_sync_exits_cleanly_every_time(
 HOLD = """
 import sys
 from pathlib import Path
-from kbmcp_adapters.writer_lock import writer_lock
+from kbmcp_adapters.app.writer_lock import writer_lock
 with writer_lock(Path(sys.argv[1]), 5):
     print("held", flush=True)
     sys.stdin.read()  # held until the test closes our stdin

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from kbmcp_adapters.exclusion import ExclusionRules
-from kbmcp_adapters.filesystem import LocalFileSystem
-from kbmcp_adapters.scanner import DiskScanner
+from kbmcp_adapters.filesystem.exclusion import ExclusionRules
+from kbmcp_adapters.filesystem.local import LocalFileSystem
+from kbmcp_adapters.filesystem.scanner import DiskScanner
 from kbmcp_core.models import (
     SKIP_BAD_NAME,
     SKIP_EXCLUDED_FOLDER,

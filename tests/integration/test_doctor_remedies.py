@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from kbmcp_adapters.migrate import downgrade, make_engine
-from kbmcp_adapters.vector_store import LanceVectorStore
+from kbmcp_adapters.store.migrate import downgrade, make_engine
+from kbmcp_adapters.vectors.lance_store import LanceVectorStore
 from kbmcp_core.doctor import CHECKS, DoctorReport, Finding
 from tests.conftest import OpenKb, write_files
 from tests.store_faults import PAGES, damage_manifests, damage_store, kb_mcp, no_traceback

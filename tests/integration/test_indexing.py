@@ -10,7 +10,7 @@ import pymupdf
 import pytest
 
 from kbmcp_adapters import open_knowledge_base
-from kbmcp_adapters.migrate import downgrade, make_engine
+from kbmcp_adapters.store.migrate import downgrade, make_engine
 from kbmcp_core.errors import ModelMismatch
 from tests.conftest import OpenKb, write_files
 

@@ -9,15 +9,15 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
-from kbmcp_adapters import migrate
-from kbmcp_adapters.sql_store import (
+from kbmcp_adapters.store import migrate
+from kbmcp_adapters.store.sql_store import (
     SqlIndexStore,
     head_revision,
     make_engine,
     open_at_revision,
     schema_revision,
 )
-from kbmcp_adapters.sql_tables import is_fts_name, metadata
+from kbmcp_adapters.store.tables import is_fts_name, metadata
 from kbmcp_core.errors import IndexNotFound
 
 CHUNK_IDS = [(1 << 61) + 5, (1 << 62) - 1, 12345]

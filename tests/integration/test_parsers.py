@@ -20,7 +20,8 @@ from kbmcp_core.errors import ConfigError, ParseError
 from kbmcp_core.models import ChunkDraft, ParsedDocument
 from kbmcp_core.ports import ChunkBudget
 
-TOKENIZER = Path(__file__).parents[2] / "kbmcp_adapters" / "model_files" / "tokenizer.json"
+TOKENIZER = (Path(__file__).parents[2] / "kbmcp_adapters" / "embedding" / "model_files"
+             / "tokenizer.json")
 
 
 def words_counter(text: str) -> int:

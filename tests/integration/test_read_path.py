@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from kbmcp_adapters.bootstrap import bootstrap
-from kbmcp_adapters.config import build_settings
-from kbmcp_adapters.embedder import FastEmbedEmbedder
-from kbmcp_adapters.filesystem import LocalFileSystem
-from kbmcp_adapters.knowledge_base import KnowledgeBase
+from kbmcp_adapters.app.bootstrap import bootstrap
+from kbmcp_adapters.app.config import build_settings
+from kbmcp_adapters.app.knowledge_base import KnowledgeBase
+from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
+from kbmcp_adapters.filesystem.local import LocalFileSystem
 from kbmcp_core.errors import NotServable, PathRefused
 from kbmcp_core.offer import doc_uri
 from kbmcp_core.reading import TRUNCATION_NOTICE, load_document

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from kbmcp_adapters.filesystem import LocalFileSystem
-from kbmcp_adapters.knowledge_base import KnowledgeBase
+from kbmcp_adapters.app.knowledge_base import KnowledgeBase
+from kbmcp_adapters.filesystem.local import LocalFileSystem
 from kbmcp_core.errors import PathRefused
 from kbmcp_core.offer import doc_uri
 from kbmcp_core.ports import FileSystem

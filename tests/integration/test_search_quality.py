@@ -24,11 +24,11 @@ from pathlib import Path
 
 import pytest
 
-from kbmcp_adapters.bootstrap import bootstrap
-from kbmcp_adapters.config import build_settings
-from kbmcp_adapters.embedder import FastEmbedEmbedder
-from kbmcp_adapters.golden import load_golden
-from kbmcp_adapters.knowledge_base import KnowledgeBase
+from kbmcp_adapters.app.bootstrap import bootstrap
+from kbmcp_adapters.app.config import build_settings
+from kbmcp_adapters.app.golden import load_golden
+from kbmcp_adapters.app.knowledge_base import KnowledgeBase
+from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
 from kbmcp_adapters.parsers.headings import clean_heading
 from kbmcp_core.evaluation import METRICS, EvalReport, GoldenQuery, Ranked, evaluate, fold
 from kbmcp_core.search import MODES

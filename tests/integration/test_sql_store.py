@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kbmcp_adapters.sql_store import SIZES_OVER_SQL, SqlIndexStore, head_revision
+from kbmcp_adapters.store.sql_store import SIZES_OVER_SQL, SqlIndexStore, head_revision
 from kbmcp_core.errors import StoreError
 from kbmcp_core.models import ChunkRecord, DocumentRecord
 from tests.unit.test_lexical_query import HOSTILE

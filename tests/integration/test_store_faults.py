@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from kbmcp_adapters.config import build_settings
-from kbmcp_adapters.sql_store import SqlIndexStore
-from kbmcp_adapters.vector_store import LanceVectorStore
+from kbmcp_adapters.app.config import build_settings
+from kbmcp_adapters.store.sql_store import SqlIndexStore
+from kbmcp_adapters.vectors.lance_store import LanceVectorStore
 from kbmcp_core.errors import ConfigError, StoreCorrupt
 from kbmcp_core.models import ChunkRecord, DocumentRecord
 from tests.conftest import OpenKb, write_files

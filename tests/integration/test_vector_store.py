@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from kbmcp_adapters.vector_store import LanceVectorStore
+from kbmcp_adapters.vectors.lance_store import LanceVectorStore
 from kbmcp_core.errors import StoreError
 
 DIM = 32

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from kbmcp_adapters import watcher as watcher_module
-from kbmcp_adapters.exclusion import ExclusionRules
-from kbmcp_adapters.knowledge_base import KnowledgeBase
-from kbmcp_adapters.watcher import SyncReport, Watcher, select_paths
-from kbmcp_adapters.writer_lock import writer_lock
+from kbmcp_adapters.app.knowledge_base import KnowledgeBase
+from kbmcp_adapters.app.writer_lock import writer_lock
+from kbmcp_adapters.filesystem.exclusion import ExclusionRules
+from kbmcp_adapters.live import watcher as watcher_module
+from kbmcp_adapters.live.watcher import SyncReport, Watcher, select_paths
 from kbmcp_core.models import INDEX_CAP_BYTES
 from tests.conftest import OpenKb, write_files
 
@@ -366,7 +366,7 @@ def test_a_failing_batch_is_logged_and_the_watcher_goes_on(
         return real_index(**kw)
 
     monkeypatch.setattr(lv.kb, "index", index_failing_once)
-    with caplog.at_level(logging.ERROR, logger="kbmcp_adapters.watcher"):
+    with caplog.at_level(logging.ERROR, logger="kbmcp_adapters.live.watcher"):
         lv.write("first.md", note("nickel"))
         lv.wait_until(
             lambda: "disk on fire" in str(lv.w.status()["last_error"]), "the failure to be reported"

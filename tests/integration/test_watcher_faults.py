@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from kbmcp_adapters.knowledge_base import IndexRunStopped, KnowledgeBase
-from kbmcp_adapters.watcher import Watcher
+from kbmcp_adapters.app.knowledge_base import IndexRunStopped, KnowledgeBase
+from kbmcp_adapters.live.watcher import Watcher
 from kbmcp_core.errors import WriterBusy
 from tests.conftest import OpenKb, write_files
 from tests.integration.test_watcher import WAIT_S, Live, note
 
-WATCHER_LOG = "kbmcp_adapters.watcher"
+WATCHER_LOG = "kbmcp_adapters.live.watcher"
 
 
 @pytest.fixture
@@ -160,7 +160,7 @@ def test_a_stopped_knowledge_base_refuses_to_start_a_run(tmp_path: Path, open_kb
 HOLD = """
 import sys, time
 from pathlib import Path
-from kbmcp_adapters.writer_lock import writer_lock
+from kbmcp_adapters.app.writer_lock import writer_lock
 with writer_lock(Path(sys.argv[1]), 5):
     print("held", flush=True)
     sys.stdin.read()  # held until the test closes our stdin

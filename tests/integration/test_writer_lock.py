@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from kbmcp_adapters.writer_lock import writer_lock
+from kbmcp_adapters.app.writer_lock import writer_lock
 from kbmcp_core.errors import WriterBusy
 from tests.conftest import write_files
 
 HOLD = """
 import sys, time
 from pathlib import Path
-from kbmcp_adapters.writer_lock import writer_lock
+from kbmcp_adapters.app.writer_lock import writer_lock
 with writer_lock(Path(sys.argv[1]), 5):
     print("held", flush=True)
     time.sleep(120)

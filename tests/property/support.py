@@ -12,10 +12,10 @@ from typing import Any
 from hypothesis import settings
 from hypothesis import strategies as st
 
-from kbmcp_adapters.bootstrap import bootstrap
-from kbmcp_adapters.config import build_settings
-from kbmcp_adapters.embedder import FastEmbedEmbedder
-from kbmcp_adapters.knowledge_base import KnowledgeBase
+from kbmcp_adapters.app.bootstrap import bootstrap
+from kbmcp_adapters.app.config import build_settings
+from kbmcp_adapters.app.knowledge_base import KnowledgeBase
+from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
 
 
 def budget(examples: int) -> int:

@@ -19,7 +19,7 @@ from pathlib import Path
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from kbmcp_adapters.embedder import FastEmbedEmbedder
+from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
 from tests.property.support import budget, open_kb
 
 NAME_PARTS = (

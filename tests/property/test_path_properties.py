@@ -20,8 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kbmcp_adapters.embedder import FastEmbedEmbedder
-from kbmcp_adapters.knowledge_base import KnowledgeBase
+from kbmcp_adapters.app.knowledge_base import KnowledgeBase
+from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
 from kbmcp_core.errors import PathRefused
 from kbmcp_core.reading import clean_request_path
 from tests.property.support import any_text, budget, open_kb, write_tree

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kbmcp_adapters.embedder import FastEmbedEmbedder
-from kbmcp_adapters.knowledge_base import KnowledgeBase
-from kbmcp_adapters.lexical import compile_query
+from kbmcp_adapters.app.knowledge_base import KnowledgeBase
+from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
+from kbmcp_adapters.store.lexical import compile_query
 from kbmcp_core.errors import InvalidQuery
 from kbmcp_core.search import MAX_QUERY_CHARS, SearchResponse
 from tests.property.support import (

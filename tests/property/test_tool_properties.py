@@ -27,10 +27,10 @@ from hypothesis.control import currently_in_test_context
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from kbmcp_adapters.bootstrap import bootstrap
-from kbmcp_adapters.config import build_settings
-from kbmcp_adapters.embedder import FastEmbedEmbedder
-from kbmcp_adapters.knowledge_base import KnowledgeBase
+from kbmcp_adapters.app.bootstrap import bootstrap
+from kbmcp_adapters.app.config import build_settings
+from kbmcp_adapters.app.knowledge_base import KnowledgeBase
+from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
 from kbmcp_adapters.mcp_server.server import KbRuntime, build_server
 from kbmcp_core.search import MAX_QUERY_CHARS
 from tests.property.support import SYNTAX, any_text, budget, hostile_text, open_kb, write_tree

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from kbmcp_adapters.lexical import (
+from kbmcp_adapters.store.lexical import (
     MAX_TERMS,
     compile_grams,
     compile_query,

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kbmcp_adapters.watch_paths import relative_path, select_paths
-from kbmcp_adapters.write_guard import IndexRunStopped
+from kbmcp_adapters.app.write_guard import IndexRunStopped
+from kbmcp_adapters.live.watch_paths import relative_path, select_paths
 from kbmcp_core.errors import IndexNotFound, IndexReadOnly, WriterBusy
 from kbmcp_core.models import RunSummary
 from kbmcp_core.settings import IGNORE_FILE_NAME
@@ -21,7 +21,7 @@ from kbmcp_core.settings import IGNORE_FILE_NAME
 if TYPE_CHECKING:
     from watchfiles import Change
 
-    from kbmcp_adapters.knowledge_base import KnowledgeBase
+    from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
 import migrations
-from kbmcp_adapters.config import check_database_url
+from kbmcp_adapters.app.config import check_database_url
 from kbmcp_core.errors import IndexNotFound, IndexReadOnly, StoreCorrupt, StoreError
 
 log = logging.getLogger(__name__)

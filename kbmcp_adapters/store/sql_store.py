@@ -16,16 +16,16 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from kbmcp_adapters import migrate
-from kbmcp_adapters.lexical import compile_query
-from kbmcp_adapters.migrate import (
+from kbmcp_adapters.store import migrate
+from kbmcp_adapters.store.lexical import compile_query
+from kbmcp_adapters.store.migrate import (
     head_revision,
     make_engine,
     open_at_revision,
     schema_revision,
     translated,
 )
-from kbmcp_adapters.sql_tables import (
+from kbmcp_adapters.store.tables import (
     FTS_GRAMS,
     FTS_TABLES,
     FTS_WORDS,
@@ -37,8 +37,8 @@ from kbmcp_adapters.sql_tables import (
     stored_chunk,
     stored_document,
 )
-from kbmcp_adapters.sql_tables import chunks as chunk_table
-from kbmcp_adapters.sql_tables import documents as document_table
+from kbmcp_adapters.store.tables import chunks as chunk_table
+from kbmcp_adapters.store.tables import documents as document_table
 from kbmcp_core.errors import StoreError
 from kbmcp_core.models import (
     ChunkRecord,

@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kbmcp_adapters.bootstrap import Container, bootstrap, settings_for
-from kbmcp_adapters.write_guard import (
+from kbmcp_adapters.app.bootstrap import Container, bootstrap, settings_for
+from kbmcp_adapters.app.write_guard import (
     IndexRunStopped,
     InProcessWriter,
     StoppableEmbedder,
     stop_check,
 )
-from kbmcp_adapters.writer_lock import writer_lock
+from kbmcp_adapters.app.writer_lock import writer_lock
 from kbmcp_core.doctor import DoctorReport, damaged_store_report, diagnose
 from kbmcp_core.errors import NotServable, PathRefused, StoreCorrupt
 from kbmcp_core.index_run import Progress, check_model, run_index
@@ -212,7 +212,7 @@ class KnowledgeBase:
 
     def doctor(self) -> DoctorReport:
         """Read-only health report; never creates or upgrades the index."""
-        from kbmcp_adapters.migrate import rebuild_hint, sqlite_file
+        from kbmcp_adapters.store.migrate import rebuild_hint, sqlite_file
 
         c = self.container
         db = sqlite_file(c.settings.store_url)

@@ -16,12 +16,12 @@ from kbmcp_core.ports import ChunkBudget, ParserRegistry
 from kbmcp_core.settings import Settings
 
 if TYPE_CHECKING:
-    from kbmcp_adapters.embedder import FastEmbedEmbedder
-    from kbmcp_adapters.exclusion import ExclusionRules
-    from kbmcp_adapters.filesystem import LocalFileSystem
-    from kbmcp_adapters.scanner import DiskScanner
-    from kbmcp_adapters.sql_store import SqlIndexStore
-    from kbmcp_adapters.vector_store import LanceVectorStore
+    from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
+    from kbmcp_adapters.filesystem.exclusion import ExclusionRules
+    from kbmcp_adapters.filesystem.local import LocalFileSystem
+    from kbmcp_adapters.filesystem.scanner import DiskScanner
+    from kbmcp_adapters.store.sql_store import SqlIndexStore
+    from kbmcp_adapters.vectors.lance_store import LanceVectorStore
 
 log = logging.getLogger(__name__)
 
@@ -54,27 +54,27 @@ class Container:
 
     @cached_property
     def fs(self) -> LocalFileSystem:
-        from kbmcp_adapters.filesystem import LocalFileSystem
+        from kbmcp_adapters.filesystem.local import LocalFileSystem
 
         return LocalFileSystem(self.settings.kb_path)
 
     @property
     def rules(self) -> ExclusionRules:
         """Re-read on every call: ``.kb-mcpignore`` may have changed since the last one."""
-        from kbmcp_adapters.exclusion import ExclusionRules
+        from kbmcp_adapters.filesystem.exclusion import ExclusionRules
 
         s = self.settings
         return ExclusionRules.load(s.kb_path, s.exclude_dirs, s.index_dir)
 
     @property
     def scanner(self) -> DiskScanner:
-        from kbmcp_adapters.scanner import DiskScanner
+        from kbmcp_adapters.filesystem.scanner import DiskScanner
 
         return DiskScanner(self.settings.kb_path, self.fs, self.rules, self.registry.extensions())
 
     @cached_property
     def embedder(self) -> FastEmbedEmbedder:
-        from kbmcp_adapters.embedder import FastEmbedEmbedder
+        from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
 
         s = self.settings
         return FastEmbedEmbedder(
@@ -87,7 +87,7 @@ class Container:
     def open_store(self, create: bool = False, migrate: bool = True) -> SqlIndexStore:
         """The index store, opened once. ``migrate=False`` opens without upgrading the
         schema (doctor is read-only)."""
-        from kbmcp_adapters.sql_store import SqlIndexStore
+        from kbmcp_adapters.store.sql_store import SqlIndexStore
 
         if "store" in self.__dict__:
             return self.__dict__["store"]  # type: ignore[no-any-return]
@@ -110,7 +110,7 @@ class Container:
 
     @cached_property
     def vectors(self) -> LanceVectorStore:
-        from kbmcp_adapters.vector_store import LanceVectorStore
+        from kbmcp_adapters.vectors.lance_store import LanceVectorStore
 
         return LanceVectorStore(self.settings.vectors_dir, self.embedder.dimension)
 
@@ -153,6 +153,6 @@ def bootstrap(settings: Settings, **overrides: Any) -> Container:
 def settings_for(
     kb_path: str | Path | None = None, config: Path | None = None, **values: Any
 ) -> Settings:
-    from kbmcp_adapters.config import build_settings
+    from kbmcp_adapters.app.config import build_settings
 
     return build_settings(config, kb_path=kb_path, **values)

@@ -15,8 +15,8 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kbmcp_adapters.exclusion import INDEX_FOLDER, ExclusionRules
-from kbmcp_adapters.filesystem import Entry, LinkOnTheWay, LocalFileSystem, NoSuchPath
+from kbmcp_adapters.filesystem.exclusion import INDEX_FOLDER, ExclusionRules
+from kbmcp_adapters.filesystem.local import Entry, LinkOnTheWay, LocalFileSystem, NoSuchPath
 from kbmcp_core.errors import PathRefused
 from kbmcp_core.models import (
     INDEX_CAP_BYTES,

@@ -1,0 +1,1 @@
+"""Application wiring: the facade, the composition root, configuration, the writer lock."""

@@ -1,0 +1,1 @@
+"""The embedder port on fastembed, with the offline default model's files."""

@@ -1,0 +1,1 @@
+"""Root-bound file access, the walk, and the one exclusion predicate."""

@@ -1,0 +1,1 @@
+"""Live sync: the file watcher and its status file."""

@@ -1,0 +1,1 @@
+"""The vector store port on LanceDB."""
