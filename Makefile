@@ -1,11 +1,12 @@
-# kb-mcp: `make run` (set up + index the bundled docs + sample search), `make test`, `make bench`.
+# kb-mcp: `make run` (set up + index the bundled docs + sample search), `make test`, `make bench`
+# (`make bench-quick` or `BENCH_QUICK=1 make bench`: every step once on tiny corpora, < 1 min).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 EXAMPLE_KB ?= docs
 
-.PHONY: install run test lint bench clean
+.PHONY: install run test lint bench bench-quick clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +28,10 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 bench: $(STAMP)
-	$(BIN)/python -m benchmarks.run
+	$(BIN)/python -m benchmarks.run $(if $(BENCH_QUICK),--quick)
+
+bench-quick: $(STAMP)
+	$(BIN)/python -m benchmarks.run --quick
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info $(EXAMPLE_KB)/.kb-mcp

@@ -1,4 +1,6 @@
-"""Deterministic generator of realistic Markdown knowledge bases for the benchmarks."""
+"""Deterministic generator of realistic Markdown knowledge bases for the benchmarks.
+
+The words come from ``vocabulary.txt`` next to this module."""
 
 from __future__ import annotations
 
@@ -6,310 +8,42 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+VOCABULARY = Path(__file__).with_name("vocabulary.txt")
+
+
+def load_vocabulary(path: Path = VOCABULARY) -> dict[str, tuple[str, ...]]:
+    """``[section]`` -> its lines, in file order (``#`` comments and blank lines skipped)."""
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            current = sections.setdefault(line[1:-1], [])
+        elif current is None:
+            raise ValueError(f"{path}:{number}: a word before the first [section]")
+        else:
+            current.append(line)
+    return {name: tuple(words) for name, words in sections.items()}
+
+
+_VOCABULARY = load_vocabulary()
 #: Folders two levels deep (the topic groups of the read path) and their vocabulary.
 AREAS: dict[str, tuple[str, ...]] = {
-    "engineering/backend": (
-        "database",
-        "migration",
-        "schema",
-        "index",
-        "query",
-        "cache",
-        "latency",
-        "endpoint",
-        "service",
-        "replica",
-        "transaction",
-        "connection",
-        "pool",
-        "timeout",
-        "retry",
-    ),
-    "engineering/frontend": (
-        "component",
-        "render",
-        "bundle",
-        "stylesheet",
-        "layout",
-        "accessibility",
-        "router",
-        "state",
-        "hydration",
-        "browser",
-        "event",
-        "form",
-        "validation",
-        "animation",
-        "font",
-    ),
-    "ops/runbooks": (
-        "incident",
-        "alert",
-        "pager",
-        "rollback",
-        "deploy",
-        "certificate",
-        "rotation",
-        "backup",
-        "restore",
-        "outage",
-        "dashboard",
-        "threshold",
-        "escalation",
-        "failover",
-        "runbook",
-    ),
-    "ops/infrastructure": (
-        "cluster",
-        "node",
-        "container",
-        "kubernetes",
-        "terraform",
-        "network",
-        "firewall",
-        "subnet",
-        "load balancer",
-        "storage",
-        "volume",
-        "snapshot",
-        "region",
-        "autoscaling",
-        "quota",
-    ),
-    "product/roadmap": (
-        "milestone",
-        "customer",
-        "feature",
-        "priority",
-        "feedback",
-        "launch",
-        "pricing",
-        "onboarding",
-        "retention",
-        "experiment",
-        "metric",
-        "segment",
-        "interview",
-        "persona",
-        "release",
-    ),
-    "product/research": (
-        "survey",
-        "participant",
-        "usability",
-        "insight",
-        "hypothesis",
-        "prototype",
-        "study",
-        "journey",
-        "friction",
-        "finding",
-        "workshop",
-        "synthesis",
-        "quote",
-        "theme",
-        "sample",
-    ),
-    "notes/meetings": (
-        "agenda",
-        "decision",
-        "action item",
-        "owner",
-        "deadline",
-        "budget",
-        "headcount",
-        "review",
-        "planning",
-        "retrospective",
-        "risk",
-        "dependency",
-        "stakeholder",
-        "summary",
-        "follow-up",
-    ),
-    "notes/reading": (
-        "chapter",
-        "author",
-        "argument",
-        "essay",
-        "paper",
-        "citation",
-        "model",
-        "evidence",
-        "theory",
-        "example",
-        "critique",
-        "method",
-        "concept",
-        "history",
-        "lesson",
-    ),
-    "personal/garden": (
-        "tomato",
-        "basil",
-        "compost",
-        "seedling",
-        "watering",
-        "soil",
-        "mulch",
-        "harvest",
-        "pruning",
-        "greenhouse",
-        "frost",
-        "trellis",
-        "fertiliser",
-        "bed",
-        "germination",
-    ),
-    "personal/cooking": (
-        "recipe",
-        "oven",
-        "dough",
-        "sauce",
-        "spice",
-        "simmer",
-        "marinade",
-        "roast",
-        "broth",
-        "knife",
-        "pastry",
-        "ferment",
-        "butter",
-        "garlic",
-        "portion",
-    ),
+    name.removeprefix("area "): words
+    for name, words in _VOCABULARY.items()
+    if name.startswith("area ")
 }
-
-COMMON = (
-    "team",
-    "process",
-    "document",
-    "week",
-    "plan",
-    "change",
-    "result",
-    "problem",
-    "approach",
-    "detail",
-    "step",
-    "version",
-    "note",
-    "question",
-    "answer",
-    "context",
-    "goal",
-    "cost",
-    "time",
-    "system",
-    "user",
-    "data",
-    "report",
-    "check",
-    "issue",
-    "update",
-    "reason",
-)
-VERBS = (
-    "check",
-    "review",
-    "update",
-    "measure",
-    "compare",
-    "document",
-    "schedule",
-    "verify",
-    "reduce",
-    "improve",
-    "track",
-    "configure",
-    "replace",
-    "monitor",
-    "test",
-    "describe",
-    "prepare",
-    "confirm",
-    "rotate",
-    "archive",
-    "migrate",
-    "restore",
-    "share",
-    "explain",
-)
-ADJECTIVES = (
-    "new",
-    "old",
-    "slow",
-    "fast",
-    "critical",
-    "minor",
-    "weekly",
-    "shared",
-    "stable",
-    "manual",
-    "automatic",
-    "expensive",
-    "cheap",
-    "regional",
-    "internal",
-    "external",
-    "temporary",
-    "final",
-    "default",
-    "optional",
-    "large",
-    "small",
-    "noisy",
-    "quiet",
-)
-CONNECTORS = (
-    "because",
-    "although",
-    "so that",
-    "before",
-    "after",
-    "while",
-    "unless",
-    "until",
-    "and",
-    "but",
-    "when",
-    "since",
-)
-SENTENCES = (
-    "We {verb} the {adj} {noun} every {period} {conn} the {noun2} stays {adj2}.",
-    "The {noun} is {adj} {conn} nobody has had time to {verb} the {noun2}.",
-    "Before you {verb} the {noun}, {verb2} the {adj} {noun2} and write down what changed.",
-    "{Name} suggested that we {verb} the {noun2} first, {conn} the {adj} {noun} depends on it.",
-    "In practice the {adj} {noun} takes about {num} minutes to {verb}.",
-    "If the {noun} looks {adj}, {verb} the {noun2} and ask {Name} for a second opinion.",
-    "The last {period} showed {num} cases where the {noun} was {adj} and the {noun2} was not.",
-    "Keep the {noun2} {adj2}; a {adj} {noun} is harder to {verb} later.",
-    "Our {adj} {noun} changed in version {num}, so the old notes about the {noun2} are stale.",
-    "Nobody remembers why the {noun} is {adj}, but the {noun2} would break without it.",
-)
-NAMES = ("Aiko", "Ben", "Chiara", "Dev", "Elena", "Farid", "Grace", "Hugo", "Ines", "Jonas")
-PERIODS = ("day", "week", "month", "quarter", "sprint", "release", "season")
-HEADINGS = (
-    "Overview",
-    "Background",
-    "Steps",
-    "Details",
-    "Open questions",
-    "Decisions",
-    "Notes",
-    "Examples",
-    "Checklist",
-    "Troubleshooting",
-    "Results",
-    "Next steps",
-    "References",
-    "Lessons learned",
-    "Configuration",
-    "Timeline",
-    "Risks",
-    "Summary",
-)
-CODE_LANGS = ("python", "bash", "yaml", "sql", "json")
+COMMON = _VOCABULARY["common"]
+VERBS = _VOCABULARY["verbs"]
+ADJECTIVES = _VOCABULARY["adjectives"]
+CONNECTORS = _VOCABULARY["connectors"]
+SENTENCES = _VOCABULARY["sentences"]
+NAMES = _VOCABULARY["names"]
+PERIODS = _VOCABULARY["periods"]
+HEADINGS = _VOCABULARY["headings"]
+CODE_LANGS = _VOCABULARY["code_langs"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,56 +1,29 @@
 """A cheap deterministic stand-in for the embedding model, for building large indexes fast.
 
-It answers to the default model id and dimension, counts tokens with the real tokenizer (so
-chunking is exactly what the real model would get), and returns a hash-seeded unit vector
-per text instead of running the network.
+The vectors come from the model-free embedder the tests use too
+(``kbmcp_adapters.embedding.hashing``); the model id, dimension, token window, token counts
+and coverage are the real model's, so chunking is exactly what the real model would get and
+the index it builds is one the real model can search (meaningless for quality).
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
-    from kbmcp_core.models import Vector
+from kbmcp_adapters.embedding.hashing import HashingEmbedder
+from kbmcp_core.ports import Embedder
 
 
-class HashEmbedder:
-    """Embedder port: the real tokenizer, fake vectors (meaningless for quality)."""
+class HashEmbedder(HashingEmbedder):
+    """Embedder port: the real tokenizer, hashed vectors of the real dimension."""
 
-    def __init__(self, real: FastEmbedEmbedder) -> None:
+    def __init__(self, real: Embedder) -> None:
+        super().__init__(model_id=real.model_id, dimension=real.dimension,
+                         max_tokens=real.max_tokens)
         self._real = real
-
-    @property
-    def model_id(self) -> str:
-        return self._real.model_id
-
-    @property
-    def dimension(self) -> int:
-        return self._real.dimension
-
-    @property
-    def max_tokens(self) -> int:
-        return self._real.max_tokens
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         return self._real.count_tokens(texts)
 
-    def __getattr__(self, name: str) -> Any:
-        """Any other part of the port (e.g. ``coverage``) is the real embedder's."""
-        return getattr(self._real, name)
-
-    def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
-        return [self._vector(t) for t in texts]
-
-    def embed_query(self, text: str) -> Vector:
-        return self._vector(text)
-
-    def _vector(self, text: str) -> Vector:
-        import numpy as np
-
-        seed = int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest())
-        v = np.random.default_rng(seed).standard_normal(self.dimension).astype(np.float32)
-        v /= np.linalg.norm(v)
-        return [float(x) for x in v]
+    def coverage(self, text: str) -> float:
+        return self._real.coverage(text)

@@ -37,18 +37,20 @@ class Config:
 
     @classmethod
     def quick_run(cls) -> Config:
+        """Every step once on tiny corpora (`make bench-quick`, CI's smoke test): proves the
+        benchmark runs, in well under a minute; its numbers are not worth comparing."""
         return cls(
-            full_files=30,
+            full_files=4,
             full_repeats=1,
-            large_files=500,
-            listing_docs=1000,
-            nochange_runs=2,
+            large_files=60,
+            listing_docs=200,
+            nochange_runs=1,
             change_edits=1,
-            queries=20,
-            warmup=3,
-            mcp_queries=20,
-            initialize_starts=2,
-            listing_calls=5,
+            queries=5,
+            warmup=1,
+            mcp_queries=5,
+            initialize_starts=1,
+            listing_calls=2,
             quick=True,
         )
 

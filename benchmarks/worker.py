@@ -19,16 +19,36 @@ from benchmarks.measure import write_result
 
 
 def _open(kb_path: str, standin: bool = False) -> Any:
-    from kbmcp_adapters.app.bootstrap import bootstrap, settings_for
+    from kbmcp_adapters.app.bootstrap import bootstrap, real_embedder, settings_for
     from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 
     settings = settings_for(kb_path)
-    container = bootstrap(settings)
-    if standin:
-        from benchmarks.standin import HashEmbedder
+    if not standin:
+        return KnowledgeBase(bootstrap(settings))
+    from benchmarks.standin import HashEmbedder
 
-        container = bootstrap(settings, embedder=HashEmbedder(container.embedder))
-    return KnowledgeBase(container)
+    return KnowledgeBase(bootstrap(settings, embedder=HashEmbedder(real_embedder(settings))))
+
+
+def _parts(kb_path: str) -> tuple[Any, Any, Any, Any]:
+    """The knowledge base with the adapters it searches through, built here so their own
+    calls can be timed on the very objects the facade uses: (kb, store, vectors, embedder).
+    """
+    from kbmcp_adapters.app.bootstrap import (
+        bootstrap,
+        real_embedder,
+        real_store,
+        real_vectors,
+        settings_for,
+    )
+    from kbmcp_adapters.app.knowledge_base import KnowledgeBase
+
+    settings = settings_for(kb_path)
+    embedder = real_embedder(settings)
+    store = real_store(settings)
+    vectors = real_vectors(settings, embedder.dimension)
+    kb = KnowledgeBase(bootstrap(settings, store=store, vectors=vectors, embedder=embedder))
+    return kb, store, vectors, embedder
 
 
 def _timed_index(kb: str, *, standin: bool) -> dict[str, Any]:
@@ -60,12 +80,10 @@ def embed_only(kb: str) -> dict[str, Any]:
     to the same embedder (same model, batch size, threads), the model already loaded."""
     from kbmcp_core.models import embed_text_of
 
-    base = _open(kb)
-    store = base.container.store
+    base, store, _vectors, embedder = _parts(kb)
     chunks = store.get_chunks(store.chunk_ids())
     ordered = sorted(chunks.values(), key=lambda c: (c.document_path, c.start_line or 0, c.id))
     texts = list(dict.fromkeys(embed_text_of(c.heading_path, c.content) for c in ordered))
-    embedder = base.container.embedder
     started = time.perf_counter()
     embedder.embed_documents(["warm up the model"])
     load = time.perf_counter() - started
@@ -108,7 +126,7 @@ def single_change(kb: str, edits: list[int]) -> dict[str, Any]:
     """Edit one file, re-index; the model is loaded first (a long-lived process, as in the
     server). Each edit is timed twice: a full scan, and the watcher's route (``paths=``)."""
     base = _open(kb)
-    base.container.embedder.embed_query("warm up the model")
+    base.warm_up()
     root = Path(kb)
     full, targeted = [], []
     for nth in edits:
@@ -128,8 +146,7 @@ def single_change(kb: str, edits: list[int]) -> dict[str, Any]:
 def search(kb: str, queries: list[str], warmup: int) -> dict[str, Any]:
     """Warm search latency through the library, and its raw parts measured per query in the
     same process: query embedding, one k-NN, one lexical query (same pool size as search)."""
-    base = _open(kb)
-    c = base.container
+    base, store, vectors, embedder = _parts(kb)
     s = base.settings
     pool = max(50, s.search_default_limit * s.search_chunks_per_document * 5)
     for q in queries[:warmup]:
@@ -147,9 +164,9 @@ def search(kb: str, queries: list[str], warmup: int) -> dict[str, Any]:
         return out
 
     def parts(q: str) -> None:
-        qv = timed(lambda: c.embedder.embed_query(q), embed)
-        timed(lambda: c.vectors.search(qv, pool), knn)
-        timed(lambda: c.store.lexical_search(q, pool), lexical)
+        qv = timed(lambda: embedder.embed_query(q), embed)
+        timed(lambda: vectors.search(qv, pool), knn)
+        timed(lambda: store.lexical_search(q, pool), lexical)
 
     raw_fts = _raw_fts(base.settings.sqlite_path, pool)
     fts: list[float] = []
@@ -186,12 +203,13 @@ def _raw_fts(db: Path, limit: int) -> Callable[[str], int] | None:
 
     try:
         from kbmcp_adapters.store.lexical import compile_query
+        from kbmcp_adapters.store.ranking import bm25_score
         from kbmcp_adapters.store.tables import FTS_WORDS
     except ImportError:
         return None
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, check_same_thread=False)
-    sql = (
-        f"SELECT rowid, -bm25({FTS_WORDS}, 2.0, 3.0, 1.0) AS score FROM {FTS_WORDS} "
+    sql = (  # the store's own BM25 expression and weights
+        f"SELECT rowid, {bm25_score(FTS_WORDS)} AS score FROM {FTS_WORDS} "
         f"WHERE {FTS_WORDS} MATCH ? ORDER BY score DESC LIMIT ?"
     )
 

@@ -1,25 +1,40 @@
-"""kb-mcp adapters: the real I/O behind the core ports, and the composition root."""
+"""kb-mcp adapters: the real I/O behind the core ports, and the composition root.
+
+Library use::
+
+    from kbmcp_adapters import open_knowledge_base
+    kb = open_knowledge_base("notes/")
+
+or, with some adapters replaced (any port; the rest are built from the settings)::
+
+    from kbmcp_adapters import KnowledgeBase, bootstrap, settings_for
+    kb = KnowledgeBase(bootstrap(settings_for("notes/"), embedder=my_embedder))
+
+Importing this package loads nothing heavy: each name is imported on first use.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kbmcp_adapters.app.knowledge_base import KnowledgeBase
+    from kbmcp_adapters.app.bootstrap import bootstrap, settings_for
+    from kbmcp_adapters.app.knowledge_base import KnowledgeBase, open_knowledge_base
 
-__all__ = ["KnowledgeBase", "open_knowledge_base"]
+__all__ = ["KnowledgeBase", "bootstrap", "open_knowledge_base", "settings_for"]
 
-
-def open_knowledge_base(kb_path: Any = None, **settings: Any) -> KnowledgeBase:
-    """Open (or prepare to create) the knowledge base at ``kb_path``; see KnowledgeBase."""
-    from kbmcp_adapters.app.knowledge_base import open_knowledge_base as _open
-
-    return _open(kb_path, **settings)
+_WHERE = {
+    "bootstrap": "kbmcp_adapters.app.bootstrap",
+    "settings_for": "kbmcp_adapters.app.bootstrap",
+    "KnowledgeBase": "kbmcp_adapters.app.knowledge_base",
+    "open_knowledge_base": "kbmcp_adapters.app.knowledge_base",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name == "KnowledgeBase":
-        from kbmcp_adapters.app.knowledge_base import KnowledgeBase
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kbmcp_adapters' has no attribute {name!r}")
+    from importlib import import_module
 
-        return KnowledgeBase
-    raise AttributeError(name)
+    return getattr(import_module(module), name)

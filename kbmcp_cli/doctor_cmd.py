@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from kbmcp_cli.main import EXIT_CANNOT_RUN, cli, kb_options, setup_logging
+from kbmcp_cli.options import EXIT_CANNOT_RUN, format_option, kb_options, open_kb, setup_logging
 from kbmcp_core.doctor import CHECK_BUDGET_S, CHECKS
 
 _CHECK_LINES = "\n".join(f"  {c.id:<24} ({c.severity}) {c.what}" for c in CHECKS)
@@ -26,16 +26,15 @@ Exit status: 0 healthy, 1 findings, 2 could not run (no index, bad config).
 """
 
 
-@cli.command(help=DOCTOR_HELP)
+@click.command(help=DOCTOR_HELP)
 @kb_options
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@format_option
 def doctor(kb_path: Path | None, config: Path | None, fmt: str) -> None:
-    from kbmcp_adapters.app.knowledge_base import open_knowledge_base
     from kbmcp_core.errors import KbError
 
     setup_logging()
     try:
-        kb = open_knowledge_base(kb_path, config=config)
+        kb = open_kb(kb_path, config)
         try:
             report = kb.doctor()
         finally:

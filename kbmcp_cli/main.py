@@ -1,21 +1,20 @@
-"""The ``kb-mcp`` command group and its shared options; KbError becomes one line here."""
+"""The ``kb-mcp`` command group: every command added explicitly; KbError becomes one line here."""
 
 from __future__ import annotations
 
-import logging
 import sys
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
+from kbmcp_cli.doctor_cmd import doctor
+from kbmcp_cli.eval_cmd import eval_cmd
+from kbmcp_cli.index_cmd import index
+from kbmcp_cli.options import EXIT_CANNOT_RUN
+from kbmcp_cli.search_cmd import search
+from kbmcp_cli.serve_cmd import serve
+from kbmcp_cli.status_cmd import status
 from kbmcp_core.errors import ConfigError, IndexNotFound, KbError, ModelMismatch
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-#: Exit code for "could not run at all" (bad config, no index): shared by every command.
-EXIT_CANNOT_RUN = 2
 
 
 class KbGroup(click.Group):
@@ -32,37 +31,6 @@ class KbGroup(click.Group):
             sys.exit(1)
 
 
-def kb_options(func: F) -> F:
-    """--kb-path and --config, shared by every command."""
-    func = click.option(
-        "--config",
-        "config",
-        type=click.Path(path_type=Path, dir_okay=False),
-        default=None,
-        help="Config file (default: ./kb-mcp.toml when present).",
-    )(func)
-    func = click.option(
-        "--kb-path",
-        "kb_path",
-        type=click.Path(path_type=Path, file_okay=False),
-        default=None,
-        help="Root folder of the knowledge base (overrides kb_path in the config).",
-    )(func)
-    return func
-
-
-def setup_logging(quiet: bool = False, verbose: bool = False) -> None:
-    """All logs go to stderr; stdout is reserved for results (and the MCP protocol)."""
-    level = logging.ERROR if quiet else (logging.DEBUG if verbose else logging.WARNING)
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("kb-mcp: %(levelname)s: %(message)s"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(level)
-    for noisy in ("alembic", "httpx", "lancedb", "fastembed"):
-        logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
-
-
 @click.group(cls=KbGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="kb-mcp")
 def cli() -> None:
@@ -73,7 +41,9 @@ def cli() -> None:
     """
 
 
-def main() -> None:
-    from kbmcp_cli import commands, doctor_cmd, search_cmd, serve  # noqa: F401  (registers the commands)
+for _command in (index, status, search, doctor, eval_cmd, serve):
+    cli.add_command(_command)
 
+
+def main() -> None:
     cli(prog_name="kb-mcp")

@@ -1,4 +1,4 @@
-"""``kb-mcp search`` and ``kb-mcp eval``: retrieval from the command line, and its measurement."""
+"""``kb-mcp search``: hybrid retrieval from the command line, as text or the MCP JSON."""
 
 from __future__ import annotations
 
@@ -7,16 +7,10 @@ from pathlib import Path
 
 import click
 
-from kbmcp_cli.main import cli, kb_options, setup_logging
+from kbmcp_cli.options import kb_options, open_kb, setup_logging
 
 
-def _kb(kb_path: Path | None, config: Path | None):  # type: ignore[no-untyped-def]
-    from kbmcp_adapters.app.knowledge_base import open_knowledge_base
-
-    return open_knowledge_base(kb_path, config=config)
-
-
-@cli.command()
+@click.command()
 @click.argument("query")
 @kb_options
 @click.option("--limit", "-n", type=click.IntRange(min=1), default=None,
@@ -41,7 +35,7 @@ def search(query: str, kb_path: Path | None, config: Path | None, limit: int | N
            chunks_per_document: int | None, mode: str) -> None:
     """Search the knowledge base (hybrid: vectors + BM25, fused)."""
     setup_logging()
-    kb = _kb(kb_path, config)
+    kb = open_kb(kb_path, config)
     try:
         response = kb.search(
             query,
@@ -67,67 +61,3 @@ def search(query: str, kb_path: Path | None, config: Path | None, limit: int | N
         click.echo("(low confidence: no clear match)")
     if response.notice:
         click.echo(f"(notice: {response.notice})")
-
-
-@cli.command(name="eval")
-@kb_options
-@click.option("--golden", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="Golden queries YAML (default: <kb_path>/.kb-mcp-eval.yml).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
-@click.option("--mode", type=click.Choice(["hybrid", "vector", "lexical", "all"]),
-              default="hybrid", help="Which retriever to measure; all = the three side by side.")
-@click.option("--limit", type=click.IntRange(min=1), default=50,
-              help="Results fetched per query, at least 1.")
-@click.option("--show-misses/--no-misses", default=True, help="List the queries missed.")
-def eval_cmd(kb_path: Path | None, config: Path | None, golden: Path | None, fmt: str,
-             mode: str, limit: int, show_misses: bool) -> None:
-    """Measure retrieval on golden queries: recall@1/5/10, MRR@10, nDCG@10.
-
-    Golden file: `queries: [{id, query, expected: [{path, heading?}], kind?}]`. Metrics are
-    given at document level (distinct documents) and at section level (heading match after
-    the same clean-up the indexer applies), overall and per `kind`.
-    """
-    from kbmcp_adapters.app.golden import load_golden
-    from kbmcp_adapters.parsers.headings import clean_heading
-    from kbmcp_core.evaluation import Ranked, evaluate
-
-    setup_logging()
-    kb = _kb(kb_path, config)
-    try:
-        queries = load_golden(golden or kb.settings.kb_path / ".kb-mcp-eval.yml")
-        modes = ["hybrid", "vector", "lexical"] if mode == "all" else [mode]
-        reports = []
-        for m in modes:
-            def retrieve(q: str, m: str = m) -> list[Ranked]:
-                res = kb.search(q, limit=limit, mode=m)
-                return [Ranked(h.path, h.heading) for h in res.results]
-
-            reports.append(evaluate(m, queries, retrieve, clean_heading))
-    finally:
-        kb.close()
-    if fmt == "json":
-        out = [r.as_dict() for r in reports]
-        click.echo(json.dumps(out[0] if len(out) == 1 else {"modes": out}, ensure_ascii=False,
-                              indent=2))
-        return
-    _print_table(reports)
-    if show_misses:
-        for r in reports:
-            if r.misses:
-                click.echo(f"\nmisses ({r.mode}): {len(r.misses)}")
-                for o in r.misses[:20]:
-                    click.echo(f"  {o.query.id}: doc rank {o.doc_rank}, section rank "
-                               f"{o.section_rank} — {o.query.query[:70]}")
-
-
-def _print_table(reports: list) -> None:  # type: ignore[type-arg]
-    from kbmcp_core.evaluation import METRICS
-
-    header = f"{'mode':<8} {'level':<8} " + " ".join(f"{m:>9}" for m in METRICS)
-    click.echo(f"{reports[0].n} queries")
-    click.echo(header)
-    for r in reports:
-        for level, values in (("document", r.document), ("section", r.section)):
-            if values:
-                click.echo(f"{r.mode:<8} {level:<8} "
-                           + " ".join(f"{values[m]:>9.3f}" for m in METRICS))

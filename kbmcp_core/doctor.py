@@ -8,7 +8,7 @@ from typing import Literal
 
 from kbmcp_core.errors import StoreCorrupt, VectorsUnreadable
 from kbmcp_core.models import extension_of
-from kbmcp_core.ports import IndexStore, ParserRegistry, VectorStore
+from kbmcp_core.ports import ParserRegistry, StoreDiagnostics, VectorStore
 from kbmcp_core.reading import max_bytes_for, smallest_read_cap
 
 Severity = Literal["error", "warning", "info"]
@@ -112,7 +112,7 @@ def damaged_store_report(problems: Sequence[str], store_location: str,
 
 
 def diagnose(
-    store: IndexStore,
+    store: StoreDiagnostics,
     vectors: VectorStore,
     registry: ParserRegistry,
     configured_model: str,
@@ -139,7 +139,7 @@ def diagnose(
 
 
 def _diagnose(
-    store: IndexStore,
+    store: StoreDiagnostics,
     vectors: VectorStore,
     registry: ParserRegistry,
     configured_model: str,

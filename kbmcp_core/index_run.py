@@ -36,7 +36,8 @@ from kbmcp_core.ports import (
     Clock,
     Embedder,
     FileSystem,
-    IndexStore,
+    IndexMeta,
+    IndexWriter,
     ParserRegistry,
     Scanner,
     VectorStore,
@@ -60,7 +61,7 @@ FLUSH_BATCHES = 8
 
 @dataclass(slots=True)
 class IndexDeps:
-    store: IndexStore
+    store: IndexWriter
     vectors: VectorStore
     embedder: Embedder
     registry: ParserRegistry
@@ -92,7 +93,7 @@ def new_chunk_id() -> int:
     return secrets.randbits(62) or 1
 
 
-def check_model(store: IndexStore, embedder: Embedder, force: bool) -> None:
+def check_model(store: IndexMeta, embedder: Embedder, force: bool) -> None:
     """Refuse to mix vectors of two models in one index (``--force`` rebuilds)."""
     indexed = store.get_meta(META_MODEL)
     if indexed is not None and indexed != embedder.model_id and not force:

@@ -14,6 +14,10 @@ MIB = 1024 * KIB
 #: Files larger than this are never read for indexing (checked with stat first).
 INDEX_CAP_BYTES = 50 * MIB
 
+#: A calendar date as every surface accepts it (search filters, prompt arguments, the
+#: tool schemas): YYYY-MM-DD. Whether it is a real date is checked separately.
+DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}$"
+
 # Why the walk did not take a path: the keys of ``RunSummary.skipped_reasons``.
 #: quiet skips, counted only (a folder of photos must not print a line per photo)
 SKIP_FORMAT = "format not enabled"

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from kbmcp_core.models import StoredDocument, extension_of
-from kbmcp_core.ports import IndexStore, ParserRegistry
+from kbmcp_core.ports import DocumentCatalog, ParserRegistry
 from kbmcp_core.reading import max_bytes_for, smallest_read_cap
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ class ServableRules:
     lookup fails, nothing is offered and the failure is logged.
     """
 
-    def __init__(self, store: IndexStore, registry: ParserRegistry) -> None:
+    def __init__(self, store: DocumentCatalog, registry: ParserRegistry) -> None:
         self.store = store
         self.registry = registry
 

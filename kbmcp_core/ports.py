@@ -73,9 +73,6 @@ class Parser(Protocol):
     """Parses one format. Raises ``ParseError`` for a file it cannot use."""
 
     extensions: tuple[str, ...]
-    #: True for formats whose bytes are not text (PDF): read under the index cap and
-    #: served as extracted text.
-    binary: bool
 
     def parse(self, path: str, data: bytes, budget: ChunkBudget) -> ParsedDocument: ...
 
@@ -122,6 +119,10 @@ class ExclusionPolicy(Protocol):
 
     def is_excluded(self, rel_path: str, is_dir: bool = False) -> bool: ...
 
+    def reason(self, rel_path: str, is_dir: bool = False) -> str | None:
+        """Why the path is excluded (the skip reason the walk counts it under), or None."""
+        ...
+
 
 class Scanner(Protocol):
     def scan(self) -> DiskScan:
@@ -133,10 +134,17 @@ class Scanner(Protocol):
         ...
 
 
-class IndexStore(Protocol):
-    """The source of truth: documents, chunks, lexical rows and index metadata."""
+class IndexMeta(Protocol):
+    """Small key/value facts kept with the index (model id, run markers)."""
 
-    # -- writer side -------------------------------------------------------
+    def get_meta(self, key: str) -> str | None: ...
+
+    def set_meta(self, key: str, value: str) -> None: ...
+
+
+class IndexWriter(IndexMeta, Protocol):
+    """What an index run needs: its own view of what is indexed, and the writes."""
+
     def indexed_states(self) -> dict[str, IndexedState]: ...
 
     def write_document(
@@ -176,16 +184,15 @@ class IndexStore(Protocol):
 
     def chunk_ids(self) -> set[int]: ...
 
+    def get_chunks(self, ids: Collection[int]) -> dict[int, StoredChunk]: ...
+
     def prune_dangling(self) -> int:
         """Remove lexical rows and chunks whose owner is gone; returns rows removed."""
         ...
 
-    def get_meta(self, key: str) -> str | None: ...
 
-    def set_meta(self, key: str, value: str) -> None: ...
-
-    # -- reader side -------------------------------------------------------
-    def stats(self) -> IndexStats: ...
+class DocumentCatalog(Protocol):
+    """The indexed documents as rows: what ServableRules decides from."""
 
     def get_document(self, path: str) -> StoredDocument | None: ...
 
@@ -198,6 +205,14 @@ class IndexStore(Protocol):
     def sizes_over(self, min_bytes: int) -> list[tuple[str, int]]:
         """(path, size_bytes) of rows whose recorded size exceeds ``min_bytes``."""
         ...
+
+
+class IndexReader(DocumentCatalog, Protocol):
+    """What search and the facade read: documents, chunks, the lexical leg, counts."""
+
+    def get_meta(self, key: str) -> str | None: ...
+
+    def stats(self) -> IndexStats: ...
 
     def get_chunks(self, ids: Collection[int]) -> dict[int, StoredChunk]: ...
 
@@ -213,6 +228,16 @@ class IndexStore(Protocol):
         of it". ``document_paths`` restricts the search when given."""
         ...
 
+
+class StoreDiagnostics(Protocol):
+    """What doctor needs: raw consistency facts and the store's own integrity check."""
+
+    def stats(self) -> IndexStats: ...
+
+    def document_paths(self) -> list[str]: ...
+
+    def sizes_over(self, min_bytes: int) -> list[tuple[str, int]]: ...
+
     def consistency(self) -> Consistency:
         """Raw facts for doctor: chunk and lexical ids, dangling rows, NULL sizes, schema."""
         ...
@@ -221,6 +246,11 @@ class IndexStore(Protocol):
         """The store's own integrity check, stopped after ``budget_s`` seconds: [] when
         healthy, the problems found, or None when it did not finish in time."""
         ...
+
+
+class IndexStore(IndexWriter, IndexReader, StoreDiagnostics, Protocol):
+    """The source of truth: one object (the composition root holds it) that plays every
+    role above; core modules name only the narrow port they use."""
 
     def close(self) -> None: ...
 

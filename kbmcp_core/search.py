@@ -11,9 +11,9 @@ from typing import Literal
 
 from kbmcp_core.errors import InvalidQuery, VectorsUnreadable
 from kbmcp_core.index_run import META_IN_PROGRESS
-from kbmcp_core.models import StoredChunk, StoredDocument
+from kbmcp_core.models import DATE_PATTERN, StoredChunk, StoredDocument
 from kbmcp_core.offer import ServableRules, doc_uri
-from kbmcp_core.ports import Embedder, IndexStore, VectorStore
+from kbmcp_core.ports import Embedder, IndexReader, VectorStore
 
 Mode = Literal["hybrid", "vector", "lexical"]
 MODES: tuple[Mode, ...] = ("hybrid", "vector", "lexical")
@@ -23,7 +23,7 @@ MAX_FILTER_ITEMS = 64
 #: Weight of the lexical leg in the fused score; the vector leg gets the rest.
 #: Chosen by measurement on the dev-eval corpora: docs/decisions/0007-search-fusion.md.
 LEXICAL_WEIGHT = 0.55
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_DATE = re.compile(DATE_PATTERN)
 _NOT_TEXT = re.compile("[\x00\ud800-\udfff]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -196,7 +196,7 @@ class Searcher:
 
     def __init__(
         self,
-        store: IndexStore,
+        store: IndexReader,
         vectors: VectorStore,
         embedder: Embedder,
         rules: ServableRules,

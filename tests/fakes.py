@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
-from kbmcp_core.errors import ParseError, PathRefused, VectorsUnreadable
+from kbmcp_adapters.embedding.hashing import HashingEmbedder
+from kbmcp_core.errors import ParseError, PathRefused, StoreError, VectorsUnreadable
 from kbmcp_core.models import (
     ChunkDraft,
     ChunkRecord,
+    Consistency,
     DiskFile,
     DiskScan,
     DocumentRecord,
@@ -24,7 +26,20 @@ from kbmcp_core.models import (
     StoredDocument,
     Vector,
 )
-from kbmcp_core.ports import ChunkBudget
+from kbmcp_core.ports import (
+    ChunkBudget,
+    Clock,
+    Embedder,
+    FileSystem,
+    IndexReader,
+    IndexStore,
+    IndexWriter,
+    Parser,
+    ParserRegistry,
+    Scanner,
+    StoreDiagnostics,
+    VectorStore,
+)
 
 
 class FakeClock:
@@ -36,43 +51,23 @@ class FakeClock:
         return f"2026-01-01T00:00:{self.tick:02d}Z"
 
 
-class FakeEmbedder:
-    """Deterministic bag-of-words vectors; counts every text it embeds."""
-
-    model_id = "fake-model"
-    dimension = 16
-    max_tokens = 64
+class FakeEmbedder(HashingEmbedder):
+    """The shared model-free embedder (``kbmcp_adapters.embedding.hashing``, also the
+    benchmarks' stand-in), 16 dimensions; counts every text it embeds."""
 
     def __init__(self, model_id: str = "fake-model") -> None:
-        self.model_id = model_id
+        super().__init__(model_id=model_id, dimension=16, max_tokens=64)
         self.embedded: list[str] = []
-
-    def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        return [len(t.split()) + 2 for t in texts]
-
-    def _vec(self, text: str) -> Vector:
-        v = [0.0] * self.dimension
-        for word in re.findall(r"\w+", text.lower()):
-            v[int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dimension] += 1.0
-        n = math.sqrt(sum(x * x for x in v)) or 1.0
-        return [x / n for x in v]
-
-    def coverage(self, text: str) -> float:
-        return 1.0 if text.isascii() else 0.0
 
     def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
         self.embedded.extend(texts)
-        return [self._vec(t) for t in texts]
-
-    def embed_query(self, text: str) -> Vector:
-        return self._vec(text)
+        return super().embed_documents(texts)
 
 
 class FakeParser:
     """'# heading' lines start chunks; 'title: X' on line 1 sets the title; 'FAIL' fails."""
 
-    extensions = ("md",)
-    binary = False
+    extensions: tuple[str, ...] = ("md",)
 
     def parse(self, path: str, data: bytes, budget: ChunkBudget) -> ParsedDocument:
         text = data.decode("utf-8")
@@ -84,7 +79,7 @@ class FakeParser:
             title = lines[0][6:].strip()
             lines = lines[1:]
         chunks: list[ChunkDraft] = []
-        heading, body = "", []
+        heading, body = "", list[str]()
         for line in [*lines, "# <end>"]:
             if line.startswith("# "):
                 if body:
@@ -162,6 +157,9 @@ class _Doc:
 class FakeIndexStore:
     """Dictionary-backed IndexStore; counts document row writes."""
 
+    #: as the real store: False unless this process may not write the index
+    read_only = False
+
     def __init__(self) -> None:
         self.docs: dict[str, _Doc] = {}
         self.meta: dict[str, str] = {}
@@ -180,10 +178,13 @@ class FakeIndexStore:
         self.docs[document.path] = _Doc(document, self._next, list(chunks), document.size_bytes)
         self._next += 1
         self.row_writes.append(document.path)
-        return removed
+        written = {c.id for c in chunks}
+        return [cid for cid in removed if cid not in written]
 
     def update_document_metadata(self, document: DocumentRecord) -> None:
-        doc = self.docs[document.path]
+        doc = self.docs.get(document.path)
+        if doc is None:
+            raise StoreError(f"no indexed document at {document.path!r} to update")
         doc.record, doc.size_bytes = document, document.size_bytes
         self.row_writes.append(document.path)
 
@@ -216,7 +217,9 @@ class FakeIndexStore:
 
     def document_chunk_hashes(self, path: str) -> list[str] | None:
         doc = self.docs.get(path)
-        return None if doc is None else [c.content_hash for c in doc.chunks]
+        if doc is None:
+            return None
+        return [c.content_hash for c in sorted(doc.chunks, key=lambda c: c.ordinal)]
 
     def chunk_ids(self) -> set[int]:
         return {c.id for d in self.docs.values() for c in d.chunks}
@@ -232,8 +235,10 @@ class FakeIndexStore:
 
     def stats(self) -> IndexStats:
         last = self.meta.get("last_run")
+        dimension = self.meta.get("embedding_dimension")
         return IndexStats(len(self.docs), len(self.chunk_ids()), self.meta.get("embedding_model"),
-                          None, json.loads(last) if last else None, "fake")
+                          int(dimension) if dimension and dimension.isdigit() else None,
+                          json.loads(last) if last else None, "fake")
 
     def _stored(self, d: _Doc) -> StoredDocument:
         r = d.record
@@ -271,16 +276,33 @@ class FakeIndexStore:
 
     def lexical_search(self, query: str, limit: int,
                        document_paths: Collection[str] | None = None) -> list[tuple[int, float]]:
+        if limit <= 0:
+            return []
         words = set(re.findall(r"\w+", query.lower()))
         scored = []
         for p, d in self.docs.items():
             if document_paths is not None and p not in document_paths:
                 continue
-            for c in d.chunks:
-                overlap = len(words & set(re.findall(r"\w+", c.content.lower())))
+            for c in d.chunks:  # title, heading and body, as the real lexical rows
+                text = f"{d.record.title} {c.heading} {c.content}".lower()
+                overlap = len(words & set(re.findall(r"\w+", text)))
                 if overlap:
                     scored.append((c.id, overlap / len(words)))
         return sorted(scored, key=lambda x: -x[1])[:limit]
+
+    def consistency(self) -> Consistency:
+        chunk_ids = frozenset(self.chunk_ids())
+        return Consistency(
+            chunk_ids=chunk_ids,
+            lexical_ids=chunk_ids,  # the fake's lexical index is the chunks themselves
+            chunks_without_document=(),
+            documents_without_chunks=tuple(p for p, d in sorted(self.docs.items())
+                                           if not d.chunks),
+            null_size_paths=tuple(p for p, d in sorted(self.docs.items())
+                                  if d.size_bytes is None),
+            schema_revision="fake",
+            head_revision="fake",
+        )
 
     def quick_check(self, budget_s: float) -> list[str] | None:
         return []
@@ -343,3 +365,17 @@ class FakeVectorStore:
 
 def with_size(record: DocumentRecord, size: int) -> DocumentRecord:
     return replace(record, size_bytes=size)
+
+
+if TYPE_CHECKING:  # mypy checks every fake against the port it stands in for
+    _clock: Clock = FakeClock()
+    _embedder: Embedder = FakeEmbedder()
+    _parser: Parser = FakeParser()
+    _registry: ParserRegistry = FakeRegistry()
+    _fs: FileSystem = FakeFileSystem()
+    _scanner: Scanner = FakeScanner(FakeFileSystem())
+    _store: IndexStore = FakeIndexStore()
+    _writer: IndexWriter = FakeIndexStore()
+    _reader: IndexReader = FakeIndexStore()
+    _diagnostics: StoreDiagnostics = FakeIndexStore()
+    _vectors: VectorStore = FakeVectorStore()

@@ -5,25 +5,41 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
-from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from kbmcp_core.errors import IndexReadOnly
 from kbmcp_core.index_run import IndexDeps
-from kbmcp_core.ports import ChunkBudget, ParserRegistry
+from kbmcp_core.ports import (
+    ChunkBudget,
+    Clock,
+    Embedder,
+    ExclusionPolicy,
+    FileSystem,
+    IndexStore,
+    ParserRegistry,
+    Scanner,
+    VectorStore,
+)
 from kbmcp_core.settings import Settings
 
 if TYPE_CHECKING:
-    from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
-    from kbmcp_adapters.filesystem.exclusion import ExclusionRules
     from kbmcp_adapters.filesystem.local import LocalFileSystem
-    from kbmcp_adapters.filesystem.scanner import DiskScanner
-    from kbmcp_adapters.store.sql_store import SqlIndexStore
-    from kbmcp_adapters.vectors.lance_store import LanceVectorStore
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class OpenedStore(IndexStore, Protocol):
+    """The index store as the composition root holds it: every role, plus whether this
+    user may write it (``kb-mcp status`` says so)."""
+
+    @property
+    def read_only(self) -> bool: ...
 
 
 class SystemClock:
@@ -31,89 +47,111 @@ class SystemClock:
         return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+class _Part(Generic[T]):
+    """One adapter: the one given, or built once on first use (threads wait for it)."""
+
+    def __init__(self, given: T | None, build: Callable[[], T]) -> None:
+        self._value = given
+        self._build = build
+        self._lock = threading.Lock()
+
+    def get(self) -> T:
+        value = self._value
+        if value is None:
+            with self._lock:
+                if self._value is None:
+                    self._value = self._build()
+                value = self._value
+        return value
+
+
 class Container:
-    """Adapters built on first use from one ``Settings``. ``overrides`` replace any of
-    them by name (tests pass fakes this way)."""
+    """The adapters of one knowledge base, each built on first use from ``Settings`` unless
+    given. A given adapter is used as it is, wherever that port is needed; the ones built
+    here are wired to each other (the default scanner walks the disk with the exclusion
+    rules, given or read from ``.kb-mcpignore`` on each use)."""
 
-    def __init__(self, settings: Settings, **overrides: Any) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        store: OpenedStore | None = None,
+        vectors: VectorStore | None = None,
+        embedder: Embedder | None = None,
+        fs: FileSystem | None = None,
+        registry: ParserRegistry | None = None,
+        rules: ExclusionPolicy | None = None,
+        scanner: Scanner | None = None,
+        clock: Clock | None = None,
+    ) -> None:
         self.settings = settings
-        for name, value in overrides.items():
-            if not hasattr(type(self), name):
-                raise TypeError(f"unknown adapter override {name!r}")
-            self.__dict__[name] = value
+        self._given_store = store
+        self._store: OpenedStore | None = store
+        self._open_lock = threading.Lock()
+        self._given_rules = rules
+        self._given_scanner = scanner
+        self._disk: _Part[LocalFileSystem] = _Part(None, self._local_fs)
+        self._fs: _Part[FileSystem] = _Part(fs, self._disk.get)
+        self._registry: _Part[ParserRegistry] = _Part(registry, self._build_registry)
+        self._embedder: _Part[Embedder] = _Part(embedder, self._build_embedder)
+        self._vectors: _Part[VectorStore] = _Part(vectors, self._build_vectors)
+        self._clock: _Part[Clock] = _Part(clock, SystemClock)
 
-    @cached_property
-    def clock(self) -> SystemClock:
-        return SystemClock()
-
-    @cached_property
-    def registry(self) -> ParserRegistry:
-        from kbmcp_adapters.parsers.registry import build_registry
-
-        return build_registry(self.settings.enabled_formats)
-
-    @cached_property
-    def fs(self) -> LocalFileSystem:
-        from kbmcp_adapters.filesystem.local import LocalFileSystem
-
-        return LocalFileSystem(self.settings.kb_path)
+    # -- the ports ---------------------------------------------------------
+    @property
+    def clock(self) -> Clock:
+        return self._clock.get()
 
     @property
-    def rules(self) -> ExclusionRules:
-        """Re-read on every call: ``.kb-mcpignore`` may have changed since the last one."""
+    def registry(self) -> ParserRegistry:
+        return self._registry.get()
+
+    @property
+    def fs(self) -> FileSystem:
+        return self._fs.get()
+
+    @property
+    def rules(self) -> ExclusionPolicy:
+        """The given rules, else re-read on every call: ``.kb-mcpignore`` may have changed
+        since the last one."""
+        if self._given_rules is not None:
+            return self._given_rules
         from kbmcp_adapters.filesystem.exclusion import ExclusionRules
 
         s = self.settings
         return ExclusionRules.load(s.kb_path, s.exclude_dirs, s.index_dir)
 
     @property
-    def scanner(self) -> DiskScanner:
+    def scanner(self) -> Scanner:
+        """The given scanner, else a walk of the folder with the current rules."""
+        if self._given_scanner is not None:
+            return self._given_scanner
         from kbmcp_adapters.filesystem.scanner import DiskScanner
 
-        return DiskScanner(self.settings.kb_path, self.fs, self.rules, self.registry.extensions())
-
-    @cached_property
-    def embedder(self) -> FastEmbedEmbedder:
-        from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
-
-        s = self.settings
-        return FastEmbedEmbedder(
-            s.embedding_model,
-            cache_dir=s.model_cache_dir,
-            batch_size=s.embedding_batch_size,
-            threads=s.embedding_threads,
-        )
-
-    def open_store(self, create: bool = False, migrate: bool = True) -> SqlIndexStore:
-        """The index store, opened once. ``migrate=False`` opens without upgrading the
-        schema (doctor is read-only)."""
-        from kbmcp_adapters.store.sql_store import SqlIndexStore
-
-        if "store" in self.__dict__:
-            return self.__dict__["store"]  # type: ignore[no-any-return]
-        if create:
-            try:
-                os.makedirs(self.settings.index_dir, exist_ok=True)
-            except OSError as exc:
-                if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
-                    raise
-                raise IndexReadOnly(str(self.settings.index_dir),
-                                    f"cannot create the folder: {exc.strerror}",
-                                    IndexReadOnly.NO_FOLDER) from None
-        store = SqlIndexStore(self.settings.store_url, create=create, migrate_schema=migrate)
-        self.__dict__["store"] = store
-        return store
+        return DiskScanner(self.settings.kb_path, self._disk.get(), self.rules,
+                           self.registry.extensions())
 
     @property
-    def store(self) -> SqlIndexStore:
+    def embedder(self) -> Embedder:
+        return self._embedder.get()
+
+    @property
+    def vectors(self) -> VectorStore:
+        return self._vectors.get()
+
+    @property
+    def store(self) -> OpenedStore:
         return self.open_store(create=False)
 
-    @cached_property
-    def vectors(self) -> LanceVectorStore:
-        from kbmcp_adapters.vectors.lance_store import LanceVectorStore
+    def open_store(self, create: bool = False, migrate: bool = True) -> OpenedStore:
+        """The index store, opened once. ``migrate=False`` opens without upgrading the
+        schema (doctor is read-only)."""
+        with self._open_lock:  # the first open migrates the schema: once, not per thread
+            if self._store is None:
+                self._store = self._build_store(create, migrate)
+            return self._store
 
-        return LanceVectorStore(self.settings.vectors_dir, self.embedder.dimension)
-
+    # -- what the use-cases are handed ---------------------------------------
     def budget(self) -> ChunkBudget:
         embedder = self.embedder
         max_tokens = self.settings.chunk_max_tokens or embedder.max_tokens
@@ -140,14 +178,85 @@ class Container:
         )
 
     def close(self) -> None:
-        store = self.__dict__.pop("store", None)
-        if store is not None:
+        """Close the store this container opened (a given one stays its owner's)."""
+        with self._open_lock:
+            store, self._store = self._store, self._given_store
+        if store is not None and store is not self._given_store:
             store.close()
 
+    # -- the real adapters -------------------------------------------------
+    def _local_fs(self) -> LocalFileSystem:
+        from kbmcp_adapters.filesystem.local import LocalFileSystem
 
-def bootstrap(settings: Settings, **overrides: Any) -> Container:
-    """Build the container for one knowledge base. Nothing heavy happens until used."""
-    return Container(settings, **overrides)
+        return LocalFileSystem(self.settings.kb_path)
+
+    def _build_registry(self) -> ParserRegistry:
+        from kbmcp_adapters.parsers.registry import build_registry
+
+        return build_registry(self.settings.enabled_formats)
+
+    def _build_embedder(self) -> Embedder:
+        return real_embedder(self.settings)
+
+    def _build_vectors(self) -> VectorStore:
+        return real_vectors(self.settings, self.embedder.dimension)
+
+    def _build_store(self, create: bool, migrate: bool) -> OpenedStore:
+        return real_store(self.settings, create=create, migrate=migrate)
+
+
+def real_embedder(settings: Settings) -> Embedder:
+    """The configured embedding model (loaded on first use)."""
+    from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
+
+    return FastEmbedEmbedder(
+        settings.embedding_model,
+        cache_dir=settings.model_cache_dir,
+        batch_size=settings.embedding_batch_size,
+        threads=settings.embedding_threads,
+    )
+
+
+def real_vectors(settings: Settings, dimension: int) -> VectorStore:
+    """The vector store in the index folder, for vectors of ``dimension``."""
+    from kbmcp_adapters.vectors.lance_store import LanceVectorStore
+
+    return LanceVectorStore(settings.vectors_dir, dimension)
+
+
+def real_store(settings: Settings, *, create: bool = False, migrate: bool = True) -> OpenedStore:
+    """Open the index store at ``[index]``. ``IndexNotFound`` when there is none and
+    ``create`` is false; ``IndexReadOnly`` when its folder cannot be created."""
+    from kbmcp_adapters.store.sql_store import SqlIndexStore
+
+    if create:
+        try:
+            os.makedirs(settings.index_dir, exist_ok=True)
+        except OSError as exc:
+            if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise
+            raise IndexReadOnly(str(settings.index_dir),
+                                f"cannot create the folder: {exc.strerror}",
+                                IndexReadOnly.NO_FOLDER) from None
+    return SqlIndexStore(settings.store_url, create=create, migrate_schema=migrate)
+
+
+def bootstrap(
+    settings: Settings,
+    *,
+    store: OpenedStore | None = None,
+    vectors: VectorStore | None = None,
+    embedder: Embedder | None = None,
+    fs: FileSystem | None = None,
+    registry: ParserRegistry | None = None,
+    rules: ExclusionPolicy | None = None,
+    scanner: Scanner | None = None,
+    clock: Clock | None = None,
+) -> Container:
+    """Build the container for one knowledge base. Nothing heavy happens until used; each
+    keyword replaces that port's adapter everywhere (tests pass fakes this way)."""
+    return Container(settings, store=store, vectors=vectors, embedder=embedder, fs=fs,
+                     registry=registry, rules=rules, scanner=scanner, clock=clock)
 
 
 def settings_for(

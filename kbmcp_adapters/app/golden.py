@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from kbmcp_core.errors import ConfigError
-from kbmcp_core.evaluation import Expected, GoldenQuery
+from kbmcp_core.evaluation import EvalReport, Expected, GoldenQuery, Ranked, evaluate
 
 _QUERY_KEYS = {"id", "query", "expected", "kind"}
 _EXPECTED_KEYS = {"path", "heading"}
@@ -46,3 +47,15 @@ def load_golden(path: Path) -> list[GoldenQuery]:
         out.append(GoldenQuery(str(q.get("id", i)), q["query"], tuple(expected),
                                str(q["kind"]) if q.get("kind") is not None else None))
     return out
+
+
+def evaluate_modes(queries: list[GoldenQuery], modes: list[str],
+                   retrieve: Callable[[str, str], list[Ranked]]) -> list[EvalReport]:
+    """One report per retriever mode; ``retrieve(query, mode)`` returns ranked sections.
+    Headings are compared after the same clean-up the parsers apply when indexing."""
+    from kbmcp_adapters.parsers.headings import clean_heading
+
+    def for_mode(mode: str) -> Callable[[str], list[Ranked]]:
+        return lambda query: retrieve(query, mode)
+
+    return [evaluate(m, queries, for_mode(m), clean_heading) for m in modes]

@@ -27,7 +27,7 @@ from kbmcp_adapters.app.writer_lock import writer_lock
 from kbmcp_core.doctor import DoctorReport, damaged_store_report, diagnose
 from kbmcp_core.errors import NotServable, PathRefused, StoreCorrupt
 from kbmcp_core.index_run import Progress, check_model, run_index
-from kbmcp_core.models import IndexStats, RunSummary, StoredDocument
+from kbmcp_core.models import DiskScan, IndexStats, RunSummary, StoredDocument
 from kbmcp_core.offer import (
     ServableRules,
     TopicGroup,
@@ -38,6 +38,7 @@ from kbmcp_core.offer import (
     topic_of,
     topic_summaries,
 )
+from kbmcp_core.ports import ExclusionPolicy
 from kbmcp_core.reading import LoadedDocument, decode_uri_path, load_document, with_notice
 from kbmcp_core.search import Searcher, SearchRequest, SearchResponse
 from kbmcp_core.settings import Settings
@@ -78,13 +79,70 @@ class KnowledgeBase:
     """Use-cases over one knowledge base. Thread-safe for readers; one writer at a time."""
 
     def __init__(self, container: Container) -> None:
-        self.container = container
+        self._container = container
         self._writer = InProcessWriter()
         self._stopping = threading.Event()
+        self._warm_lock = threading.Lock()
+        self._warm = False
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> KnowledgeBase:
+        """The knowledge base with the real adapters for ``settings`` (built on first use).
+        To replace some of them, ``KnowledgeBase(bootstrap(settings, embedder=...))``."""
+        return cls(bootstrap(settings))
 
     @property
     def settings(self) -> Settings:
-        return self.container.settings
+        return self._container.settings
+
+    # -- opening -----------------------------------------------------------
+    def open_index(self, *, create: bool = False) -> None:
+        """Open (and migrate) the index store, once for this knowledge base.
+
+        ``IndexNotFound`` when there is none and ``create`` is false; ``IndexReadOnly`` when
+        it cannot be created or upgraded by this user."""
+        self._container.open_store(create=create)
+
+    def warm_up(self) -> None:
+        """Load the embedding model and open the vector store, once (the first search
+        or index run would otherwise pay for it)."""
+        if self._warm:
+            return
+        with self._warm_lock:
+            if self._warm:
+                return
+            self._container.embedder.embed_query("kb-mcp")
+            self._container.vectors  # noqa: B018  (built here once, not by racing threads)
+            self._warm = True
+
+    # -- the pieces the watcher and the tools ask about --------------------
+    def now_iso(self) -> str:
+        """The knowledge base's clock (``Clock.now_iso``)."""
+        return self._container.clock.now_iso()
+
+    def enabled_extensions(self) -> frozenset[str]:
+        """The file extensions of the enabled formats, e.g. ``{".md", ".pdf"}``."""
+        return self._container.registry.extensions()
+
+    def exclusion_rules(self) -> ExclusionPolicy:
+        """The exclusion rules as they are on disk now (``.kb-mcpignore`` re-read)."""
+        return self._container.rules
+
+    def scan(self) -> DiskScan:
+        """Walk the knowledge base as an index run would, writing nothing."""
+        return self._container.scanner.scan()
+
+    def indexed_paths(self) -> list[str]:
+        """Every indexed path, sorted. ``IndexNotFound`` when there is no index."""
+        return sorted(self._container.store.document_paths())
+
+    def document(self, path: str) -> StoredDocument | None:
+        """What the index holds for ``path``, or None. ``IndexNotFound`` when no index."""
+        return self._container.store.get_document(path)
+
+    def is_read_only(self) -> bool:
+        """True when this user can search the index but not write it."""
+        return self._container.store.read_only
 
     # -- writing -----------------------------------------------------------
     def index(self, *, force: bool = False, prune: bool = False,
@@ -107,7 +165,7 @@ class KnowledgeBase:
               writer_lock(self.settings.index_dir, timeout, purpose, deadline=deadline,
                           check=check)):
             now_writing()
-            c = self.container
+            c = self._container
             # before anything asks the model for its window (which may need a download)
             check_model(c.open_store(create=True), c.embedder, force)
             deps = c.index_deps()
@@ -128,14 +186,14 @@ class KnowledgeBase:
 
     # -- reading -----------------------------------------------------------
     def rules(self) -> ServableRules:
-        return ServableRules(self.container.store, self.container.registry)
+        return ServableRules(self._container.store, self._container.registry)
 
     def searcher(self) -> Searcher:
         s = self.settings
         return Searcher(
-            self.container.store,
-            self.container.vectors,
-            self.container.embedder,
+            self._container.store,
+            self._container.vectors,
+            self._container.embedder,
             self.rules(),
             max_limit=s.search_max_limit,
             chunks_per_document=s.search_chunks_per_document,
@@ -153,7 +211,7 @@ class KnowledgeBase:
         return self.searcher().search(SearchRequest(query=query, **params))
 
     def load(self, path: str) -> LoadedDocument:
-        return load_document(path, self.container.fs, self.container.registry)
+        return load_document(path, self._container.fs, self._container.registry)
 
     def get_document(self, path: str) -> DocumentView:
         """Any file under the root with an enabled format, indexed or not (guarded)."""
@@ -171,7 +229,7 @@ class KnowledgeBase:
 
     def _row(self, path: str) -> StoredDocument | None:
         try:
-            return self.container.store.get_document(path)
+            return self._container.store.get_document(path)
         except Exception:
             return None
 
@@ -186,7 +244,7 @@ class KnowledgeBase:
         return topic_summaries(self.rules())
 
     def titles(self, paths: Collection[str]) -> dict[str, str]:
-        return {d.path: d.title for d in self.container.store.documents(paths)}
+        return {d.path: d.title for d in self._container.store.documents(paths)}
 
     def read_resource(self, uri: str) -> ResourceBody:
         """``kb://doc/<path>`` (offered documents only) or ``kb://topic/<prefix>``."""
@@ -214,7 +272,7 @@ class KnowledgeBase:
         """Read-only health report; never creates or upgrades the index."""
         from kbmcp_adapters.store.migrate import rebuild_hint, sqlite_file
 
-        c = self.container
+        c = self._container
         db = sqlite_file(c.settings.store_url)
         where = rebuild_hint(db) if db is not None else "the index database"
         try:
@@ -225,16 +283,16 @@ class KnowledgeBase:
                         store_location=where)
 
     def stats(self) -> IndexStats:
-        return self.container.store.stats()
+        return self._container.store.stats()
 
     def close(self) -> None:
-        self.container.close()
+        self._container.close()
 
 
 def open_knowledge_base(kb_path: str | Path | None = None, *, config: Path | None = None,
                         **settings: Any) -> KnowledgeBase:
     """Build a KnowledgeBase from a path and any Settings field as a keyword."""
-    return KnowledgeBase(bootstrap(settings_for(kb_path, config, **settings)))
+    return KnowledgeBase.from_settings(settings_for(kb_path, config, **settings))
 
 
 __all__ = ["DocumentView", "IndexRunStopped", "KnowledgeBase", "ResourceBody",

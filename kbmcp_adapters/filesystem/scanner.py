@@ -15,7 +15,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kbmcp_adapters.filesystem.exclusion import INDEX_FOLDER, ExclusionRules
+from kbmcp_adapters.filesystem.exclusion import INDEX_FOLDER
 from kbmcp_adapters.filesystem.local import Entry, LinkOnTheWay, LocalFileSystem, NoSuchPath
 from kbmcp_core.errors import PathRefused
 from kbmcp_core.models import (
@@ -31,7 +31,7 @@ from kbmcp_core.models import (
     Refusal,
     extension_of,
 )
-from kbmcp_core.ports import FileSystem
+from kbmcp_core.ports import ExclusionPolicy, FileSystem
 from kbmcp_core.settings import IGNORE_FILE_NAME
 
 log = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ def classify(
     rel_path: str,
     entry: Entry,
     extensions: Collection[str],
-    rules: ExclusionRules,
+    rules: ExclusionPolicy,
 ) -> DiskFile | Refusal | Skip | None:
     """Decide what one non-folder path is for indexing: a file to index, a refusal, a
     quiet skip, or None (kb-mcp's own file, or gone meanwhile).
@@ -128,7 +128,7 @@ class DiskScanner:
         self,
         root: Path,
         fs: LocalFileSystem,
-        rules: ExclusionRules,
+        rules: ExclusionPolicy,
         extensions: Collection[str],
     ) -> None:
         self.root = root

@@ -297,9 +297,8 @@ class Watcher:
         targets: list[str] | None = None
         try:
             if not full:
-                c = kb.container
-                indexed, exts = c.store.document_paths(), c.registry.extensions()
-                targets = select_paths(self._root, self._pending, indexed, c.rules, exts)
+                targets = select_paths(self._root, self._pending, kb.indexed_paths(),
+                                       kb.exclusion_rules(), kb.enabled_extensions())
                 if not targets:
                     self._pending.clear()
                     return
@@ -341,7 +340,7 @@ class Watcher:
             return
         self._attempts = 0
         self._pending.clear()  # a full run covers every pending path too
-        now = kb.container.clock.now_iso()
+        now = kb.now_iso()
         self._last_sync = now
         if full:
             self._reconcile_due = False
@@ -361,7 +360,7 @@ class Watcher:
 
     def _note_error(self, message: str) -> None:
         self._last_error = message
-        self._last_error_at = self.kb.container.clock.now_iso()
+        self._last_error_at = self.kb.now_iso()
 
     def _failed(self, message: str, exc: BaseException) -> None:
         self._note_error(message)

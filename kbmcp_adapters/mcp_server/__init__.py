@@ -3,13 +3,8 @@
 from __future__ import annotations
 
 from kbmcp_adapters.mcp_server.http import serve_http
-from kbmcp_adapters.mcp_server.server import (
-    BackgroundTask,
-    ChangeNotifier,
-    KbRuntime,
-    build_server,
-    serve_stdio,
-)
+from kbmcp_adapters.mcp_server.runtime import BackgroundTask, ChangeNotifier, KbRuntime
+from kbmcp_adapters.mcp_server.server import build_server, serve_stdio
 
 __all__ = [
     "BackgroundTask",

@@ -16,7 +16,8 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kbmcp_adapters.mcp_server.http_limits import BodyGuard, HttpLimits, SessionCap
-from kbmcp_adapters.mcp_server.server import BackgroundTask, KbRuntime, build_server, exit_now
+from kbmcp_adapters.mcp_server.runtime import BackgroundTask, KbRuntime
+from kbmcp_adapters.mcp_server.server import build_server, exit_now
 from kbmcp_core.errors import ConfigError
 
 log = logging.getLogger(__name__)

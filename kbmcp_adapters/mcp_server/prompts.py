@@ -11,8 +11,10 @@ from typing import Any
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
+from kbmcp_core.models import DATE_PATTERN
+
 MAX_ARGUMENT_CHARS = 2000
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_DATE = re.compile(DATE_PATTERN)
 
 CITE = (
     "Cite the path of every document you rely on, e.g. (guides/setup.md), with the heading "

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
+from kbmcp_adapters.mcp_server.runtime import KbRuntime
 from kbmcp_adapters.mcp_server.tools import printable
 from kbmcp_core.errors import IndexNotFound, KbError, PathRefused
 from kbmcp_core.offer import TopicSummary
-
-if TYPE_CHECKING:
-    from kbmcp_adapters.mcp_server.server import KbRuntime
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""The MCP server: a lazily opened knowledge base, the handler wiring, and the stdio runner."""
+"""The MCP server: the SDK server with every kb-mcp handler wired, and the stdio runner."""
 
 from __future__ import annotations
 
@@ -6,38 +6,25 @@ import contextlib
 import logging
 import os
 import sys
-import threading
-import time
-import weakref
-from collections.abc import Callable, Coroutine, Sequence
-from datetime import UTC, datetime
+from collections.abc import Sequence
 from functools import partial
 from importlib import metadata
-from typing import Any, BinaryIO, TypeVar
+from typing import Any, BinaryIO
 
 import anyio
-import anyio.to_thread
 import mcp_types as types
 from mcp.server.caching import CacheableMethod, CacheHint
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourcesListChanged
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from mcp.server.subscriptions import ListenHandler
+from mcp.shared.exceptions import MCPError
 
-from kbmcp_adapters.app.bootstrap import bootstrap
-from kbmcp_adapters.app.knowledge_base import KnowledgeBase
+from kbmcp_adapters.mcp_server import prompts, resources, tools
+from kbmcp_adapters.mcp_server.runtime import SHUTDOWN_S, BackgroundTask, KbRuntime
+from kbmcp_adapters.mcp_server.schemas import ArgumentChecker
 from kbmcp_adapters.mcp_server.stdio import claim_stdin, claim_stdout, stdio_transport
-from kbmcp_core.errors import IndexNotFound, WriterBusy
-from kbmcp_core.settings import Settings
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
-#: A task run beside the transport for the server's lifetime (the file watcher plugs in here).
-BackgroundTask = Callable[["KbRuntime"], Coroutine[Any, Any, None]]
-#: At shutdown, the longest wait (s) for index runs in progress to reach a safe point.
-SHUTDOWN_S = 20.0
 
 INSTRUCTIONS = (
     "kb-mcp serves a local knowledge base of documents. Use `search` to find passages "
@@ -46,183 +33,6 @@ INSTRUCTIONS = (
     "you use, and say so when the knowledge base does not answer a question. `rebuild_index` "
     "brings the index up to date after files change."
 )
-
-
-class ChangeNotifier:
-    """Tells every connected client that the offered resources changed.
-
-    Handshake-era connections get ``notifications/resources/list_changed`` on their
-    standalone channel; 2026-era clients get it on their ``subscriptions/listen`` stream.
-    It is also a server middleware, which is how it learns the handshake-era connections.
-    """
-
-    def __init__(self) -> None:
-        self.bus = InMemorySubscriptionBus()
-        self._connections: weakref.WeakSet[Any] = weakref.WeakSet()
-
-    async def __call__(
-        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
-    ) -> HandlerResult:
-        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            # The SDK exposes the per-client Connection only through the session.
-            connection = getattr(ctx.session, "_connection", None)
-            if connection is not None:
-                self._connections.add(connection)
-        return await call_next(ctx)
-
-    async def resources_changed(self) -> None:
-        await self.bus.publish(ResourcesListChanged())
-        for connection in list(self._connections):
-            await connection.send_resource_list_changed()
-
-
-class KbRuntime:
-    """One knowledge base as the server sees it: opened on first need, one rebuild at a time.
-
-    Blocking methods (``open_index``, ``ensure_model``, ...) run in worker threads via
-    ``in_thread`` so the event loop keeps answering while they work.
-    """
-
-    def __init__(
-        self, settings: Settings, open_kb: Callable[[Settings], KnowledgeBase] | None = None
-    ) -> None:
-        self.settings = settings
-        self.notifier = ChangeNotifier()
-        self._open_kb = open_kb or (lambda s: KnowledgeBase(bootstrap(s)))
-        self._kb: KnowledgeBase | None = None
-        self._open_lock = threading.Lock()
-        self._model_lock = threading.Lock()
-        self._model_ready = False
-        self._rebuild_since: datetime | None = None
-        #: the live-sync watcher, when one runs (kbmcp_adapters.mcp_server.live)
-        self.watcher: Any = None
-        self._stopping = threading.Event()
-        self._idle = threading.Condition()
-        self._running = 0  # blocking calls in worker threads right now
-
-    # -- blocking: call these from worker threads ------------------------------------------
-    def knowledge_base(self) -> KnowledgeBase:
-        with self._open_lock:
-            if self._kb is None:
-                self._kb = self._open_kb(self.settings)
-                if self._stopping.is_set():
-                    self._kb.stop_writers()
-            return self._kb
-
-    def open_index(self) -> KnowledgeBase:
-        """The knowledge base with its index open; ``IndexNotFound`` when there is none yet."""
-        kb = self.knowledge_base()
-        with self._open_lock:  # the first open migrates the schema: once, not per thread
-            kb.container.open_store(create=False)
-        return kb
-
-    def knowledge_base_for_reads(self) -> KnowledgeBase:
-        """For ``get_document``, which serves files whether or not an index exists."""
-        try:
-            return self.open_index()
-        except IndexNotFound:
-            return self.knowledge_base()
-
-    def ensure_model(self, kb: KnowledgeBase) -> None:
-        """Load the embedding model (and open the vector store) once, saying so on the log."""
-        if self._model_ready:
-            return
-        with self._model_lock:
-            if self._model_ready:
-                return
-            log.info("loading embedding model %s", self.settings.embedding_model)
-            started = time.monotonic()
-            kb.container.embedder.embed_query("kb-mcp")
-            kb.container.vectors  # noqa: B018  (built here once, not by racing threads)
-            log.info("embedding model ready in %.1fs", time.monotonic() - started)
-            self._model_ready = True
-
-    def _rebuild_blocking(self, force: bool) -> tuple[dict[str, object], bool]:
-        kb = self.knowledge_base()
-        with self._open_lock:
-            kb.container.open_store(create=True)
-        before = set(kb.servable_paths())
-        self.ensure_model(kb)
-        summary = kb.index(force=force, purpose="a rebuild_index call")
-        after = set(kb.servable_paths())
-        log.info("rebuild_index: %s", summary.line())
-        return summary.as_dict(), before != after
-
-    # -- async -----------------------------------------------------------------------------
-    async def in_thread(self, func: Callable[[], T]) -> T:
-        return await anyio.to_thread.run_sync(partial(self._counted, func))
-
-    def _counted(self, func: Callable[[], T]) -> T:
-        with self._idle:
-            self._running += 1
-        try:
-            return func()
-        finally:
-            with self._idle:
-                self._running -= 1
-                self._idle.notify_all()
-
-    def rebuilding_since(self) -> datetime | None:
-        return self._rebuild_since
-
-    async def rebuild(self, *, force: bool) -> dict[str, object]:
-        """Run one index update in a worker thread; refuse a second while one runs."""
-        since = self._rebuild_since
-        if since is not None:
-            elapsed = (datetime.now(UTC) - since).total_seconds()
-            raise WriterBusy(
-                f"an index rebuild has been running since {since:%Y-%m-%dT%H:%M:%SZ} "
-                f"({elapsed:.0f}s ago); wait for it to finish, then call rebuild_index again "
-                "if files changed since it started"
-            )
-        self._rebuild_since = datetime.now(UTC)
-        try:
-            summary, offer_changed = await self.in_thread(partial(self._rebuild_blocking, force))
-        finally:
-            self._rebuild_since = None
-        if offer_changed:
-            await self.offer_changed()
-        return summary
-
-    async def offer_changed(self) -> None:
-        """The offered documents changed (after a rebuild, or from the watcher)."""
-        await self.notifier.resources_changed()
-
-    def request_stop(self) -> None:
-        """The server is going away (the client closed stdin, or a signal): index runs in
-        progress stop at their next safe point, and no new one starts."""
-        self._stopping.set()
-        kb = self._kb
-        if kb is not None:
-            kb.stop_writers()
-        if self.watcher is not None:
-            self.watcher.request_stop()
-
-    def shutdown(self, timeout: float = SHUTDOWN_S) -> bool:
-        """Stop every writer, wait at most ``timeout`` s for them, then close the index.
-
-        False when something was still running at the deadline: the index is then left
-        open, as a killed run leaves it (which the next run completes), and the caller
-        should end the process without waiting for those threads.
-        """
-        self.request_stop()
-        deadline = time.monotonic() + timeout
-        stopped = True
-        if self.watcher is not None:
-            stopped = bool(self.watcher.stop(timeout=max(0.0, deadline - time.monotonic())))
-        with self._idle:
-            stopped = self._idle.wait_for(
-                lambda: self._running == 0, timeout=max(0.0, deadline - time.monotonic())
-            ) and stopped
-        if stopped:
-            self.close()
-        return stopped
-
-    def close(self) -> None:
-        with self._open_lock:
-            if self._kb is not None:
-                self._kb.close()
-                self._kb = None
 
 
 class _KbServer(Server[Any]):
@@ -264,9 +74,9 @@ def server_version() -> str:
 
 def build_server(rt: KbRuntime) -> Server[Any]:
     """The low-level SDK server with every kb-mcp handler registered."""
-    from kbmcp_adapters.mcp_server import prompts, resources, tools
-
     specs = {spec.name: spec for spec in tools.tool_specs(rt.settings)}
+    #: each tool's arguments are checked against the very schema tools/list publishes
+    checkers = {name: ArgumentChecker(spec.input_schema) for name, spec in specs.items()}
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[s.as_tool() for s in specs.values()])
@@ -274,14 +84,12 @@ def build_server(rt: KbRuntime) -> Server[Any]:
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         spec = specs.get(params.name)
         if spec is None:
-            from mcp.shared.exceptions import MCPError
-
             raise MCPError(
                 types.INVALID_PARAMS,
                 f"unknown tool {params.name[:64]!r}; the tools are {', '.join(specs)}",
             )
         try:
-            args = tools.check_arguments(spec.input_schema, params.arguments or {})
+            args = checkers[spec.name].check(params.arguments or {})
             return tools.success_result(await spec.run(rt, args))
         except Exception as exc:
             return tools.failure_result(exc)
@@ -353,14 +161,4 @@ def exit_now(*streams: BinaryIO) -> None:
     os._exit(0)
 
 
-__all__ = [
-    "SHUTDOWN_S",
-    "BackgroundTask",
-    "ChangeNotifier",
-    "KbRuntime",
-    "build_server",
-    "claim_stdout",
-    "exit_now",
-    "serve_stdio",
-    "server_version",
-]
+__all__ = ["build_server", "exit_now", "serve_stdio", "server_version"]

@@ -160,7 +160,6 @@ class MarkdownParser:
     """Parses ``.md`` and ``.markdown`` files."""
 
     extensions: tuple[str, ...] = ("md", "markdown")
-    binary: bool = False
 
     def extract_text(self, path: str, data: bytes) -> str:
         return decode_text(data)

@@ -44,7 +44,6 @@ class PdfParser:
     """Parses ``.pdf`` files through pymupdf."""
 
     extensions: tuple[str, ...] = ("pdf",)
-    binary: bool = True
 
     def extract_text(self, path: str, data: bytes) -> str:
         with _open(data) as doc:

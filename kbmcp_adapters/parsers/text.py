@@ -26,7 +26,6 @@ class TextParser:
     """
 
     extensions: tuple[str, ...] = ("txt",)
-    binary: bool = False
 
     def extract_text(self, path: str, data: bytes) -> str:
         return decode_text(data)

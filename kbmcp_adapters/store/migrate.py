@@ -8,6 +8,7 @@ import logging
 import os
 import sqlite3
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,11 +21,11 @@ from alembic.script import ScriptDirectory
 from alembic.util import CommandError
 from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import Connection, make_url
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
-import migrations
-from kbmcp_adapters.app.config import check_database_url
+import kbmcp_migrations
+from kbmcp_adapters.store.urls import check_database_url
 from kbmcp_core.errors import IndexNotFound, IndexReadOnly, StoreCorrupt, StoreError
 
 log = logging.getLogger(__name__)
@@ -210,12 +211,13 @@ def write_transaction(engine: Engine, db: Path | None = None) -> Iterator[Connec
 
 
 def script_location() -> Path:
-    """The directory of the ``migrations`` package, wherever it is installed.
+    """The directory of the migration scripts (the checkout's ``migrations/`` folder,
+    installed as the ``kbmcp_migrations`` package), wherever it is installed.
 
     ``__path__`` (not ``__file__``) so that an editable install that maps the package as
     a namespace package resolves too.
     """
-    return Path(next(iter(migrations.__path__))).resolve()
+    return Path(next(iter(kbmcp_migrations.__path__))).resolve()
 
 
 def alembic_config(connection: Connection | None = None) -> Config:
@@ -273,3 +275,33 @@ def schema_revision(url: str) -> str | None:
             return current_revision(conn)
     finally:
         engine.dispose()
+
+
+def quick_check(engine: Engine, db: Path | None, budget_s: float, most: int) -> list[str] | None:
+    """``PRAGMA quick_check`` (every page and b-tree, not index contents), stopped by a
+    progress handler once ``budget_s`` has passed: [] when healthy, at most ``most`` of
+    SQLite's findings, or None when it did not finish in time. Reads only; about 0.2 s per
+    150 MB warm."""
+    deadline = time.monotonic() + budget_s
+
+    def over_time() -> int:
+        return int(time.monotonic() > deadline)
+
+    try:
+        with engine.connect() as conn:
+            raw: Any = conn.connection.dbapi_connection
+            raw.set_progress_handler(over_time, 10_000)
+            try:
+                rows = raw.execute(f"PRAGMA quick_check({int(most)})").fetchall()
+            finally:
+                raw.set_progress_handler(None, 0)
+    except (sqlite3.Error, DBAPIError) as exc:
+        code = sqlite_code(exc)
+        if code == SQLITE_INTERRUPT:
+            return None
+        if code in _DAMAGED:
+            return [str(getattr(exc, "orig", None) or exc)]
+        with translated(db):
+            raise
+    found = [str(row[0]) for row in rows]
+    return [] if found == ["ok"] else found

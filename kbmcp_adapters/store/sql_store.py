@@ -4,20 +4,15 @@ from __future__ import annotations
 
 import json
 import logging
-import math
-import sqlite3
-import time
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from sqlalchemy import bindparam, delete, func, insert, select, text, update
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import DBAPIError, OperationalError
 
 from kbmcp_adapters.store import migrate
-from kbmcp_adapters.store.lexical import compile_query
 from kbmcp_adapters.store.migrate import (
     head_revision,
     make_engine,
@@ -25,10 +20,13 @@ from kbmcp_adapters.store.migrate import (
     schema_revision,
     translated,
 )
+from kbmcp_adapters.store.ranking import rank
 from kbmcp_adapters.store.tables import (
     FTS_GRAMS,
     FTS_TABLES,
     FTS_WORDS,
+    JOIN_DOCUMENTS,
+    PATH_FILTER,
     chunk_values,
     document_values,
     index_meta,
@@ -63,9 +61,6 @@ QUICK_CHECK_MAX = 20
 #: The size query behind ServableRules; ``ix_documents_size_bytes`` serves it. No ORDER BY:
 #: sorting by path would tempt the planner to walk every row in path order.
 SIZES_OVER_SQL = "SELECT path, size_bytes FROM documents WHERE size_bytes > :min_bytes"
-#: Any number of paths as one JSON parameter, so no IN list ever nears the variable limit.
-_PATH_FILTER = "documents.path IN (SELECT value FROM json_each(:paths))"
-_JOIN_DOCUMENTS = "JOIN documents ON documents.id = chunks.document_id"
 _PATH_ID = select(document_table.c.id).where(document_table.c.path == bindparam("path"))
 
 
@@ -302,7 +297,7 @@ class SqlIndexStore:
     def documents(self, paths: Collection[str] | None = None) -> list[StoredDocument]:
         query = select(document_table).order_by(document_table.c.path)
         if paths is not None:
-            query = query.where(text(_PATH_FILTER).bindparams(paths=json.dumps(sorted(paths))))
+            query = query.where(text(PATH_FILTER).bindparams(paths=json.dumps(sorted(paths))))
         with self._read() as conn:
             rows = conn.execute(query).all()
         return [stored_document(row._mapping) for row in rows]
@@ -332,7 +327,7 @@ class SqlIndexStore:
         """Ids of every chunk of the given documents (any number of paths, one query)."""
         if not paths:
             return []
-        sql = f"SELECT chunks.id FROM chunks {_JOIN_DOCUMENTS} WHERE {_PATH_FILTER} ORDER BY 1"
+        sql = f"SELECT chunks.id FROM chunks {JOIN_DOCUMENTS} WHERE {PATH_FILTER} ORDER BY 1"
         with self._read() as conn:
             rows = conn.execute(text(sql), {"paths": json.dumps(sorted(paths))}).scalars()
             return [int(cid) for cid in rows]
@@ -372,153 +367,15 @@ class SqlIndexStore:
         )
 
     def quick_check(self, budget_s: float) -> list[str] | None:
-        """``PRAGMA quick_check`` (every page and b-tree, not index contents), stopped by a
-        progress handler once ``budget_s`` has passed: [] when healthy, SQLite's findings,
-        or None when it did not finish in time. Reads only; about 0.2 s per 150 MB warm."""
-        deadline = time.monotonic() + budget_s
-
-        def over_time() -> int:
-            return int(time.monotonic() > deadline)
-
-        try:
-            with self._engine.connect() as conn:
-                raw: Any = conn.connection.dbapi_connection
-                raw.set_progress_handler(over_time, 10_000)
-                try:
-                    rows = raw.execute(f"PRAGMA quick_check({QUICK_CHECK_MAX})").fetchall()
-                finally:
-                    raw.set_progress_handler(None, 0)
-        except (sqlite3.Error, DBAPIError) as exc:
-            code = migrate.sqlite_code(exc)
-            if code == migrate.SQLITE_INTERRUPT:
-                return None
-            if code in (migrate.SQLITE_CORRUPT, migrate.SQLITE_NOTADB):
-                return [str(getattr(exc, "orig", None) or exc)]
-            with translated(self._db):
-                raise
-        found = [str(row[0]) for row in rows]
-        return [] if found == ["ok"] else found
+        """``PRAGMA quick_check`` within ``budget_s`` (see ``migrate.quick_check``)."""
+        return migrate.quick_check(self._engine, self._db, budget_s, QUICK_CHECK_MAX)
 
     def lexical_search(
         self, query: str, limit: int, document_paths: Collection[str] | None = None
     ) -> list[tuple[int, float]]:
-        """BM25 on the word index; for a query with CJK text, BM25 on the trigram index
-        alone (its Latin words join as substrings); the trigram index also when the words
-        find nothing; a substring scan for CJK runs too short for trigrams.
-
-        Scores are relevance in (0, 1]: BM25 relative to the query's best, weighed by how
-        much of the query the chunk covers (see ``_weigh_by_coverage``); a chunk found by
-        several legs keeps its highest score.
-        """
+        """Ranked by ``ranking.rank`` (BM25 legs weighed by query coverage)."""
         if limit <= 0 or not query.strip() or (document_paths is not None and not document_paths):
             return []
-        compiled = compile_query(query)
         paths = None if document_paths is None else json.dumps(sorted(document_paths))
-        legs: list[list[tuple[int, float]]] = []
         with self._read() as conn:
-            if compiled.words and not compiled.has_cjk:
-                leg = _fts_leg(conn, FTS_WORDS, compiled.words, limit, paths)
-                legs.append(_weigh_by_coverage(conn, FTS_WORDS, compiled.word_terms, leg))
-            if compiled.grams and (compiled.has_cjk or not any(legs)):
-                leg = _fts_leg(conn, FTS_GRAMS, compiled.grams, limit, paths)
-                legs.append(_weigh_by_coverage(conn, FTS_GRAMS, compiled.gram_terms, leg))
-            if compiled.short_runs and not compiled.grams:
-                legs.append(_substring_leg(conn, compiled.short_runs, limit, paths))
-        merged: dict[int, float] = {}
-        for leg in legs:  # every leg scores in [0, 1] already
-            for cid, score in leg:
-                merged[cid] = max(score, merged.get(cid, 0.0))
-        return sorted(merged.items(), key=lambda item: (-item[1], item[0]))[:limit]
-
-
-def _weigh_by_coverage(
-    conn: Connection, table: str, terms: Sequence[str], leg: list[tuple[int, float]]
-) -> list[tuple[int, float]]:
-    """Relevance in [0, 1]: BM25 relative to the best BM25 of the query, times (the
-    IDF-weighted share of the query's terms the chunk contains)², re-ranked.
-
-    BM25 alone ranks a chunk that matched one common word of a long question first, and
-    fusion then trusts that best hit fully; weighing by coverage makes a lexical match
-    count in proportion to how much of the question it answers.
-    """
-    if not leg:
-        return leg
-    best = max(score for _, score in leg)
-    leg = [(cid, score / best if best > 0 else 1.0) for cid, score in leg]
-    if len(terms) < 2:
-        return leg
-    # every chunk has one row in each lexical table; counting chunks reads a small b-tree,
-    # counting an FTS5 table scans it (18 ms at 8k chunks)
-    total = conn.execute(text("SELECT count(*) FROM chunks")).scalar_one() or 1
-    candidates = {cid for cid, _ in leg}
-    # one round trip: every chunk holding each term (cheaper than an IN restriction)
-    union = " UNION ALL ".join(
-        f"SELECT {i} AS term, rowid FROM {table} WHERE {table} MATCH :t{i}"
-        for i in range(len(terms))
-    )
-    try:
-        rows = conn.execute(text(union), {f"t{i}": t for i, t in enumerate(terms)}).all()
-    except OperationalError:
-        return leg
-    df = [0] * len(terms)
-    holders: list[set[int]] = [set() for _ in terms]
-    for i, rowid in rows:
-        df[i] += 1
-        if rowid in candidates:
-            holders[i].add(rowid)
-    idf = {i: math.log((total - df[i] + 0.5) / (df[i] + 0.5) + 1.0) for i in range(len(terms))}
-    weight = sum(idf.values())
-    if weight <= 0:
-        return leg
-    scored = [
-        (cid, score * (sum(w for i, w in idf.items() if cid in holders[i]) / weight) ** 2)
-        for cid, score in leg
-    ]
-    return sorted(scored, key=lambda item: (-item[1], item[0]))
-
-
-def _fts_leg(
-    conn: Connection, table: str, expression: str, limit: int, paths: str | None
-) -> list[tuple[int, float]]:
-    """(chunk id, -bm25) best first; title, heading and body weigh 2, 3 and 1."""
-    sql = f"SELECT {table}.rowid, -bm25({table}, 2.0, 3.0, 1.0) AS score FROM {table}"
-    params: dict[str, object] = {"expression": expression, "limit": limit}
-    if paths is not None:
-        sql += f" JOIN chunks ON chunks.id = {table}.rowid {_JOIN_DOCUMENTS}"
-        params["paths"] = paths
-    sql += f" WHERE {table} MATCH :expression"
-    if paths is not None:
-        sql += f" AND {_PATH_FILTER}"
-    try:
-        rows = conn.execute(text(sql + " ORDER BY score DESC LIMIT :limit"), params).all()
-    except OperationalError as exc:
-        # The compiler quotes every term, so this is a compiler bug, not user error:
-        # the lexical leg degrades to no hits rather than failing the search.
-        if "fts5" not in str(exc.orig):
-            raise
-        log.warning("lexical query %r rejected by FTS5: %s", expression, exc.orig)
-        return []
-    return [(int(cid), float(score)) for cid, score in rows]
-
-
-def _substring_leg(
-    conn: Connection, runs: Sequence[str], limit: int, paths: str | None
-) -> list[tuple[int, float]]:
-    """Chunks containing the most of ``runs`` (CJK runs too short for trigrams)."""
-    haystack = (
-        "documents.title || ' ' || coalesce(chunks.heading, '') || ' ' "
-        "|| coalesce(chunks.content, '')"
-    )
-    hits = " + ".join(f"(instr({haystack}, :run{i}) > 0)" for i in range(len(runs)))
-    params: dict[str, object] = {f"run{i}": run for i, run in enumerate(runs)}
-    params["limit"] = limit
-    where = ""
-    if paths is not None:
-        where = f" WHERE {_PATH_FILTER}"
-        params["paths"] = paths
-    sql = (
-        f"SELECT id, hits FROM (SELECT chunks.id AS id, {hits} AS hits FROM chunks "
-        f"{_JOIN_DOCUMENTS}{where}) WHERE hits > 0 ORDER BY hits DESC, id LIMIT :limit"
-    )
-    rows = conn.execute(text(sql), params).all()
-    return [(int(cid), float(n) / len(runs)) for cid, n in rows]
+            return rank(conn, query, limit, paths)

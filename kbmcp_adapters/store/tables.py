@@ -65,6 +65,11 @@ FTS_WORDS = "fts_words"
 FTS_GRAMS = "fts_grams"
 FTS_TABLES = (FTS_WORDS, FTS_GRAMS)
 
+#: SQL fragments for raw queries: any number of paths as one JSON parameter (so no IN
+#: list ever nears the variable limit), and chunks joined to their documents.
+PATH_FILTER = "documents.path IN (SELECT value FROM json_each(:paths))"
+JOIN_DOCUMENTS = "JOIN documents ON documents.id = chunks.document_id"
+
 
 def is_fts_name(name: str | None) -> bool:
     """True for the FTS tables and their shadow tables (fts_words_data, ...)."""

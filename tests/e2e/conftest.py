@@ -151,8 +151,8 @@ class LineReader:
 
     def wait_for(self, pattern: str, timeout: float = DEADLINE) -> re.Match[str]:
         end = time.monotonic() + timeout
-        for line in list(self.lines):
-            if found := re.search(pattern, line):
+        for seen in list(self.lines):
+            if found := re.search(pattern, seen):
                 return found
         while (left := end - time.monotonic()) > 0:
             line = self.next_line(left)

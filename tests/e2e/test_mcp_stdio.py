@@ -1,4 +1,8 @@
-"""The real `kb-mcp serve` over stdio, driven by the MCP SDK's own client."""
+"""The real `kb-mcp serve` over stdio, driven by the MCP SDK's own client.
+
+What needs the process (the wire, stdout purity, the real model, start-up and shutdown) is
+tested here; the rest of the MCP surface in memory (tests/integration/test_mcp_in_memory.py).
+"""
 
 from __future__ import annotations
 
@@ -63,7 +67,7 @@ def wait_for_text(path: Path, needle: str) -> str:
     raise AssertionError(f"{needle!r} never appeared in {path.name}: {text[-2000:]}")
 
 
-def test_listings_describe_the_whole_surface(
+def test_every_feature_answers_over_stdio_with_the_real_model(
     indexed_kb: Path, tmp_path: Path, server_env: Env
 ) -> None:
     async def body() -> None:
@@ -72,41 +76,6 @@ def test_listings_describe_the_whole_surface(
             assert caps.resources is not None and caps.resources.list_changed is True
             tools = {t.name: t for t in (await client.list_tools()).tools}
             assert set(tools) == TOOLS
-            for name in ("search", "get_document", "list_topics"):
-                hints = tools[name].annotations
-                assert hints is not None and hints.read_only_hint and hints.idempotent_hint
-                assert hints.open_world_hint is False
-            assert tools["rebuild_index"].annotations.read_only_hint is False  # type: ignore[union-attr]
-            for tool in tools.values():
-                schemas = json.dumps([tool.input_schema, tool.output_schema])
-                assert "$ref" not in schemas and "anyOf" not in schemas
-            limit = tools["search"].input_schema["properties"]["limit"]
-            assert (limit["minimum"], limit["maximum"], limit["default"]) == (1, 50, 5)
-
-            assert {p.name for p in (await client.list_prompts()).prompts} == set(PROMPTS)
-            listed = (await client.list_resources()).resources
-            assert [r.uri for r in listed] == [
-                "kb://topic/",
-                "kb://topic/archive",
-                "kb://topic/guides",
-                "kb://topic/notes",
-            ]
-            guides = next(r for r in listed if r.uri == "kb://topic/guides")
-            assert guides.mime_type == "text/markdown" and "2 documents" in (
-                guides.description or ""
-            )
-            templates = (await client.list_resource_templates()).resource_templates
-            assert [t.uri_template for t in templates] == ["kb://doc/{path}"]
-
-    run(body)
-
-
-def test_every_tool_answers_with_its_output_schema(
-    indexed_kb: Path, tmp_path: Path, server_env: Env
-) -> None:
-    async def body() -> None:
-        async with stdio_session(indexed_kb, tmp_path / "err.log", server_env) as client:
-            tools = {t.name: t for t in (await client.list_tools()).tools}
 
             found = assert_matches_schema(
                 await client.call_tool(
@@ -156,120 +125,29 @@ def test_every_tool_answers_with_its_output_schema(
             )
             assert summary["unchanged"] == 44 and summary["chunks_embedded"] == 0
 
-    run(body)
+            error = error_of(await client.call_tool("search", {"query": "q" * 1_000_000}))
+            assert error["code"] == "invalid_argument" and "the limit is 2000" in error["message"]
 
-
-def test_resources_read_as_text_and_topic_lists(
-    indexed_kb: Path, tmp_path: Path, server_env: Env
-) -> None:
-    async def body() -> None:
-        async with stdio_session(indexed_kb, tmp_path / "err.log", server_env) as client:
+            listed = [r.uri for r in (await client.list_resources()).resources]
+            assert listed == ["kb://topic/", "kb://topic/archive", "kb://topic/guides",
+                              "kb://topic/notes"]
             topic = (await client.read_resource("kb://topic/guides")).contents[0]
             assert isinstance(topic, types.TextResourceContents)
-            assert topic.mime_type == "text/markdown"
-            assert (
-                "kb://doc/guides/keys.md" in topic.text
-                and "kb://doc/guides/backup.md" in topic.text
-            )
+            assert "kb://doc/guides/keys.md" in topic.text
+            read = (await client.read_resource("kb://doc/guides/keys.md")).contents[0]
+            assert isinstance(read, types.TextResourceContents)
+            assert read.mime_type == "text/markdown"
+            assert read.text.startswith("---\ntitle: Rotating signing keys")
+            with pytest.raises(MCPError) as refused:
+                await client.read_resource("kb://doc/%2e%2e%2fsecret.md")
+            assert refused.value.code == -32002
+            assert str(tmp_path) not in json.dumps(refused.value.data)
 
-            doc = (await client.read_resource("kb://doc/guides/keys.md")).contents[0]
-            assert isinstance(doc, types.TextResourceContents)
-            assert doc.mime_type == "text/markdown" and doc.uri == "kb://doc/guides/keys.md"
-            assert doc.text.startswith("---\ntitle: Rotating signing keys")
-
-    run(body)
-
-
-def test_each_prompt_teaches_the_tools_and_citing(
-    indexed_kb: Path, tmp_path: Path, server_env: Env
-) -> None:
-    async def body() -> None:
-        async with stdio_session(indexed_kb, tmp_path / "err.log", server_env) as client:
-            for name, arguments in PROMPTS.items():
-                prompt = await client.get_prompt(name, arguments)
-                content = prompt.messages[0].content
-                assert isinstance(content, types.TextContent)
-                assert "search" in content.text and "get_document" in content.text
-                assert "Cite the path" in content.text and "say so" in content.text
-                assert next(iter(arguments.values())) in content.text
-            undated = (await client.get_prompt("whats_new", {})).messages[0].content
-            assert isinstance(undated, types.TextContent) and "since" not in undated.text
-            for name, arguments in [
-                ("summarize_topic", {}),
-                ("whats_new", {"since": "May"}),
-                ("no_such_prompt", {}),
-            ]:
-                with pytest.raises(MCPError) as refused:
-                    await client.get_prompt(name, arguments)
-                assert refused.value.code == types.INVALID_PARAMS
-
-    run(body)
-
-
-BAD_ARGUMENTS: list[tuple[str, dict[str, Any], str]] = [
-    ("search", {"query": 42}, "must be a string"),
-    ("search", {"query": "keys", "limit": "ten"}, "must be an integer"),
-    ("search", {"query": "keys", "limit": 0}, "between 1 and 50"),
-    ("search", {"query": "keys", "limit": 500}, "between 1 and 50"),
-    ("search", {"query": "keys", "path_globs": []}, "must not be empty"),
-    ("search", {"query": "q" * 1_000_000}, "the limit is 2000"),
-    ("search", {"query": "   "}, "must not be empty"),
-    ("search", {"query": "keys", "date_from": "last week"}, "YYYY-MM-DD"),
-    ("search", {"query": "keys", "date_from": "2026-02-31"}, "not a real date"),
-    ("search", {"query": "keys", "tags_any": "ops"}, "array of strings"),
-    ("search", {"query": "keys", "chunks_per_document": 11}, "between 1 and 10"),
-    ("search", {"query": "keys", "colour": "red"}, "unknown argument"),
-    ("search", {}, "missing required argument 'query'"),
-    ("get_document", {"path": ["a.md"]}, "must be a string"),
-    ("rebuild_index", {"force": "yes"}, "true or false"),
-]
-
-
-def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(
-    indexed_kb: Path, tmp_path: Path, server_env: Env
-) -> None:
-    async def body() -> None:
-        async with stdio_session(indexed_kb, tmp_path / "err.log", server_env) as client:
-            for tool, arguments, says in BAD_ARGUMENTS:
-                error = error_of(await client.call_tool(tool, arguments))
-                assert error["code"] == "invalid_argument", (tool, arguments, error)
-                assert says in error["message"], (says, error)
-                assert len(error["message"]) < 300  # never echoes a huge value back
-            found = await client.call_tool("search", {"query": "tomatoes"})
-            assert not found.is_error
-            assert text_of(found)["results"][0]["path"] == "notes/garden.md"
-
-    run(body)
-
-
-def test_refused_and_unoffered_reads_are_resource_not_found(
-    fresh_kb: Path, tmp_path: Path, server_env: Env
-) -> None:
-    write(fresh_kb, "guides/unindexed.md", "# Not yet indexed\n\nwritten after the index run\n")
-
-    async def body() -> None:
-        async with stdio_session(fresh_kb, tmp_path / "err.log", server_env) as client:
-            for uri in [
-                "kb://doc/%2e%2e%2fsecret.md",
-                "kb://doc/../secret.md",
-                "kb://doc/guides/unindexed.md",
-                f"kb://doc/{tmp_path}/secret.md",
-                "kb://doc/guides%5Ckeys.md",
-                "kb://doc/guides/missing.md",
-                "kb://topic/nowhere",
-                "file:///etc/passwd",
-            ]:
-                with pytest.raises(MCPError) as refused:
-                    await client.read_resource(uri)
-                assert refused.value.code == -32002, uri
-                said = refused.value.message + json.dumps(refused.value.data["reason"])
-                assert str(tmp_path) not in said and "/kb/" not in said
-            # get_document serves any enabled file under the root, indexed or not ...
-            doc = await client.call_tool("get_document", {"path": "guides/unindexed.md"})
-            assert text_of(doc)["content"].startswith("# Not yet indexed")
-            # ... but never one outside it, and says why without a server path
-            error = error_of(await client.call_tool("get_document", {"path": "../secret.md"}))
-            assert error["code"] == "path_refused" and str(tmp_path) not in error["message"]
+            prompts = {p.name for p in (await client.list_prompts()).prompts}
+            assert prompts == set(PROMPTS)
+            prompt = (await client.get_prompt("deep_dive", PROMPTS["deep_dive"])).messages[0]
+            assert isinstance(prompt.content, types.TextContent)
+            assert "How are keys rotated?" in prompt.content.text
 
     run(body)
 
@@ -313,34 +191,11 @@ def test_stdout_is_only_json_rpc_and_a_missing_index_is_a_clear_tool_error(
         assert json.loads(line)["jsonrpc"] == "2.0"
 
 
-def test_concurrent_rebuilds_run_one_at_a_time(
+def test_a_rebuild_that_changes_the_offer_notifies_the_client(
     fresh_kb: Path, tmp_path: Path, server_env: Env
 ) -> None:
-    async def body() -> None:
-        async with stdio_session(fresh_kb, tmp_path / "err.log", server_env) as client:
-            results: list[types.CallToolResult] = []
-
-            async def rebuild() -> None:
-                results.append(await client.call_tool("rebuild_index", {"force": True}))
-
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(rebuild)
-                tg.start_soon(rebuild)
-            ran = [r for r in results if not r.is_error]
-            refused = [error_of(r) for r in results if r.is_error]
-            assert len(ran) == 1 and len(refused) == 1
-            assert refused[0]["code"] == "writer_busy" and "since" in refused[0]["message"]
-            assert text_of(ran[0])["chunks_embedded"] > 0
-            again = await client.call_tool("rebuild_index", {})  # free again afterwards
-            assert not again.is_error
-
-    run(body)
-
-
-@pytest.mark.parametrize("mode", ["legacy", "auto"])
-def test_a_rebuild_that_changes_the_offer_notifies_the_client(
-    fresh_kb: Path, tmp_path: Path, mode: str, server_env: Env
-) -> None:
+    """Over the stdio wire, in the handshake era: a spontaneous notification. The 2026-era
+    listen stream is tested in memory (tests/integration/test_mcp_in_memory.py)."""
     changed = anyio.Event()
 
     async def on_message(message: Any) -> None:
@@ -349,18 +204,12 @@ def test_a_rebuild_that_changes_the_offer_notifies_the_client(
 
     async def body() -> None:
         async with stdio_session(
-            fresh_kb, tmp_path / "err.log", server_env, mode=mode, message_handler=on_message
+            fresh_kb, tmp_path / "err.log", server_env, message_handler=on_message
         ) as client:
             before = {r.uri for r in (await client.list_resources()).resources}
             write(fresh_kb, "recipes/soup.md", "# Soup\n\nSimmer the stock for an hour.\n")
-            if mode == "legacy":  # handshake era: a spontaneous notification
-                assert not (await client.call_tool("rebuild_index", {})).is_error
-                await changed.wait()
-            else:  # 2026 era: only on a subscriptions/listen stream the client opened
-                async with client.listen(resources_list_changed=True) as events:
-                    assert not (await client.call_tool("rebuild_index", {})).is_error
-                    async for _event in events:
-                        break
+            assert not (await client.call_tool("rebuild_index", {})).is_error
+            await changed.wait()
             after = {r.uri for r in (await client.list_resources()).resources}
             assert after - before == {"kb://topic/recipes"}
 
@@ -370,7 +219,7 @@ def test_a_rebuild_that_changes_the_offer_notifies_the_client(
 def test_whatever_a_library_prints_after_start_up_lands_on_stderr(tmp_path: Path) -> None:
     script = (
         "import os\n"
-        "from kbmcp_adapters.mcp_server.server import claim_stdout\n"
+        "from kbmcp_adapters.mcp_server.stdio import claim_stdout\n"
         "wire = claim_stdout()\n"
         "print('python-level noise')\n"
         "os.write(1, b'c-level noise\\n')\n"

@@ -6,7 +6,6 @@ Run with ``-s`` to see the numbers (reads, served, refusals, outside bytes).
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
@@ -16,29 +15,12 @@ from mcp.shared.exceptions import MCPError
 
 from tests.e2e.conftest import Env, error_of, run_index, stdio_session, text_of, write
 from tests.e2e.test_mcp_stdio import run
-from tests.integration.test_root_bound_reads import Swapper
+from tests.integration.test_root_bound_reads import INSIDE, SECRET, Swapper, Tally
 
-INSIDE = "# Race\n\nINSIDE-MARKER the real page about sailing knots.\n"
-SECRET = "SECRET-OUTSIDE-MARKER"
 READS = 4000  # half through get_document, half through resources/read
 #: requests in flight at once: the server reads on several threads, as with a busy client
 IN_FLIGHT = 4
 RESOURCE_NOT_FOUND = -32002
-
-
-@dataclass
-class Tally:
-    reads: int = 0
-    served: int = 0
-    refused: int = 0
-    leaks: int = 0
-    other: list[str] = field(default_factory=list)
-
-    def body(self, text: str) -> None:
-        self.served += 1
-        self.leaks += SECRET in text
-        if SECRET not in text and INSIDE not in text:
-            self.other.append(f"unexpected body {text[:80]!r}")
 
 
 def test_a_folder_swap_during_reads_never_escapes_the_root(

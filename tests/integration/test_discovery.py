@@ -29,7 +29,7 @@ def write(root: Path, rel: str, text: str = "# T\nbody\n") -> Path:
 
 
 def scan(root: Path, exclude_dirs: tuple[str, ...] = DEFAULT_EXCLUDE_DIRS,
-         exts: tuple[str, ...] = ("md",)):  # type: ignore[no-untyped-def]
+         exts: tuple[str, ...] = ("md",)):
     rules = ExclusionRules.load(root, exclude_dirs, root / ".kb-mcp")
     return DiskScanner(root, LocalFileSystem(root), rules, exts).scan()
 

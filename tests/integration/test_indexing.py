@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pymupdf
 import pytest
 
-from kbmcp_adapters import open_knowledge_base
+from kbmcp_adapters import KnowledgeBase, bootstrap, open_knowledge_base
+from kbmcp_adapters.app.bootstrap import real_vectors
+from kbmcp_adapters.app.config import build_settings
+from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
 from kbmcp_adapters.store.migrate import downgrade, make_engine
 from kbmcp_core.errors import ModelMismatch
+from kbmcp_core.ports import VectorStore
 from tests.conftest import OpenKb, write_files
 
 NOTE = """---
@@ -38,13 +43,34 @@ def rows(kb: Path, sql: str) -> list[tuple[object, ...]]:
         return conn.execute(sql).fetchall()
 
 
+OpenWithVectors = Callable[[Path], tuple[KnowledgeBase, VectorStore]]
+
+
+@pytest.fixture
+def open_with_vectors(embedder: FastEmbedEmbedder) -> Iterator[OpenWithVectors]:
+    """A knowledge base and the real vector store it writes to, handed in at bootstrap."""
+    opened: list[KnowledgeBase] = []
+
+    def _open(kb_path: Path) -> tuple[KnowledgeBase, VectorStore]:
+        s = build_settings(None, cwd=kb_path, kb_path=kb_path)
+        vectors = real_vectors(s, embedder.dimension)
+        kb = KnowledgeBase(bootstrap(s, embedder=embedder, vectors=vectors))
+        opened.append(kb)
+        return kb, vectors
+
+    yield _open
+    for kb in opened:
+        kb.close()
+
+
 def make_pdf(path: Path, pages: list[str], *, encrypt: bool = False) -> None:
     doc = pymupdf.open()
     for text in pages:
         page = doc.new_page()
         page.insert_text((72, 72), text, fontsize=11)
     if encrypt:
-        doc.save(path, encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="u", owner_pw="o")
+        aes_256 = pymupdf.PDF_ENCRYPT_AES_256  # type: ignore[attr-defined]
+        doc.save(path, encryption=aes_256, user_pw="u", owner_pw="o")
     else:
         doc.save(path)
     doc.close()
@@ -84,7 +110,7 @@ def test_each_refusal_is_warned_and_the_rest_indexed(tmp_path: Path, open_kb: Op
         f.truncate(60 * 1024 * 1024)
     kb = open_kb(kb_root, enabled_formats=("md", "txt", "pdf"))
     s = kb.index()
-    indexed = sorted(p for (p,) in rows(kb_root, "SELECT path FROM documents"))
+    indexed = sorted(str(p) for (p,) in rows(kb_root, "SELECT path FROM documents"))
     assert indexed == ["broken-frontmatter.md", "notes.txt", "paper.pdf"]
     text = "\n".join(s.warnings)
     for needle in ("link.md", "good.md", "pipe.md", "bad-utf8.md", "locked.pdf", "huge.md",
@@ -124,11 +150,10 @@ def test_metadata_only_edit_reembeds_nothing(tmp_path: Path, open_kb: OpenKb) ->
         ("The watcher, explained", len(edited.encode()))]
 
 
-def test_rename_reuses_vectors(tmp_path: Path, open_kb: OpenKb) -> None:
+def test_rename_reuses_vectors(tmp_path: Path, open_with_vectors: OpenWithVectors) -> None:
     write_files(tmp_path, {"a.md": NOTE})
-    kb = open_kb(tmp_path)
+    kb, vectors = open_with_vectors(tmp_path)
     kb.index()
-    vectors = kb.container.vectors
     old = sorted(tuple(round(x, 6) for x in v) for v in vectors.get(vectors.ids()).values())
     (tmp_path / "moved").mkdir()
     (tmp_path / "a.md").rename(tmp_path / "moved" / "a.md")
@@ -140,16 +165,18 @@ def test_rename_reuses_vectors(tmp_path: Path, open_kb: OpenKb) -> None:
     assert kb.search("debounce watcher").results[0].path == "moved/a.md"
 
 
-def test_deleted_and_newly_excluded_files_are_removed(tmp_path: Path, open_kb: OpenKb) -> None:
+def test_deleted_and_newly_excluded_files_are_removed(
+    tmp_path: Path, open_with_vectors: OpenWithVectors
+) -> None:
     write_files(tmp_path, {"a.md": NOTE, "drafts/b.md": "# B\n\nbody\n", "c.md": "# C\n\nc\n"})
-    kb = open_kb(tmp_path)
+    kb, vectors = open_with_vectors(tmp_path)
     kb.index()
     (tmp_path / "c.md").unlink()
     (tmp_path / ".kb-mcpignore").write_text("drafts/\n")
     s = kb.index()
     assert s.deleted == 2
     assert rows(tmp_path, "SELECT path FROM documents") == [("a.md",)]
-    assert len(kb.container.vectors.ids()) == rows(tmp_path, "SELECT count(*) FROM chunks")[0][0]
+    assert len(vectors.ids()) == rows(tmp_path, "SELECT count(*) FROM chunks")[0][0]
 
 
 def test_file_that_fails_keeps_its_previous_rows(tmp_path: Path, open_kb: OpenKb) -> None:

@@ -516,8 +516,8 @@ def test_registry_offers_the_enabled_formats_only() -> None:
     everything = build_registry(["pdf", "TXT", "md", "md"])
     assert everything.extensions() == frozenset({"md", "markdown", "txt", "pdf"})
     pdf = everything.parser_for("PDF")
-    assert isinstance(pdf, PdfParser) and pdf.binary
-    assert not everything.parser_for("txt").binary  # type: ignore[union-attr]
+    assert isinstance(pdf, PdfParser)
+    assert isinstance(everything.parser_for("txt"), TextParser)
 
 
 @pytest.mark.parametrize("enabled", [[], ["md", "docx"], ["markdown"], "md"])

@@ -212,9 +212,9 @@ def test_narrowing_formats_keeps_rows_searchable_but_not_offered(
     assert checks["extension-not-enabled"].samples == ("papers/telemetry.pdf",)
     # an index run with the narrowed list keeps the rows too; --prune removes them
     narrowed.index()
-    assert "papers/telemetry.pdf" in narrowed.container.store.document_paths()
+    assert "papers/telemetry.pdf" in narrowed.indexed_paths()
     narrowed.index(prune=True)
-    assert "papers/telemetry.pdf" not in narrowed.container.store.document_paths()
+    assert "papers/telemetry.pdf" not in narrowed.indexed_paths()
 
 
 def test_null_sizes_stay_offered_and_one_run_fills_them(own_kb: KnowledgeBase) -> None:

@@ -78,7 +78,7 @@ class Live:
         write_files(self.root, {rel: text})
 
     def indexed(self, rel: str) -> bool:
-        return self.kb.container.store.get_document(rel) is not None
+        return self.kb.document(rel) is not None
 
     def finds(self, word: str, rel: str) -> bool:
         """Search for ``word`` returns ``rel`` with a passage that contains it."""
@@ -211,7 +211,7 @@ def test_a_file_grown_past_the_index_cap_is_withdrawn_with_its_size(live: StartL
     os.truncate(lv.root / "big.md", INDEX_CAP_BYTES + 1)  # sparse: no 50 MiB written
 
     def size() -> int | None:
-        row = lv.kb.container.store.get_document("big.md")
+        row = lv.kb.document("big.md")
         return None if row is None else row.size_bytes
 
     lv.wait_until(
@@ -272,7 +272,7 @@ def test_the_walk_and_the_watcher_agree_on_every_case(live: StartLive) -> None:
     lv.write("zz-barrier.md", note("moss"))
     lv.wait_until(lambda: lv.indexed("zz-barrier.md"), "the barrier file")
 
-    walked = lv.kb.container.scanner.scan().files
+    walked = lv.kb.scan().files
     for path, expected in CASES:
         assert (lv.indexed(path), path in walked) == (expected, expected), path
 
@@ -288,7 +288,7 @@ def test_links_are_refused_like_the_walk_refuses_them(live: StartLive, tmp_path:
     lv.write("zz-barrier.md", note("amber"))
     lv.wait_until(lambda: lv.indexed("zz-barrier.md"), "the barrier file")
 
-    scan = lv.kb.container.scanner.scan()
+    scan = lv.kb.scan()
     refused = {r.path for r in scan.refused}
     for path in ("alias.md", "linkdir", "hard.md", "b-twin.md", "b.md"):
         assert not lv.indexed(path), path

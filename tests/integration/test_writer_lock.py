@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -56,15 +57,43 @@ def test_a_sigkilled_holder_does_not_block_the_next_writer(tmp_path: Path) -> No
         assert (tmp_path / "writer.lock").exists()
 
 
+HOLD_UNTIL_TOLD = """
+import sys
+from pathlib import Path
+from kbmcp_adapters.app.writer_lock import writer_lock
+with writer_lock(Path(sys.argv[1]), 5):
+    print("held", flush=True)
+    sys.stdin.readline()
+"""
+
+
 def test_waiting_writer_gets_the_lock_when_released(tmp_path: Path) -> None:
-    proc = hold_in_child(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-c", HOLD_UNTIL_TOLD, str(tmp_path)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdin is not None and proc.stdout is not None
+    polls: list[int] = []
+
+    def waiting() -> None:
+        """Called by the writer at each poll while the lock is taken: the first time, the
+        holder is told to release it."""
+        if not polls:
+            assert proc.stdin is not None
+            proc.stdin.write("release\n")
+            proc.stdin.flush()
+        polls.append(proc.pid)
+
     try:
-        proc.send_signal(signal.SIGTERM)  # the holder exits on its own, releasing the lock
-        with writer_lock(tmp_path, 30):
-            pass
+        assert proc.stdout.readline().strip() == "held"
+        with writer_lock(tmp_path, 60, check=waiting):
+            holder = json.loads((tmp_path / "writer.lock").read_text(encoding="utf-8"))
+        assert polls, "the second writer never had to wait"
+        assert holder["pid"] == os.getpid()  # the waiting writer, not the old holder
+        assert proc.wait(timeout=30) == 0
     finally:
         proc.kill()
         proc.wait(timeout=30)
+        proc.stdin.close()
+        proc.stdout.close()
 
 
 def test_cli_index_refuses_while_another_writer_runs(tmp_path: Path,

@@ -50,7 +50,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
             outer(stats)
 
     started = time.monotonic()
-    with collector.with_value(note):
+    with collector.with_value(note):  # type: ignore[arg-type]
         yield
     if item.nodeid in _EXAMPLES:
         _SECONDS[item.nodeid] = time.monotonic() - started

@@ -20,7 +20,9 @@ from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
 
 def budget(examples: int) -> int:
     """``examples`` under the ``ci`` profile, scaled by the active profile's max_examples."""
-    return max(1, examples * settings.default.max_examples // 100)
+    profile = settings.default
+    assert profile is not None
+    return max(1, examples * profile.max_examples // 100)
 
 
 def open_kb(root: Path, embedder: FastEmbedEmbedder, **overrides: Any) -> KnowledgeBase:

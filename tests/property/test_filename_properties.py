@@ -131,9 +131,9 @@ def test_any_file_names_index_or_are_refused_with_a_reason(
         written = write_files(os.fsencode(root), files)
         kb = open_kb(Path(root), embedder)
         try:
-            scan = kb.container.scanner.scan()  # the walk alone: no exception
+            scan = kb.scan()  # the walk alone: no exception
             summary = kb.index()
-            indexed = set(kb.container.store.document_paths())
+            indexed = set(kb.indexed_paths())
             again = kb.index()  # a second run over the same folder changes nothing
         finally:
             kb.close()

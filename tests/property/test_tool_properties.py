@@ -31,7 +31,7 @@ from kbmcp_adapters.app.bootstrap import bootstrap
 from kbmcp_adapters.app.config import build_settings
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
-from kbmcp_adapters.mcp_server.server import KbRuntime, build_server
+from kbmcp_adapters.mcp_server import KbRuntime, build_server
 from kbmcp_core.search import MAX_QUERY_CHARS
 from tests.property.support import SYNTAX, any_text, budget, hostile_text, open_kb, write_tree
 from tests.property.test_path_properties import raw_paths, uris
@@ -215,7 +215,8 @@ def test_any_tool_arguments_get_a_result_or_a_stable_error(served: Served, data:
 
 
 def test_forced_rebuild_and_bad_force_values(served: Served) -> None:
-    for force in (True, "true", 1, None, [], {"force": True}):
+    forces: tuple[object, ...] = (True, "true", 1, None, [], {"force": True})
+    for force in forces:
         check_tool_call(served, "rebuild_index", {"force": force})
 
 

@@ -18,6 +18,12 @@ from tests.fakes import (
 )
 
 
+def stored(world: IndexDeps) -> FakeIndexStore:
+    """The run's store, to read back what the run wrote (the run itself only writes)."""
+    assert isinstance(world.store, FakeIndexStore)
+    return world.store
+
+
 @pytest.fixture
 def world() -> IndexDeps:
     fs = FakeFileSystem({
@@ -74,7 +80,7 @@ def test_metadata_only_edit_reembeds_nothing_and_keeps_chunk_ids(world: IndexDep
     assert (s.updated, s.metadata_only, s.chunks_embedded) == (1, 1, 0)
     assert len(emb.embedded) == before
     assert world.store.chunk_ids() == ids
-    doc = world.store.get_document("a.md")
+    doc = stored(world).get_document("a.md")
     assert doc is not None and doc.title == "A renamed"
     assert doc.size_bytes == len(world.fs.files["a.md"])  # type: ignore[attr-defined]
 
@@ -91,7 +97,7 @@ def test_rename_reuses_vectors(world: IndexDeps) -> None:
     s = run_index(world)
     assert (s.renamed, s.added, s.deleted, s.chunks_embedded) == (1, 0, 0, 0)
     assert len(emb.embedded) == before
-    assert world.store.document_paths() == ["b.md", "moved/a.md"]
+    assert stored(world).document_paths() == ["b.md", "moved/a.md"]
     assert sorted(map(tuple, world.vectors.get(world.store.chunk_ids()).values())) == old_vectors
     assert world.vectors.ids() == world.store.chunk_ids()
 
@@ -106,12 +112,12 @@ def test_edit_embeds_only_the_changed_chunk(world: IndexDeps) -> None:
 
 def test_failed_parse_keeps_previous_rows_and_run_continues(world: IndexDeps) -> None:
     run_index(world)
-    before = world.store.get_document("a.md")
+    before = stored(world).get_document("a.md")
     world.fs.files["a.md"] = b"FAIL"  # type: ignore[attr-defined]
     world.fs.files["c.md"] = b"# C\ndelta\n"  # type: ignore[attr-defined]
     s = run_index(world)
     assert s.failed == 1 and s.added == 1
-    assert world.store.get_document("a.md") == before
+    assert stored(world).get_document("a.md") == before
     assert any("a.md" in w for w in s.warnings)
 
 
@@ -120,7 +126,7 @@ def test_deleted_file_loses_rows_and_vectors(world: IndexDeps) -> None:
     del world.fs.files["b.md"]  # type: ignore[attr-defined]
     s = run_index(world)
     assert s.deleted == 1
-    assert world.store.document_paths() == ["a.md"]
+    assert stored(world).document_paths() == ["a.md"]
     assert world.vectors.ids() == world.store.chunk_ids()
 
 
@@ -130,7 +136,7 @@ def test_oversize_refusal_records_size_and_keeps_row(world: IndexDeps) -> None:
     assert isinstance(scanner, FakeScanner)
     scanner.oversize["a.md"] = 60 << 20
     s = run_index(world)
-    doc = world.store.get_document("a.md")
+    doc = stored(world).get_document("a.md")
     assert doc is not None and doc.size_bytes == 60 << 20
     assert s.skipped == 1
 
@@ -177,10 +183,10 @@ def test_targeted_run_touches_only_its_paths(world: IndexDeps) -> None:
     fs.files["c.md"] = b"# C\nnew text\n"
     s = run_index(world, paths=["c.md"])
     assert (s.added, s.deleted) == (1, 0)
-    assert world.store.document_paths() == ["a.md", "b.md", "c.md"]
+    assert stored(world).document_paths() == ["a.md", "b.md", "c.md"]
     s = run_index(world, paths=["b.md"])
     assert s.deleted == 1
-    assert world.store.document_paths() == ["a.md", "c.md"]
+    assert stored(world).document_paths() == ["a.md", "c.md"]
 
 
 def test_targeted_run_sees_a_rename_in_one_batch(world: IndexDeps) -> None:
@@ -197,7 +203,7 @@ class FailingEmbedder(FakeEmbedder):
         super().__init__()
         self.fail = True
 
-    def embed_documents(self, texts):  # type: ignore[no-untyped-def]
+    def embed_documents(self, texts):
         if self.fail:
             raise RuntimeError("killed while embedding")
         return super().embed_documents(texts)
@@ -213,9 +219,9 @@ def test_text_is_searchable_before_its_vectors_and_the_next_run_completes(
     world.embedder = emb
     with pytest.raises(RuntimeError):  # the run dies between the rows and the vectors
         run_index(world)
-    assert world.store.document_paths() == ["a.md", "b.md"]
+    assert stored(world).document_paths() == ["a.md", "b.md"]
     assert world.vectors.ids() == set()
-    searcher = Searcher(world.store, world.vectors, emb, ServableRules(world.store,
+    searcher = Searcher(stored(world), world.vectors, emb, ServableRules(stored(world),
                                                                       FakeRegistry()))
     res = searcher.search(SearchRequest("gamma text"))
     assert res.results[0].path == "b.md"  # found lexically

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from kbmcp_core.errors import InvalidQuery
@@ -105,8 +107,17 @@ def test_uri_only_on_offered_documents() -> None:
 
 
 def test_hostile_query_text_is_just_text(searcher: Searcher) -> None:
-    for q in ['"unbalanced', "NEAR(a b)", "a* OR b:c", "\x00\x00", "-x ^y (z"]:
-        searcher.search(SearchRequest(q))
+    """Search syntax typed by a user is not obeyed: a query answers as its words do
+    (``-special`` still finds "special", ``NEAR(...)`` is two words)."""
+    for q in ['"unbalanced special', "NEAR(special apple)", "special* OR x:y",
+              "-special ^apple (z", "special\x00\x00"]:
+        words = " ".join(re.findall(r"\w+", q))
+        for mode in ("hybrid", "lexical"):
+            got = searcher.search(SearchRequest(q, mode=mode)).results
+            assert [(h.path, h.heading) for h in got] == [
+                (h.path, h.heading)
+                for h in searcher.search(SearchRequest(words, mode=mode)).results], (q, mode)
+            assert got and got[0].path.startswith("other/"), (q, mode)
 
 
 def test_fusion_rewards_agreement_and_keeps_single_leg_finds() -> None:

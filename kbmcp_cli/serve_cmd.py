@@ -7,12 +7,12 @@ from pathlib import Path
 
 import click
 
-from kbmcp_cli.main import cli, kb_options, setup_logging
+from kbmcp_cli.options import kb_options, setup_logging
 
 log = logging.getLogger("kbmcp_adapters.mcp_server")
 
 
-@cli.command()
+@click.command()
 @kb_options
 @click.option(
     "--transport",
@@ -102,6 +102,10 @@ def serve(
     the embedding model are opened on the first request that needs them, so the client's
     `initialize` is answered at once.
     """
+    from kbmcp_adapters.app.bootstrap import settings_for
+
+    # A bad configuration fails here, before the process hands its stdout to the protocol.
+    settings = settings_for(kb_path, config)
     wire = None
     if transport == "stdio":
         from kbmcp_adapters.mcp_server.stdio import claim_stdout
@@ -111,10 +115,8 @@ def serve(
     if not quiet and not verbose:
         log.setLevel(logging.INFO)
 
-    from kbmcp_adapters.app.bootstrap import settings_for
     from kbmcp_adapters.mcp_server import KbRuntime, serve_http, serve_stdio
 
-    settings = settings_for(kb_path, config)
     if settings.database_url is None and not settings.sqlite_path.exists():
         log.warning(
             "no index yet at %s: tools will ask for `kb-mcp index` (or the "
@@ -124,7 +126,7 @@ def serve(
     runtime = KbRuntime(settings)
     background = []
     if settings.watch and not no_watch:
-        from kbmcp_adapters.mcp_server.live import watch_task
+        from kbmcp_adapters.live.serve_task import watch_task
 
         background.append(watch_task)
         if not verbose:

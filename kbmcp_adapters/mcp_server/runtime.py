@@ -1,0 +1,226 @@
+"""The knowledge base as the MCP server sees it: opened on first need, one rebuild at a time,
+and the notifier that tells clients when the offered documents change."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import weakref
+from collections.abc import Callable, Coroutine, Mapping
+from datetime import UTC, datetime
+from functools import partial
+from typing import Any, Protocol, TypeVar
+
+import anyio.to_thread
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from kbmcp_adapters.app.knowledge_base import KnowledgeBase
+from kbmcp_core.errors import IndexNotFound, WriterBusy
+from kbmcp_core.settings import Settings
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+#: A task run beside the transport for the server's lifetime (the file watcher plugs in here).
+BackgroundTask = Callable[["KbRuntime"], Coroutine[Any, Any, None]]
+#: At shutdown, the longest wait (s) for index runs in progress to reach a safe point.
+SHUTDOWN_S = 20.0
+
+
+class LiveSync(Protocol):
+    """What the runtime needs of a live-sync watcher running beside it."""
+
+    def status(self) -> Mapping[str, Any]: ...
+
+    def request_stop(self) -> None: ...
+
+    def stop(self, timeout: float = ...) -> bool: ...
+
+
+class ChangeNotifier:
+    """Tells every connected client that the offered resources changed.
+
+    Handshake-era connections get ``notifications/resources/list_changed`` on their
+    standalone channel; 2026-era clients get it on their ``subscriptions/listen`` stream.
+    It is also a server middleware, which is how it learns the handshake-era connections.
+    """
+
+    def __init__(self) -> None:
+        self.bus = InMemorySubscriptionBus()
+        self._connections: weakref.WeakSet[Any] = weakref.WeakSet()
+
+    async def __call__(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            # The SDK exposes the per-client Connection only through the session.
+            connection = getattr(ctx.session, "_connection", None)
+            if connection is not None:
+                self._connections.add(connection)
+        return await call_next(ctx)
+
+    async def resources_changed(self) -> None:
+        await self.bus.publish(ResourcesListChanged())
+        for connection in list(self._connections):
+            await connection.send_resource_list_changed()
+
+
+class KbRuntime:
+    """One knowledge base as the server sees it: opened on first need, one rebuild at a time.
+
+    Blocking methods (``open_index``, ``ensure_model``, ...) run in worker threads via
+    ``in_thread`` so the event loop keeps answering while they work.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        open_kb: Callable[[Settings], KnowledgeBase] = KnowledgeBase.from_settings,
+    ) -> None:
+        """``open_kb`` builds the knowledge base on first need (tests pass fakes this way)."""
+        self.settings = settings
+        self.notifier = ChangeNotifier()
+        self._open_kb = open_kb
+        self._kb: KnowledgeBase | None = None
+        self._open_lock = threading.Lock()
+        self._model_lock = threading.Lock()
+        self._model_ready = False
+        self._rebuild_since: datetime | None = None
+        #: the live-sync watcher, when one runs beside the server
+        self.watcher: LiveSync | None = None
+        self._stopping = threading.Event()
+        self._idle = threading.Condition()
+        self._running = 0  # blocking calls in worker threads right now
+
+    # -- blocking: call these from worker threads ------------------------------------------
+    def knowledge_base(self) -> KnowledgeBase:
+        with self._open_lock:
+            if self._kb is None:
+                self._kb = self._open_kb(self.settings)
+                if self._stopping.is_set():
+                    self._kb.stop_writers()
+            return self._kb
+
+    def open_index(self, *, create: bool = False) -> KnowledgeBase:
+        """The knowledge base with its index open; ``IndexNotFound`` when there is none yet
+        (and ``create`` is false)."""
+        kb = self.knowledge_base()
+        with self._open_lock:  # the first open migrates the schema: once, not per thread
+            kb.open_index(create=create)
+        return kb
+
+    def knowledge_base_for_reads(self) -> KnowledgeBase:
+        """For ``get_document``, which serves files whether or not an index exists."""
+        try:
+            return self.open_index()
+        except IndexNotFound:
+            return self.knowledge_base()
+
+    def ensure_model(self, kb: KnowledgeBase) -> None:
+        """Load the embedding model (and open the vector store) once, saying so on the log."""
+        if self._model_ready:
+            return
+        with self._model_lock:
+            if self._model_ready:
+                return
+            log.info("loading embedding model %s", self.settings.embedding_model)
+            started = time.monotonic()
+            kb.warm_up()
+            log.info("embedding model ready in %.1fs", time.monotonic() - started)
+            self._model_ready = True
+
+    def _rebuild_blocking(self, force: bool) -> tuple[dict[str, object], bool]:
+        kb = self.open_index(create=True)
+        before = set(kb.servable_paths())
+        self.ensure_model(kb)
+        summary = kb.index(force=force, purpose="a rebuild_index call")
+        after = set(kb.servable_paths())
+        log.info("rebuild_index: %s", summary.line())
+        return summary.as_dict(), before != after
+
+    # -- async -----------------------------------------------------------------------------
+    async def in_thread(self, func: Callable[[], T]) -> T:
+        return await anyio.to_thread.run_sync(partial(self._counted, func))
+
+    def _counted(self, func: Callable[[], T]) -> T:
+        with self._idle:
+            self._running += 1
+        try:
+            return func()
+        finally:
+            with self._idle:
+                self._running -= 1
+                self._idle.notify_all()
+
+    def rebuilding_since(self) -> datetime | None:
+        return self._rebuild_since
+
+    async def rebuild(self, *, force: bool) -> dict[str, object]:
+        """Run one index update in a worker thread; refuse a second while one runs."""
+        since = self._rebuild_since
+        if since is not None:
+            elapsed = (datetime.now(UTC) - since).total_seconds()
+            raise WriterBusy(
+                f"an index rebuild has been running since {since:%Y-%m-%dT%H:%M:%SZ} "
+                f"({elapsed:.0f}s ago); wait for it to finish, then call rebuild_index again "
+                "if files changed since it started"
+            )
+        self._rebuild_since = datetime.now(UTC)
+        try:
+            summary, offer_changed = await self.in_thread(partial(self._rebuild_blocking, force))
+        finally:
+            self._rebuild_since = None
+        if offer_changed:
+            await self.offer_changed()
+        return summary
+
+    def attach_watcher(self, watcher: LiveSync) -> None:
+        """A live-sync watcher now runs beside the server: stopped with it, shown by
+        ``list_topics``."""
+        self.watcher = watcher
+
+    async def offer_changed(self) -> None:
+        """The offered documents changed (after a rebuild, or from the watcher)."""
+        await self.notifier.resources_changed()
+
+    def request_stop(self) -> None:
+        """The server is going away (the client closed stdin, or a signal): index runs in
+        progress stop at their next safe point, and no new one starts."""
+        self._stopping.set()
+        kb = self._kb
+        if kb is not None:
+            kb.stop_writers()
+        if self.watcher is not None:
+            self.watcher.request_stop()
+
+    def shutdown(self, timeout: float = SHUTDOWN_S) -> bool:
+        """Stop every writer, wait at most ``timeout`` s for them, then close the index.
+
+        False when something was still running at the deadline: the index is then left
+        open, as a killed run leaves it (which the next run completes), and the caller
+        should end the process without waiting for those threads.
+        """
+        self.request_stop()
+        deadline = time.monotonic() + timeout
+        stopped = True
+        if self.watcher is not None:
+            stopped = bool(self.watcher.stop(timeout=max(0.0, deadline - time.monotonic())))
+        with self._idle:
+            stopped = self._idle.wait_for(
+                lambda: self._running == 0, timeout=max(0.0, deadline - time.monotonic())
+            ) and stopped
+        if stopped:
+            self.close()
+        return stopped
+
+    def close(self) -> None:
+        with self._open_lock:
+            if self._kb is not None:
+                self._kb.close()
+                self._kb = None
+
+
+__all__ = ["SHUTDOWN_S", "BackgroundTask", "ChangeNotifier", "KbRuntime", "LiveSync"]

@@ -1,0 +1,248 @@
+"""The tools' JSON Schemas, and the check of a call's arguments against the published one."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from jsonschema import Draft202012Validator, ValidationError
+
+from kbmcp_core.errors import InvalidQuery
+from kbmcp_core.models import DATE_PATTERN
+from kbmcp_core.search import MAX_FILTER_ITEMS, MAX_QUERY_CHARS
+from kbmcp_core.settings import Settings
+
+JsonObject = dict[str, Any]
+
+MAX_PATH_CHARS = 4096
+MAX_FILTER_CHARS = 512
+MAX_CHUNKS_PER_DOCUMENT = 10
+#: At least one character that is not white space.
+NOT_BLANK = r"\S"
+_NAME_SHOWN = 64
+
+
+def _obj(properties: JsonObject, *required: str, closed: bool = False) -> JsonObject:
+    schema: JsonObject = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = list(required)
+    if closed:
+        schema["additionalProperties"] = False
+    return schema
+
+
+def _typed(kind: str, description: str = "", **rules: Any) -> JsonObject:
+    return {"type": kind, **rules, **({"description": description} if description else {})}
+
+
+def _text(description: str = "", *, limit: int = MAX_FILTER_CHARS) -> JsonObject:
+    return _typed("string", description, minLength=1, maxLength=limit, pattern=NOT_BLANK)
+
+
+def _filter_list(description: str) -> JsonObject:
+    return _typed("array", description, items=_text(), minItems=1, maxItems=MAX_FILTER_ITEMS)
+
+
+def _date(description: str) -> JsonObject:
+    """YYYY-MM-DD by the pattern; ``format: date`` then refuses days that do not exist."""
+    return _typed("string", description, pattern=DATE_PATTERN, format="date")
+
+
+# -- inputs ------------------------------------------------------------------------------------
+def search_input(settings: Settings) -> JsonObject:
+    limit_max = settings.search_max_limit
+    per_doc = settings.search_chunks_per_document
+    return _obj(
+        {
+            "query": _text("What to look for, in natural language or keywords.",
+                           limit=MAX_QUERY_CHARS),
+            "limit": _typed("integer", "How many passages to return.", minimum=1,
+                            maximum=limit_max,
+                            default=min(settings.search_default_limit, limit_max)),
+            "path_globs": _filter_list("Only paths matching these globs (e.g. 'guides/**'); "
+                                       "a glob starting with '!' excludes."),
+            "tags_any": _filter_list("Documents with at least one of these tags."),
+            "tags_all": _filter_list("Documents with all of these tags."),
+            "date_from": _date("Documents dated on or after this day (YYYY-MM-DD)."),
+            "date_to": _date("Documents dated on or before this day (YYYY-MM-DD)."),
+            "category": _text("Documents whose frontmatter category is this."),
+            "topic": _text("Documents whose frontmatter topic is this."),
+            "chunks_per_document": _typed("integer",
+                                          f"Most passages from one document (default {per_doc}).",
+                                          minimum=1, maximum=MAX_CHUNKS_PER_DOCUMENT),
+        },
+        "query",
+        closed=True,
+    )  # fmt: skip
+
+
+DOCUMENT_INPUT = _obj({"path": _text("e.g. 'guides/setup.md'", limit=MAX_PATH_CHARS)}, "path",
+                      closed=True)
+TOPICS_INPUT = _obj({}, closed=True)
+REBUILD_INPUT = _obj({"force": _typed("boolean", "Re-embed every file.", default=False)},
+                     closed=True)
+
+# -- outputs: one plain type per property; a field whose value is unknown is left out ----------
+_STR, _INT, _NUM, _BOOL = ({"type": t} for t in ("string", "integer", "number", "boolean"))
+_STRINGS = _typed("array", items=_STR)
+_COUNT = _typed("integer", minimum=0)
+_HIT_FIELDS = ("path", "title", "heading", "heading_path", "content", "score", "tags")
+_RUN_COUNTS = ("scanned", "added", "updated", "metadata_only", "renamed", "deleted",
+               "unchanged", "skipped", "failed", "chunks_embedded", "chunks_reused",
+               "sizes_backfilled")  # fmt: skip
+
+SEARCH_OUTPUT = _obj(
+    {
+        "results": _typed("array", items=_obj(
+            {"path": _STR, "title": _STR, "heading": _STR, "heading_path": _STRINGS,
+             "content": _STR, "score": _NUM, "tags": _STRINGS, "date": _STR,
+             "start_line": _INT, "end_line": _INT, "page": _INT, "uri": _STR},
+            *_HIT_FIELDS)),
+        "low_confidence": _BOOL,
+        "filter_applied": {"type": "object"},
+        "notice": _STR,
+    },
+    "results", "low_confidence", "filter_applied",
+)  # fmt: skip
+DOCUMENT_OUTPUT = _obj(
+    {"path": _STR, "title": _STR, "date": _STR, "topic": _STR, "tags": _STRINGS,
+     "content": _STR, "truncated": _BOOL},
+    "path", "title", "tags", "content", "truncated",
+)  # fmt: skip
+TOPICS_OUTPUT = _obj(
+    {
+        "topics": _typed("array", items=_obj(
+            {"prefix": _STR, "uri": _STR, "documents": _COUNT, "titles": _STRINGS},
+            "prefix", "uri", "documents", "titles")),
+        "documents": _COUNT,
+        "last_indexed": _STR,
+        "watcher": _obj({"alive": _BOOL, "last_sync": _STR, "last_error": _STR}, "alive"),
+    },
+    "topics", "documents",
+)  # fmt: skip
+REBUILD_OUTPUT = _obj(
+    {**dict.fromkeys(_RUN_COUNTS, _COUNT), "seconds": _typed("number", minimum=0),
+     "warnings": _STRINGS,
+     "skipped_reasons": _typed("object", "why paths were skipped: reason -> count",
+                               additionalProperties=_COUNT)},
+    *_RUN_COUNTS, "seconds", "warnings", "skipped_reasons",
+)  # fmt: skip
+
+
+# -- the check ---------------------------------------------------------------------------------
+#: When a value breaks several rules, the one reported first (the most basic).
+_RULE_ORDER = ("type", "minItems", "maxItems", "minLength", "maxLength", "pattern", "format",
+               "minimum", "maximum")
+
+
+class ArgumentChecker:
+    """Checks a tool call's arguments against the tool's input schema, with ``jsonschema``.
+
+    A null optional argument counts as omitted. A failure raises ``InvalidQuery`` (code
+    ``invalid_argument``) whose message names the argument and the rule, never echoing a
+    long value back.
+    """
+
+    def __init__(self, schema: Mapping[str, Any]) -> None:
+        Draft202012Validator.check_schema(schema)
+        self.schema = schema
+        self._validator = Draft202012Validator(
+            schema, format_checker=Draft202012Validator.FORMAT_CHECKER
+        )
+        self._properties: Mapping[str, Any] = schema.get("properties", {})
+
+    def check(self, arguments: Mapping[str, Any]) -> JsonObject:
+        args = {k: v for k, v in arguments.items() if not (v is None and k in self._properties)}
+        errors = list(self._validator.iter_errors(args))
+        if errors:
+            raise InvalidQuery(self._explain(min(errors, key=self._rank), args))
+        return {k: _as_int(v) if self._properties[k].get("type") == "integer" else v
+                for k, v in args.items()}
+
+    def _rank(self, error: ValidationError) -> tuple[int, int, int, int]:
+        path = list(error.absolute_path)
+        if not path:  # about the arguments object: unknown ones first, then missing ones
+            return (0 if error.validator == "additionalProperties" else 1, 0, 0, 0)
+        names = list(self._properties)
+        where = names.index(path[0]) if path[0] in names else len(names)
+        rule = str(error.validator)
+        order = _RULE_ORDER.index(rule) if rule in _RULE_ORDER else len(_RULE_ORDER)
+        return (2, where, len(path), order)
+
+    def _explain(self, error: ValidationError, args: Mapping[str, Any]) -> str:
+        rule, value = str(error.validator), error.instance
+        path = list(error.absolute_path)
+        if not path:
+            if rule == "additionalProperties":
+                unknown = sorted(set(args) - set(self._properties))
+                expected = ", ".join(self._properties) or "no arguments"
+                return f"unknown argument {_name(unknown[0])}; expected: {expected}"
+            if rule == "required":
+                missing = [n for n in error.validator_value if n not in args]
+                return f"missing required argument {_name(missing[0])}"
+            return f"the arguments must be an object, got {_json_type(value)}"
+        name = _name(str(path[0]))
+        if len(path) > 1:
+            name = f"item {int(path[1]) + 1} of {name}"
+        rules: Mapping[str, Any] = error.schema if isinstance(error.schema, Mapping) else {}
+        if rule == "type":
+            return f"{name} must be {_KINDS.get(str(error.validator_value), 'valid')}, " \
+                   f"got {_json_type(value)}"
+        if rule == "minItems":
+            return f"{name} must not be empty; omit it to apply no filter"
+        if rule == "maxItems":
+            return f"{name} has {len(value)} items; at most {error.validator_value}"
+        if rule == "minLength" or (rule == "pattern" and error.validator_value == NOT_BLANK):
+            return f"{name} must not be empty"
+        if rule == "maxLength":
+            return f"{name} is {len(value)} characters long; the limit is {error.validator_value}"
+        if rule == "pattern" and error.validator_value == DATE_PATTERN:
+            return f"{name} must be a date as YYYY-MM-DD"
+        if rule == "format" and error.validator_value == "date":
+            return f"{name} is not a real date (YYYY-MM-DD)"
+        if rule in ("minimum", "maximum"):
+            low, high = rules.get("minimum"), rules.get("maximum")
+            return f"{name} must be between {low} and {high}, got {_number(value)}"
+        return f"{name} breaks the rule {rule!r} of its schema"
+
+
+_KINDS = {
+    "string": "a string",
+    "integer": "an integer",
+    "boolean": "true or false",
+    "array": "an array of strings",
+    "object": "an object",
+}
+
+
+def _name(name: str) -> str:
+    return repr(name[:_NAME_SHOWN])
+
+
+def _as_int(value: Any) -> Any:
+    """JSON Schema counts 5.0 as an integer; the use-cases get 5."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _number(value: Any) -> str:
+    shown = str(_as_int(value))
+    return shown if len(shown) <= 24 else f"{shown[:12]}... ({len(shown)} digits)"
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__

@@ -1,0 +1,1 @@
+"""In-process tests of the kb-mcp command line (click CliRunner)."""

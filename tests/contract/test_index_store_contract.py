@@ -1,0 +1,342 @@
+"""The IndexStore contract: the same assertions over the fake and every real store."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from kbmcp_core.errors import StoreError
+from kbmcp_core.models import ChunkRecord, DocumentRecord, IndexedState
+from kbmcp_core.ports import IndexStore
+from tests.contract.conftest import StoreUnderTest
+
+
+def doc(path: str, title: str = "A title", *, size: int = 100, digest: str = "") -> DocumentRecord:
+    return DocumentRecord(
+        path=path,
+        title=title,
+        content_hash=digest or f"hash-of-{path}",
+        size_bytes=size,
+        date="2026-03-01",
+        topic="guides",
+        category="notes",
+        tags=("alpha", "beta"),
+        metadata={"author": "kim", "draft": False},
+        last_indexed="2026-11-30T12:00:00Z",
+    )
+
+
+def chunk(cid: int, ordinal: int, content: str, heading: str = "Intro") -> ChunkRecord:
+    return ChunkRecord(
+        id=cid,
+        ordinal=ordinal,
+        heading=heading,
+        heading_path=("Top", heading),
+        content=content,
+        content_hash=f"text-{content}",
+        start_line=ordinal * 10 + 1,
+        end_line=ordinal * 10 + 9,
+        page=None,
+    )
+
+
+def fill(store: IndexStore) -> None:
+    """Three documents with distinct words; 'deploy.md' has two chunks."""
+    store.write_document(doc("guide/deploy.md", "Deployment", size=3000), [
+        chunk(11, 0, "kubernetes clusters roll out gradually"),
+        chunk(12, 1, "rollback restores the previous release", heading="Rollback"),
+    ])
+    store.write_document(doc("guide/watch.md", "Watcher", size=40), [
+        chunk(21, 0, "the watcher debounces filesystem events"),
+    ])
+    store.write_document(doc("notes/tea.md", "Tea", size=2_000_000), [
+        chunk(31, 0, "green tea steeps for two minutes"),
+    ])
+
+
+# -- write, read ----------------------------------------------------------------------
+
+
+def test_a_written_document_reads_back_with_its_chunks(store: IndexStore) -> None:
+    record = doc("guide/deploy.md", "Deployment", size=1234)
+    chunks = [chunk(7, 0, "first part"), chunk(8, 1, "second part", heading="More")]
+    assert store.write_document(record, chunks) == []
+
+    stored = store.get_document("guide/deploy.md")
+    assert stored is not None
+    assert (stored.path, stored.title, stored.content_hash, stored.size_bytes) == (
+        "guide/deploy.md", "Deployment", record.content_hash, 1234)
+    assert (stored.date, stored.topic, stored.category) == ("2026-03-01", "guides", "notes")
+    assert stored.tags == ("alpha", "beta")
+    assert dict(stored.metadata) == {"author": "kim", "draft": False}
+    assert stored.last_indexed == "2026-11-30T12:00:00Z"
+
+    got = store.get_chunks({7, 8, 999})
+    assert set(got) == {7, 8}
+    second = got[8]
+    assert (second.document_path, second.title, second.heading) == (
+        "guide/deploy.md", "Deployment", "More")
+    assert second.heading_path == ("Top", "More")
+    assert second.content == "second part"
+    assert (second.start_line, second.end_line, second.page) == (11, 19, None)
+    assert (second.tags, second.date, second.topic, second.category) == (
+        ("alpha", "beta"), "2026-03-01", "guides", "notes")
+
+    assert store.document_paths() == ["guide/deploy.md"]
+    assert store.chunk_ids() == {7, 8}
+    assert store.document_chunk_hashes("guide/deploy.md") == ["text-first part",
+                                                              "text-second part"]
+    stats = store.stats()
+    assert (stats.documents, stats.chunks) == (1, 2)
+
+
+def test_unknown_paths_read_as_absent(store: IndexStore) -> None:
+    fill(store)
+    assert store.get_document("nope.md") is None
+    assert store.document_chunk_hashes("nope.md") is None
+    assert store.get_chunks({424242}) == {}
+
+
+def test_chunk_hashes_come_back_in_ordinal_order(store: IndexStore) -> None:
+    # neither the id order nor the write order is the ordinal order
+    store.write_document(doc("a.md"), [chunk(20, 1, "second"), chunk(10, 2, "third"),
+                                       chunk(30, 0, "first")])
+    assert store.document_chunk_hashes("a.md") == ["text-first", "text-second", "text-third"]
+
+
+def test_writing_a_path_again_replaces_its_rows(store: IndexStore) -> None:
+    store.write_document(doc("a.md", "Old"), [chunk(1, 0, "old words"), chunk(2, 1, "more")])
+    removed = store.write_document(doc("a.md", "New"), [chunk(2, 0, "kept id"),
+                                                        chunk(3, 1, "fresh")])
+    assert removed == [1]  # id 2 was written again: not reported as removed
+    assert store.document_paths() == ["a.md"]
+    assert store.chunk_ids() == {2, 3}
+    assert store.get_chunks({2})[2].content == "kept id"
+    assert store.stats().documents == 1
+
+
+def test_meta_values_are_kept_and_overwritten(store: IndexStore) -> None:
+    assert store.get_meta("embedding_model") is None
+    store.set_meta("embedding_model", "model-a")
+    store.set_meta("embedding_dimension", "384")
+    store.set_meta("embedding_model", "model-b")
+    assert store.get_meta("embedding_model") == "model-b"
+    stats = store.stats()
+    assert (stats.model_id, stats.dimension) == ("model-b", 384)
+
+
+# -- metadata-only update, rename, delete ---------------------------------------------
+
+
+def test_a_metadata_update_keeps_the_chunks_and_refreshes_title_and_size(
+    store: IndexStore,
+) -> None:
+    fill(store)
+    store.write_document(doc("blimp.md", "Zeppelin", size=40), [chunk(61, 0, "plain body")])
+    newer = replace(doc("blimp.md", "Observer", size=77), tags=("gamma",))
+    store.update_document_metadata(newer)
+
+    stored = store.get_document("blimp.md")
+    assert stored is not None
+    assert (stored.title, stored.size_bytes, stored.tags) == ("Observer", 77, ("gamma",))
+    assert store.chunk_ids_for(["blimp.md"]) == [61]
+    assert store.get_chunks({61})[61].title == "Observer"
+    # the lexical rows carry the new title, not the old one
+    assert [cid for cid, _ in store.lexical_search("observer", 5)] == [61]
+    assert store.lexical_search("zeppelin", 5) == []
+    assert store.stats().documents == 4
+
+
+def test_a_metadata_update_of_an_unknown_path_is_a_store_error(store: IndexStore) -> None:
+    fill(store)
+    with pytest.raises(StoreError):
+        store.update_document_metadata(doc("ghost.md"))
+    assert store.get_document("ghost.md") is None
+
+
+def test_a_rename_moves_the_document_and_drops_the_old_path(store: IndexStore) -> None:
+    store.write_document(doc("old/name.md", "Moved"), [chunk(1, 0, "alpha"),
+                                                       chunk(2, 1, "beta")])
+    removed = store.write_document(doc("new/name.md", "Moved"),
+                                   [chunk(2, 0, "alpha"), chunk(3, 1, "beta")],
+                                   replaces="old/name.md")
+    assert removed == [1]
+    assert store.get_document("old/name.md") is None
+    assert store.document_paths() == ["new/name.md"]
+    assert set(store.indexed_states()) == {"new/name.md"}
+    assert store.chunk_ids() == {2, 3}
+    assert {c.document_path for c in store.get_chunks({2, 3}).values()} == {"new/name.md"}
+
+
+def test_delete_returns_the_chunk_ids_and_leaves_the_rest(store: IndexStore) -> None:
+    fill(store)
+    removed = store.delete_documents(["guide/deploy.md", "never/indexed.md"])
+    assert sorted(removed) == [11, 12]
+    assert store.document_paths() == ["guide/watch.md", "notes/tea.md"]
+    assert store.chunk_ids() == {21, 31}
+    assert store.lexical_search("kubernetes", 5) == []
+    assert store.delete_documents([]) == []
+    assert store.chunk_ids() == {21, 31}
+
+
+# -- sizes ----------------------------------------------------------------------------
+
+
+def test_backfill_fills_only_sizes_never_recorded(backend: StoreUnderTest) -> None:
+    store = backend.store
+    fill(store)
+    backend.forget_size("guide/watch.md")
+    assert store.consistency().null_size_paths == ("guide/watch.md",)
+    assert store.indexed_states()["guide/watch.md"].size_bytes is None
+
+    changed = store.backfill_sizes({"guide/deploy.md": 1, "guide/watch.md": 55, "ghost.md": 9})
+
+    assert changed == 1
+    sizes = {p: s.size_bytes for p, s in store.indexed_states().items()}
+    assert sizes == {"guide/deploy.md": 3000, "guide/watch.md": 55, "notes/tea.md": 2_000_000}
+    assert store.get_document("ghost.md") is None
+    assert store.consistency().null_size_paths == ()
+    assert store.backfill_sizes({}) == 0
+
+
+def test_record_size_overwrites_an_existing_row_only(store: IndexStore) -> None:
+    fill(store)
+    assert store.record_size("guide/watch.md", 60_000_000) is True
+    watched = store.get_document("guide/watch.md")
+    assert watched is not None and watched.size_bytes == 60_000_000
+    assert store.record_size("ghost.md", 5) is False
+    assert store.get_document("ghost.md") is None
+
+
+def test_sizes_over_lists_rows_strictly_past_the_bound_sorted(backend: StoreUnderTest) -> None:
+    store = backend.store
+    fill(store)
+    store.write_document(doc("a/exact.md", size=3000), [chunk(41, 0, "exact")])
+    store.write_document(doc("a/unsized.md", size=9_000_000), [chunk(51, 0, "unsized")])
+    backend.forget_size("a/unsized.md")
+    assert store.sizes_over(2999) == [("a/exact.md", 3000), ("guide/deploy.md", 3000),
+                                      ("notes/tea.md", 2_000_000)]
+    assert store.sizes_over(3000) == [("notes/tea.md", 2_000_000)]
+    assert store.sizes_over(10_000_000) == []
+
+
+# -- planner and reuse lookups --------------------------------------------------------
+
+
+def test_indexed_states_hold_hash_and_size_of_every_document(store: IndexStore) -> None:
+    fill(store)
+    assert store.indexed_states() == {
+        "guide/deploy.md": IndexedState("guide/deploy.md", "hash-of-guide/deploy.md", 3000),
+        "guide/watch.md": IndexedState("guide/watch.md", "hash-of-guide/watch.md", 40),
+        "notes/tea.md": IndexedState("notes/tea.md", "hash-of-notes/tea.md", 2_000_000),
+    }
+
+
+def test_chunk_hashes_map_known_hashes_to_a_chunk_carrying_them(store: IndexStore) -> None:
+    store.write_document(doc("a.md"), [chunk(1, 0, "shared"), chunk(2, 1, "only in a")])
+    store.write_document(doc("b.md"), [chunk(3, 0, "shared")])
+    found = store.chunk_hashes({"text-shared", "text-only in a", "text-nowhere"})
+    assert set(found) == {"text-shared", "text-only in a"}
+    assert found["text-shared"] in {1, 3}
+    assert found["text-only in a"] == 2
+    assert store.chunk_hashes([]) == {}
+
+
+def test_documents_by_paths_are_the_rows_asked_for_sorted(store: IndexStore) -> None:
+    fill(store)
+    assert [d.path for d in store.documents()] == ["guide/deploy.md", "guide/watch.md",
+                                                  "notes/tea.md"]
+    many = [f"missing/{i}.md" for i in range(1500)] + ["notes/tea.md", "guide/deploy.md"]
+    assert [d.path for d in store.documents(many)] == ["guide/deploy.md", "notes/tea.md"]
+    assert store.documents([]) == []
+    assert store.documents(["guide/watch.md"])[0].title == "Watcher"
+
+
+def test_chunk_ids_for_paths(store: IndexStore) -> None:
+    fill(store)
+    assert sorted(store.chunk_ids_for(["guide/deploy.md", "notes/tea.md", "x.md"])) == [
+        11, 12, 31]
+    assert store.chunk_ids_for([]) == []
+
+
+def test_prune_on_a_whole_store_removes_nothing(store: IndexStore) -> None:
+    fill(store)
+    assert store.prune_dangling() == 0
+    assert store.chunk_ids() == {11, 12, 21, 31}
+    assert store.consistency().lexical_ids == frozenset({11, 12, 21, 31})
+
+
+# -- lexical search -------------------------------------------------------------------
+
+
+def test_lexical_search_finds_a_word_best_first_with_scores_in_range(store: IndexStore) -> None:
+    fill(store)
+    hits = store.lexical_search("kubernetes", 5)
+    assert hits and hits[0][0] == 11
+    assert all(0.0 < score <= 1.0 for _, score in hits)
+    two = store.lexical_search("green tea", 5)
+    assert two[0][0] == 31
+    scores = [s for _, s in two]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_lexical_search_finds_titles_and_headings(store: IndexStore) -> None:
+    fill(store)
+    assert 31 in {cid for cid, _ in store.lexical_search("tea", 5)}
+    assert store.lexical_search("rollback", 5)[0][0] == 12
+
+
+def test_lexical_search_honours_paths_and_limit(store: IndexStore) -> None:
+    fill(store)
+    assert store.lexical_search("kubernetes", 5, ["notes/tea.md"]) == []
+    assert [c for c, _ in store.lexical_search("kubernetes", 5, ["guide/deploy.md"])] == [11]
+    assert store.lexical_search("kubernetes", 5, []) == []
+    assert len(store.lexical_search("the watcher tea kubernetes rollback", 2)) == 2
+    assert store.lexical_search("kubernetes", 0) == []
+    assert store.lexical_search("   ", 5) == []
+
+
+HOSTILE = [
+    'kubernetes AND', 'NOT kubernetes', '"kubernetes', 'kubernetes*', 'NEAR(kubernetes)',
+    'title:kubernetes', '^kubernetes', '(((kubernetes', "kubernetes') OR 1=1 --",
+    'kubernetes\x00', '{kubernetes}', 'kubernetes + - : ;', '"" kubernetes ""',
+]
+
+
+@pytest.mark.parametrize("query", HOSTILE)
+def test_operator_junk_around_a_word_is_just_text(store: IndexStore, query: str) -> None:
+    fill(store)
+    hits = store.lexical_search(query, 5)
+    assert hits and hits[0][0] == 11
+
+
+@pytest.mark.parametrize("query", ["AND", "OR NOT", "*", '"', "(", ")", "NEAR", ":", "\x00",
+                                   "-", "x" * 10_000, "'; DROP TABLE chunks; --"])
+def test_a_query_of_operators_alone_never_raises(store: IndexStore, query: str) -> None:
+    fill(store)
+    assert len(store.lexical_search(query, 5)) <= 5
+    assert store.chunk_ids() == {11, 12, 21, 31}
+
+
+# -- consistency ----------------------------------------------------------------------
+
+
+def test_consistency_facts_of_a_whole_store(store: IndexStore) -> None:
+    fresh = store.consistency()
+    assert fresh.chunk_ids == frozenset() and fresh.lexical_ids == frozenset()
+    assert fresh.schema_revision == fresh.head_revision
+    fill(store)
+    store.write_document(doc("empty.md"), [])
+    facts = store.consistency()
+    assert facts.chunk_ids == frozenset({11, 12, 21, 31})
+    assert facts.lexical_ids == facts.chunk_ids
+    assert facts.chunks_without_document == ()
+    assert facts.documents_without_chunks == ("empty.md",)
+    assert facts.null_size_paths == ()
+    assert facts.schema_revision == facts.head_revision
+
+
+def test_quick_check_of_a_healthy_store_finds_nothing(store: IndexStore) -> None:
+    fill(store)
+    assert store.quick_check(5.0) == []
