@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from kbmcp_core.errors import PathRefused
+from kbmcp_core.errors import KbError, PathRefused
 from kbmcp_core.models import INDEX_CAP_BYTES, MIB, extension_of
 from kbmcp_core.ports import FileSystem, ParserRegistry
 
@@ -14,8 +14,12 @@ from kbmcp_core.ports import FileSystem, ParserRegistry
 TEXT_READ_CAP = 1 * MIB
 #: Binary formats are read under the index cap; their extracted text is cut at this size.
 EXTRACTED_TEXT_CAP = 1 * MIB
-#: Formats whose bytes are not the text that is served.
-BINARY_FORMATS = frozenset({"pdf"})
+#: Formats converted to Markdown text by their parser (HTML, Office, EPUB): that Markdown
+#: is what is indexed, cited by line and served.
+CONVERTED_FORMATS = frozenset({"html", "htm", "docx", "pptx", "xlsx", "epub"})
+#: Formats whose bytes are not the text that is served: read under the index cap, their
+#: extracted text cut at EXTRACTED_TEXT_CAP with a notice.
+BINARY_FORMATS = frozenset({"pdf"}) | CONVERTED_FORMATS
 
 TRUNCATION_NOTICE = (
     "\n\n---\n[kb-mcp: this document's extracted text is longer than {cap} MiB; only the "
@@ -35,7 +39,11 @@ def smallest_read_cap() -> int:
 
 
 def media_type_for(extension: str) -> str:
-    return "text/markdown" if extension in ("md", "markdown") else "text/plain"
+    """What a read serves: Markdown as it is and the Markdown a converted format becomes;
+    plain text for text files and text extracted from PDF."""
+    ext = extension.lower()
+    return "text/markdown" if ext in ("md", "markdown") or ext in CONVERTED_FORMATS else (
+        "text/plain")
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,9 +116,14 @@ def load_document(path: str, fs: FileSystem, registry: ParserRegistry) -> Loaded
         except UnicodeDecodeError:
             raise PathRefused(rel, "not valid UTF-8 text") from None
         return LoadedDocument(rel, text.removeprefix("\ufeff"), False, media_type_for(ext))
-    text = parser.extract_text(rel, data)
+    try:
+        text = parser.extract_text(rel, data)
+    except KbError as exc:
+        raise PathRefused(rel, f"its text cannot be extracted ({exc})") from None
+    except Exception as exc:  # a hostile file costs its own read, never the server
+        raise PathRefused(rel, f"its text cannot be extracted ({type(exc).__name__})") from None
     text, truncated = cut_utf8(text, EXTRACTED_TEXT_CAP)
-    return LoadedDocument(rel, text, truncated, "text/plain")
+    return LoadedDocument(rel, text, truncated, media_type_for(ext))
 
 
 def cut_utf8(text: str, limit: int) -> tuple[str, bool]:

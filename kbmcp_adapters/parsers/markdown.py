@@ -57,7 +57,7 @@ from kbmcp_adapters.parsers.headings import clean_heading, title_from_path
 from kbmcp_core.models import ChunkDraft, ParsedDocument
 from kbmcp_core.ports import ChunkBudget
 
-__all__ = ["MarkdownParser", "normalise_date"]
+__all__ = ["MarkdownParser", "markdown_chunks", "normalise_date"]
 
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?=[ \t]|$)(.*)$")
@@ -186,6 +186,18 @@ class MarkdownParser:
             metadata=fields.metadata,
             warnings=text_warnings + fields.warnings,
         )
+
+
+def markdown_chunks(
+    text: str, budget: ChunkBudget
+) -> tuple[tuple[ChunkDraft, ...], str | None]:
+    """Chunks of Markdown with no frontmatter (the text a converted format becomes), and
+    its first level-1 heading. Line ranges are 1-based lines of ``text`` itself."""
+    lines = split_lines(text)
+    fenced, headings = _scan(lines, 0)
+    sections = _sections(lines, 0, headings, budget)
+    chunks = _chunk(lines, fenced, sections, budget)
+    return chunks, next((h.text for h in headings if h.level == 1 and h.text), None)
 
 
 def _chunk(

@@ -13,7 +13,7 @@ from kbmcp_core.ports import Parser
 __all__ = ["KNOWN_FORMATS", "FormatRegistry", "build_registry"]
 
 #: The names accepted by ``[parsers].enabled``, in documentation order.
-KNOWN_FORMATS: tuple[str, ...] = ("md", "txt", "pdf")
+KNOWN_FORMATS: tuple[str, ...] = ("md", "txt", "pdf", "html", "docx", "pptx", "xlsx", "epub")
 
 
 class FormatRegistry:
@@ -48,5 +48,41 @@ def build_registry(enabled: Sequence[str]) -> FormatRegistry:
         "md": MarkdownParser,
         "txt": TextParser,
         "pdf": PdfParser,
+        "html": _html,
+        "docx": _docx,
+        "pptx": _pptx,
+        "xlsx": _xlsx,
+        "epub": _epub,
     }
     return FormatRegistry([makers[name]() for name in names])
+
+
+# The converted formats' modules are imported only when enabled.
+def _html() -> Parser:
+    from kbmcp_adapters.parsers.htmlpage import HtmlParser
+
+    return HtmlParser()
+
+
+def _docx() -> Parser:
+    from kbmcp_adapters.parsers.word import DocxParser
+
+    return DocxParser()
+
+
+def _pptx() -> Parser:
+    from kbmcp_adapters.parsers.slides import PptxParser
+
+    return PptxParser()
+
+
+def _xlsx() -> Parser:
+    from kbmcp_adapters.parsers.sheets import XlsxParser
+
+    return XlsxParser()
+
+
+def _epub() -> Parser:
+    from kbmcp_adapters.parsers.epub import EpubParser
+
+    return EpubParser()

@@ -159,9 +159,9 @@ def test_config_discovery_strict_keys_and_flags_win(tmp_path: Path, kb_env: dict
     r = run(["index", "--kb-path", str(tmp_path / "missing")], kb_env)
     assert r.returncode == 2 and "not a directory" in r.stderr
 
-    (work / "kb-mcp.toml").write_text('kb_path = "."\n[parsers]\nenabled = ["docx"]\n')
+    (work / "kb-mcp.toml").write_text('kb_path = "."\n[parsers]\nenabled = ["doc"]\n')
     r = run(["index"], kb_env, cwd=work)
-    assert r.returncode == 2 and "docx" in r.stderr
+    assert r.returncode == 2 and "unknown format 'doc'" in r.stderr
 
 
 def test_status_and_model_mismatch_from_the_cli(tmp_path: Path, kb_env: dict[str, str]) -> None:

@@ -508,7 +508,7 @@ def test_pdf_extract_text_joins_pages() -> None:
 
 
 def test_registry_offers_the_enabled_formats_only() -> None:
-    assert KNOWN_FORMATS == ("md", "txt", "pdf")
+    assert KNOWN_FORMATS == ("md", "txt", "pdf", "html", "docx", "pptx", "xlsx", "epub")
     markdown_only = build_registry(["md"])
     assert markdown_only.extensions() == frozenset({"md", "markdown"})
     assert isinstance(markdown_only.parser_for("markdown"), MarkdownParser)
@@ -518,9 +518,14 @@ def test_registry_offers_the_enabled_formats_only() -> None:
     pdf = everything.parser_for("PDF")
     assert isinstance(pdf, PdfParser)
     assert isinstance(everything.parser_for("txt"), TextParser)
+    converted = build_registry(["html", "docx", "pptx", "xlsx", "epub"])
+    assert converted.extensions() == frozenset({"html", "htm", "docx", "pptx", "xlsx", "epub"})
+    assert converted.parser_for("md") is None
+    assert {type(converted.parser_for(e)).__name__ for e in converted.extensions()} == {
+        "HtmlParser", "DocxParser", "PptxParser", "XlsxParser", "EpubParser"}
 
 
-@pytest.mark.parametrize("enabled", [[], ["md", "docx"], ["markdown"], "md"])
+@pytest.mark.parametrize("enabled", [[], ["md", "doc"], ["markdown"], ["xls"], "md"])
 def test_registry_refuses_unknown_or_empty_format_lists(enabled: Any) -> None:
-    with pytest.raises(ConfigError, match="md, txt, pdf"):
+    with pytest.raises(ConfigError, match="md, txt, pdf, html, docx, pptx, xlsx, epub"):
         build_registry(enabled)

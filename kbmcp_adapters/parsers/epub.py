@@ -1,0 +1,134 @@
+"""EPUB parser (pymupdf, imported lazily): each chapter as a Markdown section, then chunked.
+
+* The archive is checked first (``zipguard.check_archive``): a damaged, encrypted or
+  bomb-like ZIP is a ``ParseError`` before pymupdf sees a byte; so is a ZIP pymupdf
+  cannot open as a book, or a book with no text at all.
+* Every chapter of the reading order (spine) becomes ``# <chapter title>`` followed by its
+  text: the headings pymupdf finds inside it one level deeper (``##``..``######``),
+  paragraphs separated by blank lines (``htmlpage.html_blocks`` does the conversion).
+  ``extract_text`` returns exactly that Markdown and ``parse`` chunks it with
+  ``markdown_chunks``, so a hit's heading path starts with its chapter and its line range
+  points into what ``get_document`` returns.
+* Chapter title: the table-of-contents entry that points into the chapter, else its first
+  heading, else ``Chapter N``. A chapter's first heading that repeats its title is not
+  repeated. Chapters without text (a cover picture) are left out.
+* Book title from the metadata, else the first chapter title, else the file name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from kbmcp_adapters.parsers.headings import clean_heading, title_from_path
+from kbmcp_adapters.parsers.htmlpage import html_blocks
+from kbmcp_adapters.parsers.markdown import markdown_chunks
+from kbmcp_adapters.parsers.zipguard import check_archive
+from kbmcp_core.errors import ParseError
+from kbmcp_core.models import ParsedDocument
+from kbmcp_core.ports import ChunkBudget
+
+__all__ = ["EpubParser"]
+
+_SPACE = re.compile(r"\s+")
+_HEADING = re.compile(r"^#{1,6} (.*)$")
+
+
+class EpubParser:
+    """Parses ``.epub`` books through pymupdf."""
+
+    extensions: tuple[str, ...] = ("epub",)
+
+    def extract_text(self, path: str, data: bytes) -> str:
+        return _book(data)[0]
+
+    def parse(self, path: str, data: bytes, budget: ChunkBudget) -> ParsedDocument:
+        markdown, title = _book(data)
+        if not markdown.strip():
+            raise ParseError("no extractable text in this EPUB")
+        chunks, first_chapter = markdown_chunks(markdown, budget)
+        return ParsedDocument(title=title or first_chapter or title_from_path(path), chunks=chunks)
+
+
+def _book(data: bytes) -> tuple[str, str | None]:
+    """The book as Markdown (one ``#`` section per chapter) and its metadata title."""
+    check_archive(data)
+    with _open(data) as doc:
+        titles = _chapter_titles(doc)
+        sections = [
+            _chapter(_chapter_markup(doc, chapter), titles.get(chapter), chapter)
+            for chapter in range(doc.chapter_count)
+        ]
+        metadata: dict[str, Any] = dict(doc.metadata or {})
+    title = _SPACE.sub(" ", str(metadata.get("title") or "")).strip()
+    text = "\n\n".join(section for section in sections if section)
+    return (text + "\n" if text else ""), title or None
+
+
+@contextmanager
+def _open(data: bytes) -> Iterator[Any]:
+    """Open an EPUB from bytes, translating every pymupdf failure into ParseError."""
+    import pymupdf as _pymupdf
+
+    pymupdf: Any = _pymupdf
+    try:
+        doc = pymupdf.open(stream=data, filetype="epub")
+    except Exception as exc:  # FileDataError, RuntimeError, ValueError, ...
+        raise ParseError(f"not a readable EPUB ({_reason(exc)})") from None
+    try:
+        if doc.needs_pass:
+            raise ParseError("encrypted EPUB (DRM); not indexed")
+        try:
+            yield doc
+        except ParseError:
+            raise
+        except Exception as exc:
+            raise ParseError(f"damaged EPUB ({_reason(exc)})") from None
+    finally:
+        doc.close()
+        pymupdf.TOOLS.reset_mupdf_warnings()
+
+
+def _reason(exc: Exception) -> str:
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return first[:120].rstrip(".")
+
+
+def _chapter_titles(doc: Any) -> dict[int, str]:
+    """For each chapter, the shallowest table-of-contents entry that points into it."""
+    best: dict[int, tuple[int, str]] = {}
+    for entry in doc.get_toc(simple=True):
+        level, title, page = int(entry[0]), _SPACE.sub(" ", str(entry[1])).strip(), int(entry[2])
+        if not title or not 1 <= page <= doc.page_count:
+            continue
+        chapter = int(doc.location_from_page_number(page - 1)[0])
+        if chapter not in best or level < best[chapter][0]:
+            best[chapter] = (level, title)
+    return {chapter: title for chapter, (_, title) in best.items()}
+
+
+def _chapter_markup(doc: Any, chapter: int) -> str:
+    """The chapter's text as XHTML (pymupdf marks headings by their type size)."""
+    import pymupdf as _pymupdf
+
+    pymupdf: Any = _pymupdf
+    flags = pymupdf.TEXTFLAGS_XHTML & ~pymupdf.TEXT_PRESERVE_IMAGES
+    return "".join(
+        doc.load_page((chapter, number)).get_text("xhtml", flags=flags)
+        for number in range(doc.chapter_page_count(chapter))
+    )
+
+
+def _chapter(markup: str, toc_title: str | None, chapter: int) -> str:
+    """``# <title>`` and the chapter's blocks, its own headings one level deeper."""
+    blocks, _ = html_blocks(markup, heading_shift=1)
+    if not blocks:
+        return ""
+    first = _HEADING.match(blocks[0])
+    first_heading = clean_heading(first.group(1)) if first else None
+    title = toc_title or first_heading or f"Chapter {chapter + 1}"
+    if first_heading is not None and first_heading.casefold() == clean_heading(title).casefold():
+        blocks = blocks[1:]
+    return "\n\n".join([f"# {title}", *blocks])

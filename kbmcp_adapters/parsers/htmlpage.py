@@ -1,0 +1,255 @@
+"""HTML parser (BeautifulSoup + lxml, imported lazily): the page as Markdown, then chunked.
+
+* Bytes are decoded by a byte-order mark, else the charset the page declares (``<meta
+  charset>``, ``http-equiv`` or an XML declaration), else UTF-8; bytes that do not decode
+  are read as U+FFFD with one warning.
+* Boilerplate is dropped: ``<head>``, ``<nav>``, ``<aside>``, ``<script>``, ``<style>``,
+  ``<noscript>``, ``<template>``, form controls (not the ``<form>`` itself: some sites
+  wrap the whole page in one), embedded media, and the page's ``<header>`` and
+  ``<footer>`` (those inside an ``<article>``, ``<main>`` or ``<section>`` are kept: an
+  article's header holds its heading).
+* The rest becomes Markdown (``extract_text`` returns exactly that): ``h1``..``h6`` as
+  ``#`` lines, paragraphs and list items as lines separated by blank lines, each table row
+  as one ``cell | cell | cell`` line, ``<pre>`` as a fenced block. Lines that Markdown
+  would read as headings, fences or underlines are escaped with a backslash.
+* ``parse`` chunks that same text with ``markdown_chunks``: heading paths from the
+  headings, line ranges into what ``extract_text`` returns. Title from ``<title>``, else
+  the first ``h1``, else the file name. Broken markup is read as lxml recovers it; a page
+  with no text is a document with zero chunks.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+import warnings
+from typing import Any
+
+from kbmcp_adapters.parsers.headings import title_from_path
+from kbmcp_adapters.parsers.markdown import markdown_chunks
+from kbmcp_core.errors import ParseError
+from kbmcp_core.models import ParsedDocument
+from kbmcp_core.ports import ChunkBudget
+
+__all__ = ["HtmlParser", "decode_html", "html_blocks", "html_to_markdown"]
+
+#: Elements dropped with everything inside them.
+DROPPED = frozenset(
+    {
+        "head", "nav", "aside", "script", "style", "noscript", "template", "button",
+        "select", "textarea", "input", "iframe", "object", "embed", "svg", "canvas",
+        "audio", "video", "map", "menu",
+    }
+)  # fmt: skip
+#: Dropped as the page's banner and footer, but kept inside these (an article's own
+#: header holds its heading).
+_LANDMARKS = frozenset({"header", "footer"})
+_CONTENT = frozenset({"article", "main", "section"})
+_HEADINGS = {f"h{n}": n for n in range(1, 7)}
+#: Elements that start and end a paragraph (anything else is inline text).
+_BLOCKS = frozenset(
+    {
+        "html", "body", "main", "article", "section", "div", "p", "blockquote", "ul", "ol",
+        "dl", "dt", "dd", "figure", "figcaption", "address", "hr", "center", "details",
+        "summary", "fieldset", "legend", "caption", "hgroup", "tbody", "thead", "tfoot",
+    }
+)  # fmt: skip
+_SPACE = re.compile(r"[ \t\r\n\f\v\u00a0]+")
+#: A line start Markdown would read as a heading, a code fence or a setext underline.
+_MARKDOWN_START = re.compile(r"^(?:#|`{3}|~{3}|=+\s*$|-{2,}\s*$)")
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+#: What HTML means by these labels (WHATWG Encoding): Latin-1 is read as Windows-1252.
+_ALIASES = {"iso-8859-1": "cp1252", "latin1": "cp1252", "latin-1": "cp1252",
+            "us-ascii": "cp1252", "ascii": "cp1252"}  # fmt: skip
+
+
+class HtmlParser:
+    """Parses ``.html`` and ``.htm`` pages."""
+
+    extensions: tuple[str, ...] = ("html", "htm")
+
+    def extract_text(self, path: str, data: bytes) -> str:
+        text, _ = decode_html(data)
+        return html_to_markdown(text)[0]
+
+    def parse(self, path: str, data: bytes, budget: ChunkBudget) -> ParsedDocument:
+        text, decode_warnings = decode_html(data)
+        markdown, title = html_to_markdown(text)
+        chunks, first_h1 = markdown_chunks(markdown, budget)
+        return ParsedDocument(
+            title=title or first_h1 or title_from_path(path),
+            chunks=chunks,
+            warnings=decode_warnings,
+        )
+
+
+def decode_html(data: bytes) -> tuple[str, tuple[str, ...]]:
+    """The page's text and any decoding warning (BOM, then declared charset, then UTF-8)."""
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            return _decode(data[len(bom) :], encoding, f"its byte-order mark ({encoding})")
+    declared = _declared_charset(data)
+    if declared is not None:
+        try:
+            codec = codecs.lookup(_ALIASES.get(declared.lower(), declared)).name
+        except LookupError:
+            text, warned = _decode(data, "utf-8", "UTF-8")
+            note = f"unknown charset {declared[:40]!r} declared; read as UTF-8"
+            return text, (note, *warned)
+        if codec not in ("utf-16", "utf-32"):  # a declaration in ASCII bytes cannot be these
+            return _decode(data, codec, f"its declared charset ({declared[:40]})")
+    return _decode(data, "utf-8", "UTF-8")
+
+
+def _declared_charset(data: bytes) -> str | None:
+    from bs4.dammit import EncodingDetector
+
+    found: Any = EncodingDetector.find_declared_encoding(data[:4096], is_html=True)
+    return str(found) if found else None
+
+
+def _decode(data: bytes, encoding: str, source: str) -> tuple[str, tuple[str, ...]]:
+    try:
+        return data.decode(encoding), ()
+    except UnicodeDecodeError as exc:
+        warning = f"text is not valid in {source} (byte {exc.start}); undecodable bytes replaced"
+        return data.decode(encoding, errors="replace"), (warning,)
+
+
+def html_to_markdown(markup: str) -> tuple[str, str | None]:
+    """The Markdown text of an HTML page (boilerplate dropped) and its ``<title>``."""
+    blocks, title = html_blocks(markup)
+    return "\n\n".join(blocks) + "\n", title
+
+
+def html_blocks(markup: str, heading_shift: int = 0) -> tuple[list[str], str | None]:
+    """The page's Markdown blocks (headings ``heading_shift`` levels deeper, at most 6)
+    and its ``<title>``."""
+    soup = _soup(markup)
+    title_tag: Any = soup.find("title")
+    title = _collapse(title_tag.get_text(" ")) if title_tag is not None else ""
+    root: Any = soup.find("body") or soup
+    return _blocks(root, heading_shift), title or None
+
+
+def _soup(markup: str) -> Any:
+    import bs4
+
+    with warnings.catch_warnings():
+        # A short page that looks like a file name or URL, or XHTML read as HTML, is
+        # still read; bs4's advice to the caller is not the user's concern.
+        warnings.simplefilter("ignore", bs4.MarkupResemblesLocatorWarning)
+        warnings.simplefilter("ignore", bs4.XMLParsedAsHTMLWarning)
+        try:
+            return bs4.BeautifulSoup(markup, "lxml")
+        except Exception as exc:  # lxml refuses, e.g., a document it cannot recover
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise ParseError(f"not a readable HTML page ({first[:120]})") from None
+
+
+def _collapse(text: str) -> str:
+    return _SPACE.sub(" ", text).strip()
+
+
+def _escape(line: str) -> str:
+    return "\\" + line if _MARKDOWN_START.match(line) else line
+
+
+class _Writer:
+    """Collects inline text into paragraphs and paragraphs into Markdown blocks."""
+
+    def __init__(self) -> None:
+        self.blocks: list[str] = []
+        self.inline: list[str] = []
+
+    def flush(self, prefix: str = "") -> None:
+        lines = [_collapse(part) for part in "".join(self.inline).split("\n")]
+        self.inline.clear()
+        lines = [line for line in lines if line]
+        if lines:
+            lines[0] = prefix + lines[0]
+            self.blocks.append("\n".join(_escape(line) for line in lines))
+
+    def add(self, block: str) -> None:
+        self.flush()
+        if block:
+            self.blocks.append(block)
+
+
+def _blocks(root: Any, heading_shift: int) -> list[str]:
+    """Walk the tree without recursion (deeply nested markup cannot exhaust the stack)."""
+    from bs4.element import NavigableString, Tag
+
+    writer = _Writer()
+    # Each entry: a node to enter, or (None, prefix) to close a block after its children.
+    stack: list[tuple[Any, str]] = [(root, "")]
+    while stack:
+        node, prefix = stack.pop()
+        if node is None:
+            writer.flush(prefix)
+            continue
+        if isinstance(node, NavigableString):
+            if type(node) is NavigableString:  # comments, CDATA, doctypes are not text
+                writer.inline.append(str(node))
+            continue
+        if not isinstance(node, Tag):
+            continue
+        name = (node.name or "").lower()
+        if name in DROPPED or (name in _LANDMARKS and node.find_parent(_CONTENT) is None):
+            continue
+        if name in _HEADINGS:
+            text = _collapse(node.get_text(" "))
+            level = min(6, _HEADINGS[name] + heading_shift)
+            writer.add(f"{'#' * level} {text}" if text else "")
+        elif name == "table":
+            writer.add(_table(node))
+        elif name == "pre":
+            writer.add(_fenced(node.get_text()))
+        elif name == "br":
+            writer.inline.append("\n")
+        elif name in ("li", "tr") or name in _BLOCKS:
+            writer.flush()
+            stack.append((None, "- " if name == "li" else ""))
+            stack.extend((child, "") for child in reversed(list(node.children)))
+        else:
+            stack.extend((child, "") for child in reversed(list(node.children)))
+    writer.flush()
+    return writer.blocks
+
+
+def _table(table: Any) -> str:
+    """One line per row, cells joined by `` | ``; a caption first; nested tables inline."""
+    lines: list[str] = []
+    for child in _tags(table):
+        if child.name == "caption":
+            lines.append(_collapse(child.get_text(" ")))
+        rows = [child] if child.name == "tr" else []
+        if child.name in ("thead", "tbody", "tfoot"):
+            rows = [row for row in _tags(child) if row.name == "tr"]
+        for row in rows:
+            cells = [_collapse(c.get_text(" ")) for c in _tags(row) if c.name in ("td", "th")]
+            if any(cells):
+                lines.append(" | ".join(cells))
+    return "\n".join(_escape(line) for line in lines if line)
+
+
+def _tags(node: Any) -> list[Any]:
+    """The element children of ``node`` (its own rows or cells, not a nested table's)."""
+    from bs4.element import Tag
+
+    return [child for child in node.children if isinstance(child, Tag)]
+
+
+def _fenced(text: str) -> str:
+    body = text.strip("\n")
+    if not body.strip():
+        return ""
+    longest = max((len(run) for run in re.findall(r"`{3,}", body)), default=2)
+    fence = "`" * (longest + 1)
+    return f"{fence}\n{body}\n{fence}"

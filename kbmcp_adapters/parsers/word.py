@@ -1,0 +1,335 @@
+"""Word parser (python-docx, imported lazily): the document as Markdown, chunked by headings.
+
+* The bytes pass ``zipguard.check_archive`` first (not a ZIP, encrypted, ZIP bomb are
+  refused); a file python-docx cannot open is a ``ParseError`` with a one-line reason.
+* The body is walked in document order: paragraphs and tables interleaved, content controls
+  and tracked insertions included, tracked deletions left out. A paragraph styled
+  ``Title`` or ``Heading 1``..``Heading 9`` (or a style based on one) becomes a ``#``
+  heading (levels past 6 stay at 6); a numbered or bulleted paragraph becomes a ``- `` list
+  item, indented by its list level; a table becomes one ``a | b | c`` line per row.
+* ``extract_text`` returns that Markdown and ``parse`` chunks the same text with
+  ``markdown_chunks``, so a hit's heading path and line range point into what
+  ``get_document`` serves.
+* Text boxes anchored in a paragraph follow it as paragraphs of their own; headers,
+  footers, footnotes, comments and field codes are not part of the text.
+* Title from the core properties title, else the first Title or Heading 1, else the file
+  name; date from the core properties creation date.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from io import BytesIO
+from typing import Any
+
+from kbmcp_adapters.parsers.headings import title_from_path
+from kbmcp_adapters.parsers.markdown import markdown_chunks
+from kbmcp_adapters.parsers.zipguard import check_archive
+from kbmcp_core.errors import ParseError
+from kbmcp_core.models import ParsedDocument
+from kbmcp_core.ports import ChunkBudget
+
+__all__ = [
+    "DocxParser",
+    "core_title_and_date",
+    "library_reason",
+    "markdown_block",
+    "markdown_heading",
+    "office_kind",
+    "translated",
+]
+
+_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+_MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
+#: Block-level wrappers whose children are body content (content controls, insertions).
+_BLOCK_WRAPPERS = frozenset(
+    _W + tag for tag in ("sdt", "sdtContent", "customXml", "ins", "moveTo", "smartTag")
+)
+#: Elements whose text is not part of the current document text.
+_SKIPPED = frozenset(
+    [_W + tag for tag in ("del", "moveFrom", "delText", "instrText", "txbxContent")]
+    + [_MC_FALLBACK]
+)
+#: The OPC relationship type of the core properties part (docProps/core.xml).
+_CORE_PROPERTIES = (
+    "http://schemas.openxmlformats.org/package/2006/relationships/metadata/core-properties"
+)
+_HEADING_STYLE = re.compile(r"^heading ([1-9])$")
+_LIST_STYLE = re.compile(r"^list (?:bullet|number)(?: ([2-9]))?$")
+_SPACE = re.compile(r"\s+")
+# Lines Markdown would read as structure (headings, fences, setext underlines).
+_STRUCTURE = re.compile(r"^(?:#{1,6}(?:\s|$)|`{3,}|~{3,}|=+\s*$|-{2,}\s*$)")
+
+
+class DocxParser:
+    """Parses ``.docx`` files through python-docx."""
+
+    extensions: tuple[str, ...] = ("docx",)
+
+    def extract_text(self, path: str, data: bytes) -> str:
+        return _convert(data).text
+
+    def parse(self, path: str, data: bytes, budget: ChunkBudget) -> ParsedDocument:
+        converted = _convert(data)
+        chunks, _ = markdown_chunks(converted.text, budget)
+        return ParsedDocument(
+            title=converted.title or converted.first_heading or title_from_path(path),
+            chunks=chunks,
+            date=converted.date,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Converted:
+    text: str
+    title: str | None
+    first_heading: str | None
+    date: str | None
+
+
+def _convert(data: bytes) -> _Converted:
+    check_archive(data)
+    from docx.opc.constants import CONTENT_TYPE
+    from docx.package import Package
+
+    with translated("Word document"):
+        package: Any = Package.open(BytesIO(data))
+        part: Any = package.main_document_part
+        if part.content_type != CONTENT_TYPE.WML_DOCUMENT_MAIN:
+            raise ParseError(f"not a Word document ({office_kind(part.content_type)})")
+        document: Any = part.document
+        styles = _style_kinds(document)
+        writer = _Writer(styles)
+        writer.blocks(document.element.body)
+        title, date = core_title_and_date(package, lambda part: part.core_properties)
+    return _Converted(writer.markdown(), title, writer.first_heading, date)
+
+
+def core_title_and_date(
+    package: Any, properties_of: Callable[[Any], Any]
+) -> tuple[str | None, str | None]:
+    """The core properties' title and creation day, when the package has them.
+
+    Asked through the package's relationship, so a file without core properties gets
+    none (the libraries would invent a default such as "Word Document"). Metadata is
+    optional: a damaged core-properties part gives no title and no date, not a failure.
+    """
+    try:
+        props = properties_of(package.part_related_by(_CORE_PROPERTIES))
+        title = _SPACE.sub(" ", str(props.title or "")).strip() or None
+        created = props.created
+        date = created.date().isoformat() if created is not None else None
+    except Exception:  # no or broken core properties: the document itself is still good
+        return None, None
+    return title, date
+
+
+@contextmanager
+def translated(what: str) -> Iterator[None]:
+    """Turn any library failure (bad package, missing part, broken XML) into ParseError."""
+    try:
+        yield
+    except ParseError:
+        raise
+    except Exception as exc:  # PackageNotFoundError, KeyError, BadZipFile, XMLSyntaxError...
+        raise ParseError(f"not a readable {what} ({library_reason(exc)})") from None
+
+
+def office_kind(content_type: str) -> str:
+    """What an Office package holds, from its main part's content type, for a message."""
+    for marker, kind in (
+        ("presentationml", "a PowerPoint presentation"),
+        ("spreadsheetml", "an Excel workbook"),
+        ("wordprocessingml", "a Word template or macro-enabled document"),
+    ):
+        if marker in content_type:
+            return f"it holds {kind}; check the file extension"
+    return f"its main part is {content_type[:80]!r}"
+
+
+def library_reason(exc: BaseException) -> str:
+    """One short line naming a library failure."""
+    message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+    first = (str(message).strip().splitlines() or [""])[0].strip()
+    name = type(exc).__name__
+    return f"{name}: {first[:100]}" if first else name
+
+
+def markdown_heading(level: int, text: str) -> str:
+    """An ATX heading line; a trailing ``#`` is escaped so it is not read as a closer."""
+    text = _SPACE.sub(" ", text).strip()
+    if text.endswith("#"):
+        text = text[:-1] + "\\#"
+    return f"{'#' * min(max(level, 1), 6)} {text}"
+
+
+def markdown_block(text: str, prefix: str = "") -> list[str]:
+    """Plain text as Markdown lines: stripped, blank lines dropped, and lines Markdown would
+    read as a heading, code fence or underline escaped with a backslash."""
+    lines: list[str] = []
+    for raw in text.replace("\r", "\n").replace("\v", "\n").split("\n"):
+        line = raw.replace("\t", " ").strip()
+        if not line:
+            continue
+        if _STRUCTURE.match(line):
+            line = "\\" + line
+        lines.append(prefix + line)
+        prefix = " " * len(prefix) if prefix.strip() else prefix
+    return lines
+
+
+@dataclass(frozen=True, slots=True)
+class _StyleKind:
+    heading: int | None  # 1..9, Title is 1
+    list_level: int | None  # 0-based, for list styles
+
+
+def _style_kinds(document: Any) -> dict[str, _StyleKind]:
+    """Paragraph style id -> what it makes a paragraph, following ``based on`` chains."""
+    kinds: dict[str, _StyleKind] = {}
+    for style in document.styles:
+        if getattr(style, "style_id", None) is None or not hasattr(style, "base_style"):
+            continue
+        heading: int | None = None
+        list_level: int | None = None
+        current, seen = style, 0
+        while current is not None and seen < 10 and heading is None and list_level is None:
+            name = str(current.name or "").strip().lower()
+            if name == "title":
+                heading = 1
+            elif match := _HEADING_STYLE.match(name):
+                heading = int(match.group(1))
+            elif match := _LIST_STYLE.match(name):
+                list_level = int(match.group(1) or 1) - 1
+            current, seen = current.base_style, seen + 1
+        kinds[str(style.style_id)] = _StyleKind(heading, list_level)
+    return kinds
+
+
+class _Writer:
+    """Collects the Markdown lines of a document body."""
+
+    def __init__(self, styles: dict[str, _StyleKind]) -> None:
+        self._styles = styles
+        self._blocks: list[list[str]] = []
+        self._in_list = False
+        self.first_heading: str | None = None
+
+    def markdown(self) -> str:
+        return "\n\n".join("\n".join(block) for block in self._blocks if block) + (
+            "\n" if self._blocks else ""
+        )
+
+    def blocks(self, parent: Any) -> None:
+        """Paragraphs and tables under ``parent`` (body, cell, content control), in order."""
+        for child in parent.iterchildren():
+            if child.tag == _W + "p":
+                self._paragraph(child)
+            elif child.tag == _W + "tbl":
+                self._in_list = False
+                self._blocks.append(self._table(child))
+            elif child.tag in _BLOCK_WRAPPERS:
+                self.blocks(child)
+
+    def _paragraph(self, p: Any) -> None:
+        self._paragraph_text(p)
+        for box in _text_boxes(p):  # a text box's paragraphs follow its anchor paragraph
+            self.blocks(box)
+
+    def _paragraph_text(self, p: Any) -> None:
+        text = _text_of(p)
+        if not text.strip():
+            return
+        was_list, self._in_list = self._in_list, False
+        style_ids = p.xpath("./w:pPr/w:pStyle/@w:val")
+        kind = self._styles.get(str(style_ids[0])) if style_ids else None
+        if kind is not None and kind.heading is not None:
+            if self.first_heading is None and kind.heading == 1:
+                self.first_heading = _SPACE.sub(" ", text).strip()
+            self._blocks.append([markdown_heading(kind.heading, text)])
+            return
+        levels = p.xpath("./w:pPr/w:numPr/w:ilvl/@w:val")
+        numbered = p.xpath("./w:pPr/w:numPr/w:numId[@w:val!='0']")
+        level = kind.list_level if kind is not None else None
+        if numbered:
+            level = _int(levels[0]) if levels else (level or 0)
+        if level is not None:
+            bullet = "  " * min(level, 8) + "- "
+            lines = markdown_block(text, bullet)
+            self._in_list = True
+            if was_list:
+                self._blocks[-1].extend(lines)  # consecutive items form one list
+            else:
+                self._blocks.append(lines)
+            return
+        self._blocks.append(markdown_block(text))
+
+    def _table(self, tbl: Any) -> list[str]:
+        rows: list[str] = []
+        for tr in _children(tbl, "tr"):
+            cells = [_cell_text(tc) for tc in _children(tr, "tc")]
+            if any(cells):
+                rows.extend(markdown_block(" | ".join(cells)))
+        return rows
+
+
+def _children(parent: Any, tag: str) -> Iterator[Any]:
+    """``w:<tag>`` children of ``parent``, looking through content controls."""
+    for child in parent.iterchildren():
+        if child.tag == _W + tag:
+            yield child
+        elif child.tag in _BLOCK_WRAPPERS:
+            yield from _children(child, tag)
+
+
+def _text_boxes(element: Any) -> Iterator[Any]:
+    """The ``w:txbxContent`` of the text boxes anchored in a paragraph, each once (the
+    legacy VML copy under ``mc:Fallback`` is skipped)."""
+    for child in element.iterchildren():
+        if child.tag == _W + "txbxContent":
+            yield child
+        elif isinstance(child.tag, str) and child.tag not in _SKIPPED:
+            yield from _text_boxes(child)
+
+
+def _cell_text(tc: Any) -> str:
+    """A cell's paragraphs (and nested tables' cells) on one line."""
+    parts: list[str] = []
+    for p in tc.iter(_W + "p"):
+        if any(a.tag in _SKIPPED for a in p.iterancestors()):
+            continue
+        text = _SPACE.sub(" ", _text_of(p)).strip()
+        if text:
+            parts.append(text)
+    return " ".join(parts)
+
+
+def _text_of(element: Any) -> str:
+    """The current text of a paragraph: runs, hyperlinks, fields and insertions; tabs and
+    breaks as whitespace; deletions, field codes and text boxes left out."""
+    out: list[str] = []
+    for child in element.iterchildren():
+        tag = child.tag
+        if not isinstance(tag, str) or tag in _SKIPPED:
+            continue
+        if tag == _W + "t":
+            out.append(child.text or "")
+        elif tag in (_W + "tab", _W + "ptab"):
+            out.append("\t")
+        elif tag in (_W + "br", _W + "cr"):
+            out.append("\n")
+        elif tag == _W + "noBreakHyphen":
+            out.append("-")
+        elif tag != _W + "pPr" and tag != _W + "rPr":
+            out.append(_text_of(child))
+    return "".join(out)
+
+
+def _int(value: object) -> int:
+    try:
+        return max(int(str(value)), 0)
+    except ValueError:
+        return 0
