@@ -25,6 +25,7 @@ from typing import Any
 from kbmcp_adapters.parsers.headings import clean_heading, title_from_path
 from kbmcp_adapters.parsers.htmlpage import html_blocks
 from kbmcp_adapters.parsers.markdown import markdown_chunks
+from kbmcp_adapters.parsers.pdf import open_mupdf
 from kbmcp_adapters.parsers.zipguard import check_archive
 from kbmcp_core.errors import ParseError
 from kbmcp_core.models import ParsedDocument
@@ -70,30 +71,8 @@ def _book(data: bytes) -> tuple[str, str | None]:
 @contextmanager
 def _open(data: bytes) -> Iterator[Any]:
     """Open an EPUB from bytes, translating every pymupdf failure into ParseError."""
-    import pymupdf as _pymupdf
-
-    pymupdf: Any = _pymupdf
-    try:
-        doc = pymupdf.open(stream=data, filetype="epub")
-    except Exception as exc:  # FileDataError, RuntimeError, ValueError, ...
-        raise ParseError(f"not a readable EPUB ({_reason(exc)})") from None
-    try:
-        if doc.needs_pass:
-            raise ParseError("encrypted EPUB (DRM); not indexed")
-        try:
-            yield doc
-        except ParseError:
-            raise
-        except Exception as exc:
-            raise ParseError(f"damaged EPUB ({_reason(exc)})") from None
-    finally:
-        doc.close()
-        pymupdf.TOOLS.reset_mupdf_warnings()
-
-
-def _reason(exc: Exception) -> str:
-    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    return first[:120].rstrip(".")
+    with open_mupdf(data, "epub", "EPUB", "encrypted EPUB (DRM); not indexed") as doc:
+        yield doc
 
 
 def _chapter_titles(doc: Any) -> dict[int, str]:

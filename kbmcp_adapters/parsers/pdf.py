@@ -32,7 +32,7 @@ from kbmcp_core.errors import ParseError
 from kbmcp_core.models import ChunkDraft, ParsedDocument
 from kbmcp_core.ports import ChunkBudget
 
-__all__ = ["MIN_TEXT_CHARS", "PdfParser"]
+__all__ = ["MIN_TEXT_CHARS", "PdfParser", "open_mupdf"]
 
 #: A PDF with less extractable text than this (non-space characters) is refused.
 MIN_TEXT_CHARS = 20
@@ -83,22 +83,31 @@ class PdfParser:
 @contextmanager
 def _open(data: bytes) -> Iterator[Any]:
     """Open a PDF from bytes, translating every pymupdf failure into ParseError."""
+    with open_mupdf(data, "pdf", "PDF", "encrypted PDF (a password is needed to read it)") as doc:
+        yield doc
+
+
+@contextmanager
+def open_mupdf(data: bytes, filetype: str, label: str, locked: str) -> Iterator[Any]:
+    """Open a document PyMuPDF reads (PDF, EPUB) from bytes. Every pymupdf failure,
+    while opening or while the caller reads it, becomes a one-line ``ParseError``;
+    ``locked`` is the reason given for a password-protected file."""
     import pymupdf as _pymupdf
 
     pymupdf: Any = _pymupdf
     try:
-        doc = pymupdf.open(stream=data, filetype="pdf")
+        doc = pymupdf.open(stream=data, filetype=filetype)
     except Exception as exc:  # pymupdf raises FileDataError, RuntimeError, ValueError, ...
-        raise ParseError(f"not a readable PDF ({_reason(exc)})") from None
+        raise ParseError(f"not a readable {label} ({_reason(exc)})") from None
     try:
         if doc.needs_pass:
-            raise ParseError("encrypted PDF (a password is needed to read it)")
+            raise ParseError(locked)
         try:
             yield doc
         except ParseError:
             raise
         except Exception as exc:
-            raise ParseError(f"damaged PDF ({_reason(exc)})") from None
+            raise ParseError(f"damaged {label} ({_reason(exc)})") from None
     finally:
         doc.close()
         pymupdf.TOOLS.reset_mupdf_warnings()
