@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,7 +12,16 @@ import click
 from kbmcp_cli.options import format_option, kb_options, open_kb, setup_logging
 
 if TYPE_CHECKING:
-    from kbmcp_core.evaluation import EvalReport
+    from kbmcp_adapters.app.eval_runs import SavedRun
+    from kbmcp_core.evaluation import EvalReport, MetricDiff
+
+
+def _run_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    from kbmcp_adapters.app.eval_runs import valid_name
+
+    if value is not None and not valid_name(value):
+        raise click.BadParameter("use 1-64 characters of A-Z a-z 0-9 . _ -", ctx, param)
+    return value
 
 
 @click.command(name="eval")
@@ -24,21 +34,40 @@ if TYPE_CHECKING:
 @click.option("--limit", type=click.IntRange(min=1), default=50,
               help="Results fetched per query, at least 1.")
 @click.option("--show-misses/--no-misses", default=True, help="List the queries missed.")
+@click.option("--save", "save_name", metavar="NAME", default=None, callback=_run_name,
+              help="Store this run's metrics as <index_dir>/evals/NAME.json.")
+@click.option("--overwrite", is_flag=True, default=False,
+              help="Let --save replace an existing run of that name.")
+@click.option("--compare", "compare_name", metavar="NAME", default=None, callback=_run_name,
+              help="Diff this run against saved run NAME; exit 1 on a regression.")
+@click.option("--threshold", type=click.FloatRange(min=0), default=0.01, show_default=True,
+              help="--compare: a metric that dropped by more than this is a regression.")
 def eval_cmd(kb_path: Path | None, config: Path | None, golden: Path | None, fmt: str,
-             mode: str, limit: int, show_misses: bool) -> None:
+             mode: str, limit: int, show_misses: bool, save_name: str | None,
+             overwrite: bool, compare_name: str | None, threshold: float) -> None:
     """Measure retrieval on golden queries: recall@1/5/10, MRR@10, nDCG@10.
 
     Golden file: `queries: [{id, query, expected: [{path, heading?}], kind?}]`. Metrics are
     given at document level (distinct documents) and at section level (heading match after
     the same clean-up the indexer applies), overall and per `kind`.
+
+    `--save NAME` keeps the metrics under the index folder; `--compare NAME` diffs against
+    them and exits 1 when a metric dropped by more than `--threshold` (compare, then save).
     """
-    from kbmcp_adapters.app.golden import evaluate_modes, load_golden
-    from kbmcp_core.evaluation import Ranked
+    from kbmcp_adapters.app import eval_runs
+    from kbmcp_adapters.app.golden import evaluate_modes, load_golden_with_digest
+    from kbmcp_core.evaluation import Ranked, compare_metrics, run_metrics
 
     setup_logging()
     kb = open_kb(kb_path, config)
     try:
-        queries = load_golden(golden or kb.settings.kb_path / ".kb-mcp-eval.yml")
+        index_dir = kb.settings.index_dir
+        saved = eval_runs.load_run(index_dir, compare_name) if compare_name else None
+        if save_name and not overwrite:
+            eval_runs.refuse_existing(index_dir, save_name)
+        golden_path = (golden or kb.settings.kb_path / ".kb-mcp-eval.yml").resolve()
+        queries, golden_sha = load_golden_with_digest(golden_path)
+        model = kb.settings.embedding_model
 
         def retrieve(query: str, m: str) -> list[Ranked]:
             res = kb.search(query, limit=limit, mode=m)
@@ -48,11 +77,34 @@ def eval_cmd(kb_path: Path | None, config: Path | None, golden: Path | None, fmt
                                  else [mode], retrieve)
     finally:
         kb.close()
+    now = run_metrics(reports)
+    diff: tuple[list[MetricDiff], bool] | None = None
+    if saved is not None:
+        # Only the modes measured now: a mode not asked for this time is not a regression.
+        diff = compare_metrics({m: v for m, v in saved.metrics.items() if m in now}, now,
+                               threshold)
+        _warn_if_changed(saved, golden_sha, model)
     if fmt == "json":
         out = [r.as_dict() for r in reports]
-        click.echo(json.dumps(out[0] if len(out) == 1 else {"modes": out}, ensure_ascii=False,
-                              indent=2))
-        return
+        body: object = out[0] if len(out) == 1 else {"modes": out}
+        if saved is not None and diff is not None:
+            body = {"report": body, "compare": _compare_json(saved, diff, threshold)}
+        click.echo(json.dumps(body, ensure_ascii=False, indent=2))
+    else:
+        _print_report(reports, show_misses)
+        if saved is not None and diff is not None:
+            _print_diff(saved.name, saved.date, diff[0], threshold)
+    if save_name:
+        path = eval_runs.save_run(index_dir, eval_runs.SavedRun(
+            name=save_name, date=datetime.now(UTC).isoformat(timespec="seconds"), model=model,
+            golden_path=str(golden_path), golden_sha256=golden_sha, queries=len(queries),
+            limit=limit, metrics=now), overwrite=overwrite)
+        click.echo(f"saved eval run {save_name!r} to {path}", err=True)
+    if diff is not None and diff[1]:
+        click.get_current_context().exit(1)
+
+
+def _print_report(reports: list[EvalReport], show_misses: bool) -> None:
     _print_table(reports)
     if show_misses:
         for r in reports:
@@ -74,3 +126,45 @@ def _print_table(reports: list[EvalReport]) -> None:
             if values:
                 click.echo(f"{r.mode:<8} {level:<8} "
                            + " ".join(f"{values[m]:>9.3f}" for m in METRICS))
+
+
+def _warn_if_changed(saved: SavedRun, golden_sha: str, model: str) -> None:
+    """One line on stderr when the numbers are not measured on the same ground."""
+    changed = []
+    if saved.golden_sha256 != golden_sha:
+        changed.append(f"the golden file differs (saved {saved.golden_path}, "
+                       f"sha256 {saved.golden_sha256[:12]} -> {golden_sha[:12]})")
+    if saved.model != model:
+        changed.append(f"the model differs ({saved.model} -> {model})")
+    if changed:
+        click.echo(f"kb-mcp: warning: comparing with run {saved.name!r}: "
+                   + "; ".join(changed), err=True)
+
+
+def _compare_json(saved: SavedRun, diff: tuple[list[MetricDiff], bool],
+                  threshold: float) -> dict[str, object]:
+    rows, regressed = diff
+    return {"name": saved.name, "saved_date": saved.date, "threshold": threshold,
+            "regressed": regressed, "regressions": sum(1 for r in rows if r.regressed),
+            "metrics": [r.as_dict() for r in rows]}
+
+
+def _print_diff(name: str, date: str, rows: list[MetricDiff], threshold: float) -> None:
+    def num(v: float | None, signed: bool = False) -> str:
+        return "-" if v is None else (f"{v:+.3f}" if signed else f"{v:.3f}")
+
+    click.echo(f"\ncompared with saved run {name!r} ({date}), threshold {threshold:g}")
+    click.echo(f"{'metric':<10} {'mode':<8} {'level':<8} {'kind':<12} "
+               f"{'saved':>7} {'now':>7} {'delta':>7}")
+    for r in rows:
+        flag = "  REGRESSED" if r.regressed else ""
+        click.echo(f"{r.metric:<10} {r.mode:<8} {r.level:<8} {r.kind or '(overall)':<12} "
+                   f"{num(r.saved):>7} {num(r.now):>7} {num(r.delta, True):>7}{flag}")
+    worse = [r for r in rows if r.regressed]
+    if worse:
+        click.echo(f"{len(worse)} metric(s) dropped by more than {threshold:g}: "
+                   + ", ".join(f"{r.metric} ({r.mode}, {r.level}"
+                               + (f", {r.kind}" if r.kind else "") + ")" for r in worse[:5])
+                   + (" ..." if len(worse) > 5 else ""))
+    else:
+        click.echo(f"no metric dropped by more than {threshold:g}")

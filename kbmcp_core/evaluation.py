@@ -173,3 +173,95 @@ def _mean(rows: Sequence[Mapping[str, float]]) -> dict[str, float]:
     if not rows:
         return {}
     return {k: sum(r[k] for r in rows) / len(rows) for k in METRICS}
+
+
+# --- saved runs: the metrics of a run, and the diff between two runs -------------------------
+
+#: A drop smaller than this is float noise, never a regression (even with threshold 0).
+_EPSILON = 1e-9
+
+#: ``{mode: {"document": {metric: v}, "section": {...}, "per_kind": {kind: {level: {...}}}}}``
+RunMetrics = dict[str, dict[str, object]]
+
+
+def run_metrics(reports: Sequence[EvalReport]) -> RunMetrics:
+    """The metrics of every mode that ran (no misses), as plain data to save or compare."""
+    return {
+        r.mode: {
+            "document": dict(r.document),
+            "section": dict(r.section),
+            "per_kind": {kind: {lvl: dict(m) for lvl, m in levels.items()}
+                         for kind, levels in r.per_kind.items()},
+        }
+        for r in reports
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class MetricDiff:
+    """One metric of one mode/level (``kind`` None = overall) in a saved run and now.
+    ``saved`` or ``now`` is None when only one run measured it (then ``delta`` is None)."""
+
+    metric: str
+    mode: str
+    level: str
+    kind: str | None
+    saved: float | None
+    now: float | None
+    delta: float | None
+    regressed: bool
+
+    def as_dict(self) -> dict[str, object]:
+        return {"metric": self.metric, "mode": self.mode, "level": self.level,
+                "kind": self.kind, "saved": self.saved, "now": self.now,
+                "delta": self.delta, "regressed": self.regressed}
+
+
+def _flatten(metrics: Mapping[str, object]) -> dict[tuple[str, str, str | None, str], float]:
+    """``(mode, level, kind, metric) -> value``; entries that are not numbers are skipped."""
+    out: dict[tuple[str, str, str | None, str], float] = {}
+
+    def put(mode: str, level: str, kind: str | None, values: object) -> None:
+        if isinstance(values, Mapping):
+            for name, v in values.items():
+                if isinstance(v, int | float) and not isinstance(v, bool):
+                    out[(mode, level, kind, str(name))] = float(v)
+
+    for mode, levels in metrics.items():
+        if not isinstance(levels, Mapping):
+            continue
+        for level in ("document", "section"):
+            put(mode, level, None, levels.get(level))
+        kinds = levels.get("per_kind")
+        if isinstance(kinds, Mapping):
+            for kind, by_level in kinds.items():
+                if isinstance(by_level, Mapping):
+                    for level in ("document", "section"):
+                        put(mode, level, str(kind), by_level.get(level))
+    return out
+
+
+def compare_metrics(saved: Mapping[str, object], now: Mapping[str, object],
+                    threshold: float) -> tuple[list[MetricDiff], bool]:
+    """Diff two ``run_metrics`` values. A metric regressed when it dropped by more than
+    ``threshold``; the flag says whether any did. Metrics only one run has are listed with
+    no delta and never count as a regression."""
+    if threshold < 0:
+        raise ValueError("threshold must be >= 0")
+    before, after = _flatten(saved), _flatten(now)
+    mode_order = list(dict.fromkeys([k[0] for k in after] + [k[0] for k in before]))
+    metric_order = {m: i for i, m in enumerate(METRICS)}
+
+    def order(key: tuple[str, str, str | None, str]) -> tuple[int, int, str, int, str]:
+        mode, level, kind, metric = key
+        return (mode_order.index(mode), 0 if kind is None else 1, kind or "",
+                0 if level == "document" else 1, f"{metric_order.get(metric, 99):02d}{metric}")
+
+    rows: list[MetricDiff] = []
+    for key in sorted(before.keys() | after.keys(), key=order):
+        mode, level, kind, metric = key
+        s, n = before.get(key), after.get(key)
+        delta = n - s if s is not None and n is not None else None
+        regressed = delta is not None and -delta > threshold + _EPSILON
+        rows.append(MetricDiff(metric, mode, level, kind, s, n, delta, regressed))
+    return rows, any(r.regressed for r in rows)

@@ -13,14 +13,26 @@ _EXPECTED_KEYS = {"path", "heading"}
 
 
 def load_golden(path: Path) -> list[GoldenQuery]:
+    return load_golden_with_digest(path)[0]
+
+
+def load_golden_with_digest(path: Path) -> tuple[list[GoldenQuery], str]:
+    """The queries and the sha256 of the very bytes they were parsed from (one read)."""
+    import hashlib
+
     import yaml
 
     if not path.is_file():
         raise ConfigError(f"golden file not found: {path}")
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = path.read_bytes()
+        raw = yaml.safe_load(data.decode("utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ConfigError(f"cannot read golden file {path}: {exc}") from None
+    return _parse(path, raw), hashlib.sha256(data).hexdigest()
+
+
+def _parse(path: Path, raw: object) -> list[GoldenQuery]:
     if not isinstance(raw, dict) or not isinstance(raw.get("queries"), list):
         raise ConfigError(f"{path}: expected a mapping with a 'queries' list")
     out: list[GoldenQuery] = []
