@@ -12,7 +12,7 @@ slide number kept on every chunk like a PDF page.
   with ``markdown_chunks`` (so a chunk never spans two slides), shifts their line ranges to
   the whole text and sets ``page`` to the slide number on every chunk. A slide with no
   title and no text (a picture) is served as its ``# Slide N`` line but gives no chunk.
-* Title from the core properties title (PowerPoint's placeholder "PowerPoint
+* Title from the core properties title (PowerPoint's default title "PowerPoint
   Presentation" does not count), else the first slide title, else the file name; date from
   the core properties creation date.
 """

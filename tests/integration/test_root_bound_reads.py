@@ -225,7 +225,7 @@ def test_missing_paths_say_no_such_document(odd_kb: KnowledgeBase, path: str) ->
 def test_paths_no_file_system_can_name_are_refused_not_crashed(
     odd_kb: KnowledgeBase, path: str
 ) -> None:
-    refusal(odd_kb, path)
+    assert refusal(odd_kb, path)  # a PathRefused with a reason, never an encoding error
 
 
 @pytest.fixture(params=["local", "fake"])
