@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,10 +24,10 @@ from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
 from kbmcp_adapters.parsers.headings import clean_heading
 from kbmcp_adapters.parsers.registry import build_registry
-from kbmcp_core.evaluation import METRICS, EvalReport, GoldenQuery, Ranked, evaluate, fold
+from kbmcp_core.evaluation import METRICS, GoldenQuery, fold
 from kbmcp_core.ports import ChunkBudget
-from kbmcp_core.search import MODES
 from tests.conftest import OpenKb
+from tests.eval_support import measure, table
 from tests.fixtures.formats_kb import FILES, build_formats_kb
 
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "formats-kb.golden.yml"
@@ -78,35 +77,6 @@ def index_formats_kb(open_kb: OpenKb, root: Path) -> KnowledgeBase:
         summary.warnings
     )
     return kb
-
-
-def measure(kb: KnowledgeBase, queries: list[GoldenQuery]) -> dict[str, EvalReport]:
-    """The three retrievers, measured exactly as `kb-mcp eval` measures them."""
-
-    def retriever(mode: str) -> Callable[[str], list[Ranked]]:
-        def retrieve(query: str) -> list[Ranked]:
-            hits = kb.search(query, limit=50, mode=mode).results
-            return [Ranked(h.path, h.heading) for h in hits]
-
-        return retrieve
-
-    return {m: evaluate(m, queries, retriever(m), clean_heading) for m in MODES}
-
-
-def table(reports: dict[str, EvalReport]) -> str:
-    lines = [f"{'mode':<8} {'kind':<6} {'level':<8} " + " ".join(f"{m:>9}" for m in METRICS)]
-    for mode, r in reports.items():
-        rows = [("all", "document", r.document), ("all", "section", r.section)]
-        rows += [(k, lvl, v) for k, lv in sorted(r.per_kind.items()) for lvl, v in lv.items()]
-        for kind, level, values in rows:
-            lines.append(f"{mode:<8} {kind:<6} {level:<8} "
-                         + " ".join(f"{values[m]:>9.3f}" for m in METRICS))
-    for mode, r in reports.items():
-        for o in r.misses:
-            top = "; ".join(f"{t.path}#{t.heading}" for t in o.top[:3])
-            lines.append(f"miss {mode}: {o.query.id} doc@{o.doc_rank} sec@{o.section_rank}"
-                         f" top: {top}")
-    return "\n" + "\n".join(lines)
 
 
 def test_golden_sections_are_sections_the_parsers_produce(

@@ -19,7 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,8 +30,9 @@ from kbmcp_adapters.app.golden import load_golden
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
 from kbmcp_adapters.parsers.headings import clean_heading
-from kbmcp_core.evaluation import METRICS, EvalReport, GoldenQuery, Ranked, evaluate, fold
+from kbmcp_core.evaluation import METRICS, EvalReport, GoldenQuery, fold
 from kbmcp_core.search import MODES
+from tests.eval_support import measure, table
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "eval-kb"
 GOLDEN = FIXTURE.with_name("eval-kb.golden.yml")
@@ -87,33 +88,7 @@ def reports(
     indexed: tuple[Path, KnowledgeBase], queries: list[GoldenQuery]
 ) -> dict[str, EvalReport]:
     """The three retrievers measured on the golden queries, as `kb-mcp eval` measures them."""
-    _, kb = indexed
-
-    def retriever(mode: str) -> Callable[[str], list[Ranked]]:
-        def retrieve(query: str) -> list[Ranked]:
-            return [
-                Ranked(h.path, h.heading) for h in kb.search(query, limit=50, mode=mode).results
-            ]
-
-        return retrieve
-
-    return {m: evaluate(m, queries, retriever(m), clean_heading) for m in MODES}
-
-
-def table(reports: dict[str, EvalReport]) -> str:
-    """The measured numbers, overall and per kind, for assertion messages."""
-    lines = [f"{'mode':<8} {'kind':<9} {'level':<8} " + " ".join(f"{m:>9}" for m in METRICS)]
-    for mode, r in reports.items():
-        rows = [("all", "document", r.document), ("all", "section", r.section)]
-        rows += [(k, lvl, v) for k, lv in sorted(r.per_kind.items()) for lvl, v in lv.items()]
-        for kind, level, values in rows:
-            lines.append(
-                f"{mode:<8} {kind:<9} {level:<8} " + " ".join(f"{values[m]:>9.3f}" for m in METRICS)
-            )
-    for mode, r in reports.items():
-        missed = ", ".join(f"{o.query.id}@{o.doc_rank}" for o in r.misses)
-        lines.append(f"misses {mode}: {missed or '-'}")
-    return "\n" + "\n".join(lines)
+    return measure(indexed[1], queries)
 
 
 def kind_ndcg(report: EvalReport, kind: str) -> float:
