@@ -14,12 +14,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks import report, steps
+from benchmarks import fast_cli, report, steps, tails, team, two_phase, ui_bench
 from benchmarks.measure import REPO
 
 #: A 1-minute load average above this at the start earns a warning.
 BUSY_LOAD = 1.0
-STEPS = ("full", "reindex", "search", "initialize", "listings")
+STEPS = ("full", "two_phase", "reindex", "search", "fastcli", "initialize", "listings", "team",
+         "ui", "tails")
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -87,7 +88,10 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
     if "full" in wanted:
         step("full_index", lambda: steps.full_index(cfg, work, source))
-    if wanted & {"reindex", "search", "initialize"}:
+    if "two_phase" in wanted:
+        step("two_phase", lambda: two_phase.keyword_ready(
+            work, files=cfg.large_files, repeats=cfg.full_repeats, seed=cfg.seed + 3))
+    if wanted & {"reindex", "search", "fastcli", "initialize"}:
         large: dict[str, Path] = {}
 
         def build() -> dict[str, Any]:
@@ -103,8 +107,21 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 step("reindex", lambda: steps.reindex(cfg, kb))
             if "initialize" in wanted:
                 step("initialize", lambda: steps.initialize(cfg, kb))
+            if "fastcli" in wanted:  # kb-mcp search through a running server (issue 14.2)
+                step("fast_cli", lambda: fast_cli.measure(cfg.queries, cfg.warmup, kb))
     if "listings" in wanted:
         step("listings", lambda: steps.listings(cfg, work, errlog))
+    if "tails" in wanted:  # search tails at 20k chunks, ANN at 100k (issue 14.3-4)
+        step("tails", lambda: tails.measure(work / "tails", quick=args.quick))
+    if "team" in wanted:
+        steps.say("team mode: PostgreSQL store, one writer, read-only replicas under load")
+        step("team", lambda: team.team_load(
+            work, files=cfg.team_files, growth=cfg.team_growth, clients=cfg.team_clients,
+            searches=cfg.team_searches))
+    if "ui" in wanted:
+        steps.say("the /ui page in headless Chromium: first paint, search vs MCP, 500-node graph")
+        step("ui", lambda: ui_bench.ui_step(work, files=12 if args.quick else 60,
+                                            repeats=3 if args.quick else 10))
     return {"config": cfg.as_dict(), **results}
 
 

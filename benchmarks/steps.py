@@ -32,6 +32,10 @@ class Config:
     mcp_queries: int = 100
     initialize_starts: int = 7
     listing_calls: int = 30
+    team_files: int = 300
+    team_growth: int = 100
+    team_clients: int = 10
+    team_searches: int = 100
     seed: int = 7
     quick: bool = False
 
@@ -51,6 +55,10 @@ class Config:
             mcp_queries=5,
             initialize_starts=1,
             listing_calls=2,
+            team_files=12,
+            team_growth=6,
+            team_clients=3,
+            team_searches=4,
             quick=True,
         )
 

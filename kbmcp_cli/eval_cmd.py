@@ -126,6 +126,19 @@ def _print_table(reports: list[EvalReport]) -> None:
             if values:
                 click.echo(f"{r.mode:<8} {level:<8} "
                            + " ".join(f"{values[m]:>9.3f}" for m in METRICS))
+    counts = reports[0].kind_counts
+    if len(counts) < 2:  # one kind (or none): the table above already is that kind's
+        return
+    width = max(len("kind"), *(len(k) for k in counts))
+    click.echo(f"\nper kind ({', '.join(f'{k}: {n}' for k, n in counts.items())} queries)")
+    click.echo(f"{'mode':<8} {'kind':<{width}} {'level':<8} "
+               + " ".join(f"{m:>9}" for m in METRICS))
+    for r in reports:
+        for kind, levels in r.per_kind.items():
+            for level, values in levels.items():
+                if values:
+                    click.echo(f"{r.mode:<8} {kind:<{width}} {level:<8} "
+                               + " ".join(f"{values[m]:>9.3f}" for m in METRICS))
 
 
 def _warn_if_changed(saved: SavedRun, golden_sha: str, model: str) -> None:

@@ -12,30 +12,57 @@ import click
 
 from kbmcp_cli.options import kb_options, open_kb, setup_logging
 
+#: Without a terminal, a progress line at least this often (s), and at each phase's ends.
+PLAIN_EVERY_S = 2.0
+
 
 class _Progress:
-    """A tqdm bar on a terminal; plain periodic lines otherwise (logs, CI)."""
+    """Both phases of a run on one line: "text 6,642/6,642 · vectors 1,200/8,577".
+
+    A tqdm bar on a terminal (it follows the phase running now); plain lines otherwise
+    (logs, CI): one every few seconds, and one whenever a phase starts or ends.
+    """
 
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet
         self.tty = sys.stderr.isatty()
         self.bar: Any = None
         self.last = 0.0
+        self.text: tuple[int, int] | None = None
+        self.vectors: tuple[int, int] | None = None
 
-    def __call__(self, done: int, total: int, path: str) -> None:
+    def __call__(self, phase: str, done: int, total: int, _item: str) -> None:
         if self.quiet:
             return
+        first = False
+        if phase == "text":
+            first, self.text = self.text is None, (done, total)
+        else:
+            first, self.vectors = self.vectors is None, (done, total)
         if self.tty:
-            if self.bar is None:
-                from tqdm import tqdm
-
-                self.bar = tqdm(total=total, unit="file", file=sys.stderr, leave=False)
-            self.bar.update(1)
+            self._draw(first, done, total)
             return
         now = time.monotonic()
-        if done == total or now - self.last >= 2.0:
+        if done in (0, total) or now - self.last >= PLAIN_EVERY_S:
             self.last = now
-            click.echo(f"kb-mcp: indexed {done}/{total} files ({path})", err=True)
+            click.echo(f"kb-mcp: {self.line()}", err=True)
+            if phase == "text" and done == total:
+                click.echo("kb-mcp: every file is now searchable by keywords", err=True)
+
+    def line(self) -> str:
+        phases = (("text", self.text), ("vectors", self.vectors))
+        return " · ".join(f"{name} {c[0]:,}/{c[1]:,}" for name, c in phases if c is not None)
+
+    def _draw(self, first: bool, done: int, total: int) -> None:
+        from tqdm import tqdm
+
+        if self.bar is None or first:
+            if self.bar is not None:
+                self.bar.close()
+            self.bar = tqdm(total=total, file=sys.stderr, leave=False, dynamic_ncols=True,
+                            bar_format="{desc} {bar} {elapsed}<{remaining}")
+        self.bar.set_description_str(self.line(), refresh=False)
+        self.bar.update(done - self.bar.n)
 
     def close(self) -> None:
         if self.bar is not None:

@@ -1,49 +1,31 @@
-"""The ``kb-mcp`` command group: every command added explicitly; KbError becomes one line here."""
+"""The ``kb-mcp`` entry point.
+
+``kb-mcp search`` is first offered to a running server of the same index (decision 0018),
+before click and the other commands are imported; everything else, and every search that
+server does not answer, goes to the command group in ``kbmcp_cli.commands`` (where each
+command is added). ``cli`` and ``KbGroup`` can still be imported from here.
+"""
 
 from __future__ import annotations
 
 import sys
 from typing import Any
 
-import click
-
-from kbmcp_cli.doctor_cmd import doctor
-from kbmcp_cli.eval_cmd import eval_cmd
-from kbmcp_cli.index_cmd import index
-from kbmcp_cli.options import EXIT_CANNOT_RUN
-from kbmcp_cli.search_cmd import search
-from kbmcp_cli.serve_cmd import serve
-from kbmcp_cli.status_cmd import status
-from kbmcp_core.errors import ConfigError, IndexNotFound, KbError, ModelMismatch
-
-
-class KbGroup(click.Group):
-    """Turns every ``KbError`` into one line on stderr and an exit code, in one place."""
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except (ConfigError, IndexNotFound, ModelMismatch) as exc:
-            click.echo(f"kb-mcp: error: {exc}", err=True)
-            sys.exit(EXIT_CANNOT_RUN)
-        except KbError as exc:
-            click.echo(f"kb-mcp: error: {exc}", err=True)
-            sys.exit(1)
-
-
-@click.group(cls=KbGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="kb-mcp")
-def cli() -> None:
-    """kb-mcp: a local knowledge base for AI clients, over MCP.
-
-    Index a folder of Markdown, text and PDF files, search it from the command line,
-    or serve it to an MCP client with `kb-mcp serve`.
-    """
-
-
-for _command in (index, status, search, doctor, eval_cmd, serve):
-    cli.add_command(_command)
-
 
 def main() -> None:
+    from kbmcp_cli.search_fast import answer
+
+    code = answer(sys.argv[1:])
+    if code is not None:
+        sys.exit(code)
+    from kbmcp_cli.commands import cli
+
     cli(prog_name="kb-mcp")
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("cli", "KbGroup"):
+        from kbmcp_cli import commands
+
+        return getattr(commands, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from kbmcp_cli.options import kb_options, open_kb, setup_logging
+from kbmcp_cli.options import kb_options, setup_logging
+from kbmcp_cli.search_fast import NO_SERVER_ENV, ask_server, render, search_params
+
+if TYPE_CHECKING:
+    from kbmcp_core.settings import Settings
 
 
 @click.command()
@@ -29,35 +33,66 @@ from kbmcp_cli.options import kb_options, open_kb, setup_logging
               help="Most chunks of one document in the results, at least 1 (default 2).")
 @click.option("--mode", type=click.Choice(["hybrid", "vector", "lexical"]), default="hybrid",
               help="Retriever: both legs fused (default), or one leg alone.")
-def search(query: str, kb_path: Path | None, config: Path | None, limit: int | None, fmt: str,
-           path_globs: tuple[str, ...], tags_any: tuple[str, ...], tags_all: tuple[str, ...],
-           date_from: str | None, date_to: str | None, category: str | None, topic: str | None,
-           chunks_per_document: int | None, mode: str) -> None:
-    """Search the knowledge base (hybrid: vectors + BM25, fused)."""
-    setup_logging()
-    kb = open_kb(kb_path, config)
+@click.option("--diversity", type=click.FloatRange(0, 1), default=None,
+              help="MMR trade-off from 0 to 1: lower spreads the results over more documents; "
+                   "1 keeps the relevance order (default [search].diversity).")
+@click.option("--context", "context", type=click.Choice(["none", "adjacent", "section"]),
+              default=None, help="Show each hit with its neighbouring chunks or its whole "
+                                 "section (default [search].context).")
+@click.option("--context-chunks", type=click.IntRange(1, 5), default=None,
+              help="Neighbours on each side for --context adjacent, 1-5 (default 1).")
+@click.option("--rerank/--no-rerank", default=None,
+              help="Reorder the best candidates with a reranker (default [search].rerank; "
+                   "kb-mcp ships none, so --rerank is an error until one is installed).")
+@click.option("--no-server", is_flag=True, envvar=NO_SERVER_ENV, show_envvar=True,
+              help="Search in this process even when a `kb-mcp serve` or `kb-mcp watch` of "
+                   "the same index could answer (it is asked over kb-mcp.sock in the index "
+                   "folder).")
+@click.option("--verbose", "-v", is_flag=True,
+              help="Say on stderr who answered (a server, or this process and why); debug "
+                   "logging.")
+def search(query: str, kb_path: Path | None, config: Path | None, fmt: str, no_server: bool,
+           verbose: bool, **options: Any) -> None:
+    """Search the knowledge base (hybrid: vectors + BM25, fused).
+
+    When a `kb-mcp serve` or `kb-mcp watch` of the same index runs as you, with the same
+    kb-mcp version and configuration, it answers (its model is already loaded); otherwise
+    the search runs here. The output is the same either way.
+    """
+    # The text and JSON output is made by ``search_fast.render`` from the response's
+    # ``as_dict()``, for an answer from a server and a local one alike (decision 0018).
+    from kbmcp_adapters.app.bootstrap import settings_for
+
+    setup_logging(verbose=verbose)
+    settings = settings_for(kb_path, config)
+    params = search_params(options, settings.search_default_limit)
+    response = None
+    if no_server:
+        note = "searched in this process (--no-server)"
+    else:
+        reply = ask_server(settings, query, params)
+        response, note = reply.response, reply.note
+    text = None
+    if response is not None:
+        try:
+            text = render(response, fmt)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            response, note = None, "the server's answer was malformed"
+    if text is None:
+        if not no_server:
+            note = f"searched in this process: {note}"
+        text = render(local_search(settings, query, params), fmt)
+    if verbose:
+        click.echo(f"kb-mcp: search: {note}", err=True)
+    click.echo(text)
+
+
+def local_search(settings: Settings, query: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The search run in this process (``--mode lexical`` never loads the model)."""
+    from kbmcp_adapters.app.knowledge_base import KnowledgeBase
+
+    kb = KnowledgeBase.from_settings(settings)
     try:
-        response = kb.search(
-            query,
-            limit=limit if limit is not None else kb.settings.search_default_limit,
-            path_globs=path_globs or None, tags_any=tags_any or None, tags_all=tags_all or None,
-            date_from=date_from, date_to=date_to, category=category, topic=topic,
-            chunks_per_document=chunks_per_document, mode=mode,
-        )
+        return kb.search(query, **params).as_dict()
     finally:
         kb.close()
-    if fmt == "json":
-        click.echo(json.dumps(response.as_dict(), ensure_ascii=False, indent=2))
-        return
-    if not response.results:
-        click.echo("no results")
-    for i, hit in enumerate(response.results, 1):
-        where = f"p.{hit.page}" if hit.page is not None else f"L{hit.start_line}-{hit.end_line}"
-        heading = " > ".join(hit.heading_path) or hit.title
-        click.echo(f"{i}. {hit.path} [{where}] {heading}  (score {hit.score:.4f})")
-        snippet = " ".join(hit.content.split())[:200]
-        click.echo(f"   {snippet}")
-    if response.low_confidence:
-        click.echo("(low confidence: no clear match)")
-    if response.notice:
-        click.echo(f"(notice: {response.notice})")

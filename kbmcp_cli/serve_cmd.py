@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from kbmcp_cli.options import kb_options, setup_logging
+
+if TYPE_CHECKING:
+    from kbmcp_adapters.mcp_server import BackgroundTask
+    from kbmcp_adapters.mcp_server.auth import HashedTokenVerifier
+    from kbmcp_core.settings import Settings
 
 log = logging.getLogger("kbmcp_adapters.mcp_server")
 
@@ -38,8 +44,38 @@ log = logging.getLogger("kbmcp_adapters.mcp_server")
 @click.option(
     "--allow-remote",
     is_flag=True,
-    help="HTTP: allow a non-loopback --host. The server has no authentication: "
-    "anyone who can reach the port can read the knowledge base.",
+    help="HTTP: allow a non-loopback --host. Refused unless a token exists (`kb-mcp token "
+    "create`) or --insecure-no-auth is given.",
+)
+@click.option(
+    "--insecure-no-auth",
+    is_flag=True,
+    help="HTTP: serve a non-loopback --host with no token configured, so that anyone who "
+    "can reach the port reads every document (logged as a warning at start).",
+)
+@click.option(
+    "--tokens-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="HTTP: the file of token hashes `kb-mcp token create` writes (default: "
+    "tokens.json in the index folder). Whenever it or --token-hashes holds a token, /mcp "
+    "needs one as `Authorization: Bearer TOKEN`.",
+)
+@click.option(
+    "--token-hashes",
+    envvar="KB_MCP_TOKEN_HASHES",
+    show_envvar=True,
+    default=None,
+    metavar="HASHES",
+    help="HTTP: more accepted token hashes, comma separated (as `kb-mcp token hash` "
+    "prints them), e.g. for a container.",
+)
+@click.option(
+    "--read-only",
+    is_flag=True,
+    help="Never write the index: no watcher, no index creation or migration, and "
+    "rebuild_index is refused. Over HTTP the server is stateless (no sessions), so any "
+    "number of replicas can serve one index behind a load balancer.",
 )
 @click.option(
     "--allowed-host",
@@ -64,7 +100,7 @@ log = logging.getLogger("kbmcp_adapters.mcp_server")
     show_default=True,
     metavar="SECONDS",
     help="HTTP: a session with no request in flight for this long is closed; the client "
-    "then starts a new one.",
+    "then starts a new one. Unused with --read-only (no sessions).",
 )
 @click.option(
     "--max-sessions",
@@ -72,7 +108,7 @@ log = logging.getLogger("kbmcp_adapters.mcp_server")
     default=100,
     show_default=True,
     help="HTTP: sessions open at once; past it, a new session is answered 429 with "
-    "Retry-After.",
+    "Retry-After. Unused with --read-only (no sessions).",
 )
 @click.option(
     "--no-watch",
@@ -88,6 +124,10 @@ def serve(
     host: str,
     port: int,
     allow_remote: bool,
+    insecure_no_auth: bool,
+    tokens_file: Path | None,
+    token_hashes: str | None,
+    read_only: bool,
     allowed_hosts: tuple[str, ...],
     body_timeout: float,
     session_idle_timeout: float,
@@ -101,6 +141,9 @@ def serve(
     stdout carries only the MCP protocol; every log line goes to stderr. The index and
     the embedding model are opened on the first request that needs them, so the client's
     `initialize` is answered at once.
+
+    Over HTTP, /mcp needs a bearer token whenever one is configured, and always beyond
+    loopback (see `kb-mcp token`); /healthz stays open.
     """
     from kbmcp_adapters.app.bootstrap import settings_for
 
@@ -123,9 +166,18 @@ def serve(
             "rebuild_index tool) until one exists",
             settings.index_dir,
         )
-    runtime = KbRuntime(settings)
-    background = []
-    if settings.watch and not no_watch:
+    verifier = None
+    if transport == "http":
+        verifier = token_verifier(settings, tokens_file, token_hashes)
+    runtime = KbRuntime(settings, read_only=read_only)
+    from kbmcp_adapters.mcp_server.local_socket import local_search_task
+
+    # `kb-mcp search` asks this server over a local socket (decision 0018)
+    background: list[BackgroundTask] = [local_search_task]
+    if read_only:
+        log.info("read-only: this server never writes the index (no watcher); its writer "
+                 "is `kb-mcp watch` or `kb-mcp index`")
+    elif settings.watch and not no_watch:
         from kbmcp_adapters.live.serve_task import watch_task
 
         background.append(watch_task)
@@ -140,8 +192,21 @@ def serve(
             serve_http(
                 runtime, host=host, port=port, allow_remote=allow_remote,
                 extra_hosts=allowed_hosts, background=background, limits=limits,
+                verifier=verifier, insecure_no_auth=insecure_no_auth,
             )
         else:
             serve_stdio(runtime, wire=wire, background=background)
     except KeyboardInterrupt:
         log.info("stopped")
+
+
+def token_verifier(
+    settings: Settings, tokens_file: Path | None, token_hashes: str | None
+) -> HashedTokenVerifier:
+    """The tokens this server accepts: the tokens file (default: in the index folder) and
+    the hashes given by --token-hashes / KB_MCP_TOKEN_HASHES."""
+    from kbmcp_adapters.mcp_server.auth import HashedTokenVerifier
+    from kbmcp_adapters.mcp_server.tokens import TOKENS_FILE_NAME, hashes_from_env
+
+    path = tokens_file or settings.index_dir / TOKENS_FILE_NAME
+    return HashedTokenVerifier(path, hashes_from_env(token_hashes))

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from kbmcp_cli.options import format_option, kb_options, open_kb, setup_logging
+from kbmcp_core.settings import public_uri
 
 
 def _watcher(index_dir: Path) -> dict[str, Any] | None:
@@ -32,6 +33,7 @@ def status(kb_path: Path | None, config: Path | None, fmt: str) -> None:
     data: dict[str, Any] = {
         "kb_path": str(settings.kb_path),
         "index": str(settings.index_dir),
+        "vectors": public_uri(settings.vectors_location),  # never a credential
         "read_only": read_only,
         "documents": stats.documents,
         "chunks": stats.chunks,
@@ -44,7 +46,7 @@ def status(kb_path: Path | None, config: Path | None, fmt: str) -> None:
     if fmt == "json":
         click.echo(json.dumps(data, ensure_ascii=False, indent=2))
         return
-    for key in ("kb_path", "index", "documents", "chunks", "model", "dimension",
+    for key in ("kb_path", "index", "vectors", "documents", "chunks", "model", "dimension",
                 "schema_revision"):
         suffix = " (read-only for this user: searchable, not indexable)" if (
             key == "index" and read_only) else ""

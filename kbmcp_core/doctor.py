@@ -6,7 +6,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from kbmcp_core.errors import StoreCorrupt, VectorsUnreadable
+from kbmcp_core.errors import StoreCorrupt, VectorsUnreachable, VectorsUnreadable
 from kbmcp_core.models import extension_of
 from kbmcp_core.ports import ParserRegistry, StoreDiagnostics, VectorStore
 from kbmcp_core.reading import max_bytes_for, smallest_read_cap
@@ -68,7 +68,7 @@ class Finding:
         }
 
 
-StoreCheck = Literal["ok", "damaged", "unfinished"]
+StoreCheck = Literal["ok", "damaged", "unfinished", "not applicable"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +122,9 @@ def diagnose(
 ) -> DoctorReport:
     """Run every check; touches nothing. ``store_location`` names what to delete when
     the database is damaged."""
+    if not store.has_integrity_check():
+        report = _diagnose(store, vectors, registry, configured_model)
+        return DoctorReport(report.documents, report.chunks, report.findings, "not applicable")
     problems = store.quick_check(check_budget_s)
     if problems:
         try:  # the counts may well live on undamaged pages
@@ -155,6 +158,15 @@ def _diagnose(
 
     try:
         vector_ids: set[int] | None = vectors.ids()
+    except VectorsUnreachable as exc:
+        vector_ids = None
+        findings.append(Finding(
+            "vectors-unreadable", "error",
+            "the vector store does not answer: search answers from keywords only", 1,
+            (exc.detail,),
+            "check that the object store is reachable from this machine and that "
+            "vectors_uri, [vectors.storage_options] and the AWS_* (or GOOGLE_*, AZURE_*) "
+            "environment name the right endpoint and credentials; nothing needs rebuilding"))
     except VectorsUnreadable as exc:
         vector_ids = None
         findings.append(Finding(

@@ -9,6 +9,7 @@
     ├── StoreError              the index store or vector store failed
     │   ├── StoreCorrupt        the index store file is damaged
     │   └── VectorsUnreadable   the vector data cannot be read (search uses keywords)
+    │       └── VectorsUnreachable  the object store holding them does not answer
     ├── WriterBusy              another process holds the writer lock
     ├── ParseError              a file could not be parsed (kept per file, never fatal)
     ├── PathRefused             a read was refused by the guard chain
@@ -127,6 +128,19 @@ class VectorsUnreadable(StoreError):
         super().__init__(
             f"the stored vectors cannot be read ({detail}); run `kb-mcp index` to rebuild them"
         )
+        self.detail = detail
+
+
+class VectorsUnreachable(VectorsUnreadable):
+    """The object store holding the vectors does not answer or refuses the credentials.
+    Search falls back to keywords; nothing is rebuilt: the vectors are fine where they are."""
+
+    code = "vectors_unreachable"
+
+    def __init__(self, detail: str) -> None:
+        StoreError.__init__(
+            self, f"the vector store cannot be reached ({detail}); search uses keywords "
+            "until it answers again")
         self.detail = detail
 
 

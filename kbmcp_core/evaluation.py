@@ -100,6 +100,8 @@ class EvalReport:
     section: dict[str, float]
     per_kind: dict[str, dict[str, dict[str, float]]]
     misses: list[QueryOutcome]
+    #: queries per ``kind`` (the kind-less ones under "all"), in the golden file's order
+    kind_counts: dict[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -111,6 +113,7 @@ class EvalReport:
                 kind: {lvl: {k: round(v, 4) for k, v in m.items()} for lvl, m in levels.items()}
                 for kind, levels in self.per_kind.items()
             },
+            "queries_per_kind": dict(self.kind_counts),
             "misses": [
                 {
                     "id": o.query.id,
@@ -166,6 +169,7 @@ def evaluate(
         section={k: v / max(n_sec, 1) for k, v in sec_sum.items()} if n_sec else {},
         per_kind=per_kind,
         misses=misses,
+        kind_counts={kind: len(rows) for kind, rows in kinds.items()},
     )
 
 

@@ -1,10 +1,12 @@
-"""The imperative half of an index run: carry out a plan through the ports.
+"""The imperative half of an index run: carry out a plan through the ports, in two phases.
 
-Lexical first, crash safe: a document's rows (document, chunks, lexical rows) are written
-in one transaction, so it is searchable by BM25 as soon as that commits; its vectors
-follow in the same flush. A run killed at any point leaves every stored document whole
-for the lexical leg; chunks still waiting for vectors are embedded by the next run before
-anything else, and vectors whose chunk is gone are removed.
+Phase one ("text") parses every new or changed file and writes its rows (document, chunks,
+lexical rows) in one transaction per document; vectors that can be reused by chunk hash
+are copied to the new chunks on the way. Once it ends the whole folder is searchable by
+keywords. Phase two ("vectors") embeds every chunk still without a vector, in batches.
+A run killed at any point leaves every stored document whole for the lexical leg; chunks
+still waiting for vectors are embedded by the next run, and vectors whose chunk is gone are
+removed (docs/decisions/0008 and 0017).
 """
 
 from __future__ import annotations
@@ -15,8 +17,16 @@ import secrets
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from typing import Literal
 
-from kbmcp_core.errors import KbError, ModelMismatch, ParseError, PathRefused, VectorsUnreadable
+from kbmcp_core.errors import (
+    KbError,
+    ModelMismatch,
+    ParseError,
+    PathRefused,
+    VectorsUnreachable,
+    VectorsUnreadable,
+)
 from kbmcp_core.index_plan import IndexPlan, plan
 from kbmcp_core.models import (
     INDEX_CAP_BYTES,
@@ -45,7 +55,11 @@ from kbmcp_core.ports import (
 
 log = logging.getLogger(__name__)
 
-Progress = Callable[[int, int, str], None]
+#: "text": files parsed and written (phase one); "vectors": chunks embedded (phase two)
+Phase = Literal["text", "vectors"]
+#: ``progress(phase, done, total, item)``: ``item`` is the file just written in phase one,
+#: "" in phase two. Called once with ``done == 0`` when a phase starts.
+Progress = Callable[[Phase, int, int, str], None]
 
 META_MODEL = "embedding_model"
 META_DIMENSION = "embedding_dimension"
@@ -55,7 +69,8 @@ META_VECTORS = "vector_fingerprint"
 #: set while a run writes (cleared at its end): search then says vectors may be missing
 META_IN_PROGRESS = "run_in_progress"
 
-#: Chunks collected before one embedding call (length-bucketed inside), in model batches.
+#: In model batches: the chunks whose rows phase one writes between two reuse look-ups, and
+#: the chunks phase two hands to one embedding call (length-bucketed inside).
 FLUSH_BATCHES = 8
 
 
@@ -69,7 +84,7 @@ class IndexDeps:
     scanner: Scanner
     clock: Clock
     budget: ChunkBudget
-    #: the embedder's batch size; a flush embeds FLUSH_BATCHES of them at once
+    #: the embedder's batch size; phase two embeds FLUSH_BATCHES of them per call
     batch_size: int = 32
 
 
@@ -126,7 +141,7 @@ def index_file(deps: IndexDeps, path: str) -> tuple[DocumentRecord, ParsedDocume
 
 
 class IndexRun:
-    """One run of the index use-case: scan, plan, apply, summarise."""
+    """One run of the index use-case: scan, plan, phase one (text), phase two (vectors)."""
 
     def __init__(
         self,
@@ -146,6 +161,8 @@ class IndexRun:
         self.summary = RunSummary()
         self._pending: list[_Pending] = []
         self._pending_texts = 0
+        #: chunks phase one wrote without a vector, for phase two
+        self._unembedded: list[int] = []
         self._vectors_written = False
 
     # -- entry point -------------------------------------------------------
@@ -180,15 +197,8 @@ class IndexRun:
         )
         self.summary.scanned = len(scan.files)
         self._apply_cheap_actions(p)
-        work: list[tuple[str, str | None]] = [(path, None) for path in p.to_index]
-        work += [(new, old) for old, new in p.renames]
-        for done, (path, replaces) in enumerate(work, start=1):
-            self._index_one(path, replaces)
-            if self.progress is not None:
-                self.progress(done, len(work), path)
-        self._flush()
-        if repair:
-            self._embed_missing()
+        self._text_phase(p)
+        self._vector_phase(repair)
         if self._vectors_written:
             d.vectors.compact()
         self.summary.seconds = time.monotonic() - started
@@ -196,6 +206,45 @@ class IndexRun:
         d.store.set_meta(META_VECTORS, d.vectors.fingerprint() or "")
         d.store.set_meta(META_IN_PROGRESS, "")
         return self.summary
+
+    # -- the two phases ----------------------------------------------------
+    def _text_phase(self, p: IndexPlan) -> None:
+        """Phase one: parse and write the rows of every new, changed or moved file. When
+        it ends, every document of the folder is searchable by keywords."""
+        work: list[tuple[str, str | None]] = [(path, None) for path in p.to_index]
+        work += [(new, old) for old, new in p.renames]
+        if work:
+            self._report("text", 0, len(work), "")
+        for done, (path, replaces) in enumerate(work, start=1):
+            self._index_one(path, replaces)
+            if done == len(work):
+                self._write_rows()  # the last rows commit before the phase says it is done
+            self._report("text", done, len(work), path)
+
+    def _vector_phase(self, repair: bool) -> None:
+        """Phase two: embed every chunk that has no vector yet. After a run that did not
+        finish (``repair``) that includes the chunks it left without one."""
+        d = self.deps
+        fresh = len(self._unembedded)
+        todo = sorted(d.store.chunk_ids() - d.vectors.ids()) if repair else self._unembedded
+        self._unembedded = []
+        if not todo:
+            return
+        left_over = len(todo) - fresh
+        step = max(d.batch_size * FLUSH_BATCHES, 32)
+        self._report("vectors", 0, len(todo), "")
+        for start in range(0, len(todo), step):
+            found = d.store.get_chunks(todo[start : start + step])
+            texts = [(c.id, embed_text_of(c.heading_path, c.content)) for c in found.values()]
+            self._write_vectors([(cid, text_hash(t), t) for cid, t in texts], {})
+            self._report("vectors", min(start + step, len(todo)), len(todo), "")
+        if repair and left_over > 0:
+            log.info("embedded %d chunks an interrupted run had left without vectors",
+                     left_over)
+
+    def _report(self, phase: Phase, done: int, total: int, item: str) -> None:
+        if self.progress is not None:
+            self.progress(phase, done, total, item)
 
     # -- steps -------------------------------------------------------------
     def _needs_repair(self) -> bool:
@@ -212,11 +261,13 @@ class IndexRun:
 
     def _repair(self) -> None:
         """Before the run: drop rows and vectors without owners (or every vector, when
-        they cannot be read); ``_embed_missing`` gives the chunks their vectors after it."""
+        they cannot be read); phase two gives the chunks their vectors after it."""
         d = self.deps
         d.store.prune_dangling()
         try:
             orphans = d.vectors.ids() - d.store.chunk_ids()
+        except VectorsUnreachable:
+            raise  # an object store that does not answer: the vectors there are fine
         except VectorsUnreadable as exc:
             self._warn(f"{exc.detail}: the stored vectors are unreadable and are rebuilt "
                        "from the indexed chunks")
@@ -288,20 +339,19 @@ class IndexRun:
         self._pending.append(_Pending(record, chunks, replaces, kind))
         self._pending_texts += len(chunks)
         if self._pending_texts >= max(self.deps.batch_size * FLUSH_BATCHES, 32):
-            self._flush()
+            self._write_rows()
 
-    def _flush(self) -> None:
-        """Rows first, vectors after: a document is searchable lexically from the moment
-        its transaction commits; its vectors follow in the same flush."""
+    def _write_rows(self) -> None:
+        """Write the pending documents' rows, one transaction each. A chunk whose text is
+        already indexed gets a copy of that chunk's vector; the others wait for phase two.
+        The vectors of replaced chunks are dropped only after that copy."""
         if not self._pending:
             return
         d = self.deps
         all_chunks = [c for p in self._pending for c in p.chunks]
-        reusable: dict[str, Vector] = {}
+        known: dict[str, int] = {}
         if not self.force:  # looked up while the replaced chunks still exist
             known = d.store.chunk_hashes({c.content_hash for c in all_chunks})
-            got = d.vectors.get(set(known.values()))
-            reusable = {h: got[cid] for h, cid in known.items() if cid in got}
         if d.store.get_meta(META_MODEL) is None:
             self._record_model()
         removed: list[int] = []
@@ -315,10 +365,16 @@ class IndexRun:
                 self.summary.added += 1
         self._pending = []
         self._pending_texts = 0
-        self._write_vectors(
-            [(c.id, c.content_hash, embed_text_of(c.heading_path, c.content)) for c in all_chunks],
-            reusable,
-        )
+        reusable: dict[str, Vector] = {}
+        if known:  # a first index finds none and never opens the vector store here
+            got = d.vectors.get(set(known.values()))
+            reusable = {h: got[cid] for h, cid in known.items() if cid in got}
+        reused = [c for c in all_chunks if c.content_hash in reusable]
+        if reused:
+            d.vectors.add([c.id for c in reused], [reusable[c.content_hash] for c in reused])
+            self.summary.chunks_reused += len(reused)
+            self._vectors_written = True
+        self._unembedded += [c.id for c in all_chunks if c.content_hash not in reusable]
         if removed:
             d.vectors.delete(removed)
 
@@ -336,22 +392,6 @@ class IndexRun:
         self.summary.chunks_reused += len(chunks) - len(texts)
         self.deps.vectors.add([cid for cid, _, _ in chunks], [reusable[h] for _, h, _ in chunks])
         self._vectors_written = True
-
-    def _embed_missing(self) -> None:
-        """Chunks a killed run stored without their vectors get them now."""
-        d = self.deps
-        missing = sorted(d.store.chunk_ids() - d.vectors.ids())
-        step = max(self.deps.batch_size * FLUSH_BATCHES, 32)
-        for start in range(0, len(missing), step):
-            found = d.store.get_chunks(missing[start : start + step])
-            self._write_vectors(
-                [(c.id, text_hash(embed_text_of(c.heading_path, c.content)),
-                  embed_text_of(c.heading_path, c.content)) for c in found.values()],
-                {},
-            )
-        if missing:
-            log.info("embedded %d chunks an interrupted run had left without vectors",
-                     len(missing))
 
     def _record_model(self) -> None:
         self.deps.store.set_meta(META_MODEL, self.deps.embedder.model_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -289,3 +290,48 @@ def embed_text_of(heading_path: tuple[str, ...], content: str) -> str:
     """Heading trail plus body: what is embedded for a chunk and what its hash covers."""
     trail = " > ".join(h for h in heading_path if h)
     return f"{trail}\n{content}" if trail else content
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentFilter:
+    """The document-level filters of a search. A store applies them in its own query
+    language; ``matches`` is their meaning, on one document row.
+
+    ``path_globs``: ``fnmatch`` patterns on the path (``*`` crosses ``/``); a path must
+    match one pattern without ``!`` (when there is one) and none given as ``!pattern``.
+    Tags, category and topic compare case-insensitively (``str.lower``); a date bound
+    excludes documents without a date."""
+
+    path_globs: tuple[str, ...] | None = None
+    tags_any: tuple[str, ...] = ()
+    tags_all: tuple[str, ...] = ()
+    date_from: str | None = None
+    date_to: str | None = None
+    category: str | None = None
+    topic: str | None = None
+
+    @property
+    def includes(self) -> tuple[str, ...]:
+        return tuple(g for g in self.path_globs or () if not g.startswith("!"))
+
+    @property
+    def excludes(self) -> tuple[str, ...]:
+        return tuple(g[1:] for g in self.path_globs or () if g.startswith("!"))
+
+    def matches(self, doc: StoredDocument) -> bool:
+        if self.includes and not any(fnmatch.fnmatchcase(doc.path, g) for g in self.includes):
+            return False
+        if any(fnmatch.fnmatchcase(doc.path, g) for g in self.excludes):
+            return False
+        tags = {t.lower() for t in doc.tags}
+        if self.tags_any and not tags & {t.lower() for t in self.tags_any}:
+            return False
+        if self.tags_all and not {t.lower() for t in self.tags_all} <= tags:
+            return False
+        if self.date_from is not None and (doc.date is None or doc.date < self.date_from):
+            return False
+        if self.date_to is not None and (doc.date is None or doc.date > self.date_to):
+            return False
+        if self.category is not None and (doc.category or "").lower() != self.category.lower():
+            return False
+        return self.topic is None or (doc.topic or "").lower() == self.topic.lower()

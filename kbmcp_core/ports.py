@@ -11,6 +11,7 @@ from kbmcp_core.models import (
     ChunkRecord,
     Consistency,
     DiskScan,
+    DocumentFilter,
     DocumentRecord,
     IndexedState,
     IndexStats,
@@ -220,12 +221,23 @@ class IndexReader(DocumentCatalog, Protocol):
         """Ids of every chunk of the given documents."""
         ...
 
+    def matching_paths(self, spec: DocumentFilter) -> set[str]:
+        """Paths of the documents ``spec`` keeps (``DocumentFilter.matches``), decided by
+        the store without handing every document row over."""
+        ...
+
     def lexical_search(
         self, query: str, limit: int, document_paths: Collection[str] | None = None
     ) -> list[tuple[int, float]]:
         """(chunk id, relevance in [0, 1]) best first, for arbitrary user text; never
         raises on query syntax. 1.0 means "the best match of this query, containing all
         of it". ``document_paths`` restricts the search when given."""
+        ...
+
+    def chunk_windows(self, ids: Collection[int], radius: int) -> dict[int, list[StoredChunk]]:
+        """For each chunk id: the chunks of its document whose position (ordinal) is
+        within ``radius`` of its own, itself included, in document order. Unknown ids
+        are left out."""
         ...
 
 
@@ -242,6 +254,11 @@ class StoreDiagnostics(Protocol):
         """Raw facts for doctor: chunk and lexical ids, dangling rows, NULL sizes, schema."""
         ...
 
+    def has_integrity_check(self) -> bool:
+        """False when the store has no integrity check for kb-mcp to run (a database
+        server that guards its own pages): doctor then reports it as not applicable."""
+        ...
+
     def quick_check(self, budget_s: float) -> list[str] | None:
         """The store's own integrity check, stopped after ``budget_s`` seconds: [] when
         healthy, the problems found, or None when it did not finish in time."""
@@ -253,6 +270,18 @@ class IndexStore(IndexWriter, IndexReader, StoreDiagnostics, Protocol):
     role above; core modules name only the narrow port they use."""
 
     def close(self) -> None: ...
+
+
+class Reranker(Protocol):
+    """Scores (query, passage) pairs together, as a cross-encoder does: higher is more
+    relevant. Scores compare within one call only."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    def score(self, query: str, passages: Sequence[str]) -> list[float]:
+        """One score per passage, in the passages' order."""
+        ...
 
 
 class VectorStore(Protocol):

@@ -2,27 +2,28 @@
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
-from typing import Literal
+from typing import Literal, cast
 
-from kbmcp_core.errors import InvalidQuery, VectorsUnreadable
+from kbmcp_core.context import Context, ContextKind
+from kbmcp_core.errors import InvalidQuery, VectorsUnreachable, VectorsUnreadable
+from kbmcp_core.fusion import Fusion, fuse
 from kbmcp_core.index_run import META_IN_PROGRESS
-from kbmcp_core.models import DATE_PATTERN, StoredChunk, StoredDocument
+from kbmcp_core.models import DATE_PATTERN, DocumentFilter, StoredChunk, StoredDocument
 from kbmcp_core.offer import ServableRules, doc_uri
-from kbmcp_core.ports import Embedder, IndexReader, VectorStore
+from kbmcp_core.ports import Embedder, IndexReader, Reranker, VectorStore
+from kbmcp_core.rerank import RerankOutcome
+from kbmcp_core.shaping import ShapeOptions, check_options, contexts_for, reorder, spans_for
+from kbmcp_core.spans import Span
 
 Mode = Literal["hybrid", "vector", "lexical"]
 MODES: tuple[Mode, ...] = ("hybrid", "vector", "lexical")
 
 MAX_QUERY_CHARS = 2000
 MAX_FILTER_ITEMS = 64
-#: Weight of the lexical leg in the fused score; the vector leg gets the rest.
-#: Chosen by measurement on the dev-eval corpora: docs/decisions/0007-search-fusion.md.
-LEXICAL_WEIGHT = 0.55
 _DATE = re.compile(DATE_PATTERN)
 _NOT_TEXT = re.compile("[\x00\ud800-\udfff]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -41,6 +42,12 @@ class SearchRequest:
     topic: str | None = None
     chunks_per_document: int | None = None
     mode: Mode = "hybrid"
+    #: MMR λ in [0, 1] (1 = off), ``none``/``adjacent``/``section``, neighbours per side
+    #: for ``adjacent``, cross-encoder reranking; None = the searcher's default
+    diversity: float | None = None
+    context: str | None = None
+    context_chunks: int | None = None
+    rerank: bool | None = None
 
     def filters(self) -> dict[str, object]:
         """The filters that apply, echoed back in the response."""
@@ -73,6 +80,10 @@ class SearchHit:
     tags: tuple[str, ...]
     date: str | None
     uri: str | None
+    #: [start, end) character offsets in ``content`` where the query matched
+    matches: tuple[Span, ...] = ()
+    context: Context | None = None
+    rerank_score: float | None = None
 
     def as_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -92,6 +103,11 @@ class SearchHit:
             out["end_line"] = self.end_line
         if self.uri is not None:
             out["uri"] = self.uri
+        out["matches"] = [list(m) for m in self.matches]
+        if self.context is not None:
+            out["context"] = self.context.as_dict()
+        if self.rerank_score is not None:
+            out["rerank_score"] = round(self.rerank_score, 6)
         return out
 
 
@@ -102,6 +118,7 @@ class SearchResponse:
     filter_applied: dict[str, object] = field(default_factory=dict)
     mode: Mode = "hybrid"
     notice: str | None = None
+    rerank: RerankOutcome | None = None
 
     def as_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -109,6 +126,8 @@ class SearchResponse:
             "low_confidence": self.low_confidence,
             "filter_applied": self.filter_applied,
         }
+        if self.rerank is not None:
+            out["rerank"] = self.rerank.as_dict()
         if self.notice:
             out["notice"] = self.notice
         return out
@@ -149,12 +168,8 @@ def validate(req: SearchRequest, max_limit: int) -> SearchRequest:
     per_doc = req.chunks_per_document
     if per_doc is not None and per_doc < 1:
         raise InvalidQuery("chunks_per_document must be at least 1")
-    return SearchRequest(
-        query=query, limit=limit, path_globs=req.path_globs,
-        tags_any=req.tags_any, tags_all=req.tags_all, date_from=req.date_from,
-        date_to=req.date_to, category=req.category, topic=req.topic,
-        chunks_per_document=per_doc, mode=req.mode,
-    )
+    check_options(req.diversity, req.context, req.context_chunks, req.rerank)
+    return replace(req, query=query, limit=limit, chunks_per_document=per_doc)
 
 
 def _check_date(name: str, value: str | None) -> None:
@@ -168,27 +183,16 @@ def _check_date(name: str, value: str | None) -> None:
         raise InvalidQuery(f"{name} is not a real date: {value!r}") from None
 
 
+def document_filter(req: SearchRequest) -> DocumentFilter:
+    """The request's document-level filters, for the store to apply."""
+    return DocumentFilter(
+        path_globs=req.path_globs, tags_any=req.tags_any, tags_all=req.tags_all,
+        date_from=req.date_from, date_to=req.date_to, category=req.category, topic=req.topic)
+
+
 def document_matches(doc: StoredDocument, req: SearchRequest) -> bool:
     """The document-level filters; a search never returns a chunk whose document fails."""
-    if req.path_globs is not None:
-        includes = [g for g in req.path_globs if not g.startswith("!")]
-        excludes = [g[1:] for g in req.path_globs if g.startswith("!")]
-        if includes and not any(fnmatch.fnmatchcase(doc.path, g) for g in includes):
-            return False
-        if any(fnmatch.fnmatchcase(doc.path, g) for g in excludes):
-            return False
-    tags = {t.lower() for t in doc.tags}
-    if req.tags_any and not tags & {t.lower() for t in req.tags_any}:
-        return False
-    if req.tags_all and not {t.lower() for t in req.tags_all} <= tags:
-        return False
-    if req.date_from is not None and (doc.date is None or doc.date < req.date_from):
-        return False
-    if req.date_to is not None and (doc.date is None or doc.date > req.date_to):
-        return False
-    if req.category is not None and (doc.category or "").lower() != req.category.lower():
-        return False
-    return req.topic is None or (doc.topic or "").lower() == req.topic.lower()
+    return document_filter(req).matches(doc)
 
 
 class Searcher:
@@ -203,6 +207,9 @@ class Searcher:
         *,
         max_limit: int = 50,
         chunks_per_document: int = 2,
+        shape: ShapeOptions | None = None,
+        reranker: Reranker | None = None,
+        fusion: Fusion | None = None,
     ) -> None:
         self.store = store
         self.vectors = vectors
@@ -210,6 +217,9 @@ class Searcher:
         self.rules = rules
         self.max_limit = max_limit
         self.chunks_per_document = chunks_per_document
+        self.shape = shape or ShapeOptions()
+        self.reranker = reranker
+        self.fusion = fusion or Fusion()
 
     def search(self, request: SearchRequest) -> SearchResponse:
         req = validate(request, self.max_limit)
@@ -217,7 +227,7 @@ class Searcher:
         allowed_paths: set[str] | None = None
         allowed_ids: list[int] | None = None
         if filters:
-            allowed_paths = {d.path for d in self.store.documents() if document_matches(d, req)}
+            allowed_paths = self.store.matching_paths(document_filter(req))
             if not allowed_paths:
                 return SearchResponse((), True, filters, req.mode)
             allowed_ids = self.store.chunk_ids_for(allowed_paths)
@@ -235,17 +245,37 @@ class Searcher:
             except VectorsUnreadable as exc:  # damaged vector files: keywords still answer
                 unreadable = exc
         if req.mode == "hybrid":
-            fused = fuse(vector, lexical, coverage=self.embedder.coverage(req.query))
+            fused = fuse(vector, lexical, coverage=self.embedder.coverage(req.query),
+                         fusion=self.fusion)
         else:
             fused = list(vector or lexical)
         chunks = self.store.get_chunks([cid for cid, _ in fused])
-        picked = _per_document(fused, chunks, per_doc, req.limit)
+        options = self._options(req)
+        ranked, reranked = reorder(
+            req.query, fused, chunks, options, limit=req.limit, reranker=self.reranker,
+            vectors=None if req.mode == "lexical" or unreadable else self.vectors)
+        picked = _per_document(ranked, chunks, per_doc, req.limit)
         offered = self.rules.servable({chunks[cid].document_path for cid, _ in picked})
-        hits = tuple(_hit(chunks[cid], score, offered) for cid, score in picked)
+        spans = spans_for(req.query, [chunks[cid].content for cid, _ in picked])
+        contexts = contexts_for(self.store, [cid for cid, _ in picked], options)
+        scores = reranked.scores if reranked else {}
+        hits = tuple(replace(_hit(chunks[cid], score, offered), matches=m, context=ctx,
+                             rerank_score=scores.get(cid))
+                     for (cid, score), m, ctx in zip(picked, spans, contexts, strict=True))
         notice = (_unreadable_notice(unreadable, req.mode) if unreadable is not None
                   else self._indexing_notice(req.mode))
         return SearchResponse(hits, _low_confidence(vector, lexical, hits), filters, req.mode,
-                              notice)
+                              notice, reranked)
+
+    def _options(self, req: SearchRequest) -> ShapeOptions:
+        """The request's shaping options, the searcher's defaults where it says nothing."""
+        d = self.shape
+        return ShapeOptions(
+            diversity=d.diversity if req.diversity is None else float(req.diversity),
+            context=d.context if req.context is None else cast(ContextKind, req.context),
+            context_chunks=req.context_chunks or d.context_chunks,
+            rerank=d.rerank if req.rerank is None else req.rerank,
+        )
 
     def _indexing_notice(self, mode: Mode) -> str | None:
         """While an index run is writing, some chunks may have text but no vector yet."""
@@ -263,6 +293,8 @@ class Searcher:
 
 def _unreadable_notice(exc: VectorsUnreadable, mode: Mode) -> str:
     found = "no results" if mode == "vector" else "results from keyword search only"
+    if isinstance(exc, VectorsUnreachable):
+        return f"semantic search is unavailable: {exc.detail}; {found}"
     return (f"semantic search is unavailable: {exc.detail}; {found}. Run `kb-mcp index` "
             "to rebuild the vectors")
 
@@ -280,28 +312,6 @@ def readable_share(text: str) -> float:
     if not chars:
         return 0.0
     return sum(1 for c in chars if not _CJK.match(c)) / len(chars)
-
-
-def fuse(
-    vector: Sequence[tuple[int, float]],
-    lexical: Sequence[tuple[int, float]],
-    lexical_weight: float = LEXICAL_WEIGHT,
-    coverage: float = 1.0,
-) -> list[tuple[int, float]]:
-    """Weighted sum of the two legs' scores.
-
-    The lexical leg contributes its relevance in [0, 1] (BM25 relative to the query's best,
-    weighed by how much of the query the chunk contains), times ``lexical_weight``. The vector
-    leg contributes its cosine similarity as is (comparable across queries), times the
-    rest of the weight scaled by ``coverage``² — the share of the query the model can
-    read — so an English model adds no noise to a Japanese query. A chunk found by one
-    leg only gets that leg's share. Ties break by chunk id so results are stable.
-    """
-    scores: dict[int, float] = {cid: lexical_weight * min(s, 1.0) for cid, s in lexical}
-    vector_weight = (1.0 - lexical_weight) * max(0.0, min(coverage, 1.0)) ** 2
-    for cid, sim in vector:
-        scores[cid] = scores.get(cid, 0.0) + vector_weight * max(sim, 0.0)
-    return sorted(scores.items(), key=lambda x: (-x[1], x[0]))
 
 
 def _per_document(

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import quote
+from typing import cast
+from urllib.parse import quote, urlsplit, urlunsplit
+
+from kbmcp_core.fusion import DEFAULT_FUSION, Fusion, FusionMethod, VectorScale
 
 DEFAULT_EXCLUDE_DIRS: tuple[str, ...] = (
     ".venv",
@@ -31,11 +36,77 @@ IGNORE_FILE_NAME = ".kb-mcpignore"
 CONFIG_FILE_NAME = "kb-mcp.toml"
 
 
+#: Storage options shown as they are by ``repr``; every other value may be a secret.
+_PLAIN_OPTIONS = frozenset({
+    "region", "aws_region", "endpoint", "aws_endpoint", "allow_http", "aws_allow_http",
+    "allow_invalid_certificates", "connect_timeout", "timeout", "request_timeout",
+    "client_max_retries", "client_retry_timeout", "download_retry_count",
+    "virtual_hosted_style_request", "aws_virtual_hosted_style_request", "proxy_url",
+    "user_agent", "account_name", "azure_storage_account_name",
+})
+_USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
+
+
+def without_userinfo(text: str) -> str:
+    """``text`` with any ``user:password@`` removed from the URLs in it."""
+    return _USERINFO.sub("***@", text)
+
+
+class StorageOptions(Mapping[str, str]):
+    """Object-store options for the vectors (``[vectors.storage_options]``). Read-only;
+    ``repr`` shows only the names of values that may be secrets, never the values."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Mapping[str, str] | None = None) -> None:
+        self._items = dict(items or {})
+
+    def __getitem__(self, key: str) -> str:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def secrets(self) -> list[str]:
+        """The values ``repr`` hides: what must never appear in a message or a log."""
+        return [v for k, v in self._items.items() if k.lower() not in _PLAIN_OPTIONS and v]
+
+    def __repr__(self) -> str:
+        shown = {k: (without_userinfo(v) if k.lower() in _PLAIN_OPTIONS else "***")
+                 for k, v in self._items.items()}
+        return f"StorageOptions({shown!r})"
+
+    __str__ = __repr__
+
+
+def is_remote_uri(uri: str) -> bool:
+    """True for an object-store URI (``s3://``, ``gs://``, ``az://`` …), false for a
+    folder path or a ``file://`` URI."""
+    scheme = urlsplit(uri).scheme.lower() if "://" in uri else ""
+    return bool(scheme) and scheme != "file"
+
+
+def public_uri(uri: str) -> str:
+    """``uri`` as it may be shown: no user, password, query string or fragment."""
+    if not is_remote_uri(uri):
+        return uri
+    parts = urlsplit(uri)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     kb_path: Path
     index_dir: Path
     database_url: str | None = None
+    #: where the vectors live: None (``<index_dir>/vectors``), a folder, or an object-store
+    #: URI such as ``s3://bucket/prefix`` (see ``vectors_location``)
+    vectors_uri: str | None = None
+    vectors_storage_options: StorageOptions = field(default_factory=StorageOptions)
     embedding_model: str = "kb-mcp/all-MiniLM-L6-v2-int8"
     embedding_batch_size: int = 32
     embedding_threads: int | None = None
@@ -47,10 +118,30 @@ class Settings:
     search_default_limit: int = 5
     search_max_limit: int = 50
     search_chunks_per_document: int = 2
+    #: MMR λ (1.0 = off), context kind and neighbours, reranking: decision 0016
+    search_diversity: float = 1.0
+    search_context: str = "none"
+    search_context_chunks: int = 1
+    search_rerank: bool = False
+    #: how the two legs are fused (``fusion`` property): decision 0015
+    search_fusion: str = DEFAULT_FUSION.method
+    search_lexical_weight: float = DEFAULT_FUSION.lexical_weight
+    search_lexical_weight_min: float = DEFAULT_FUSION.lexical_weight_min
+    search_vector_scale: str = DEFAULT_FUSION.vector_scale
+    search_rrf_k: int = DEFAULT_FUSION.rrf_k
     watch: bool = True
     watch_debounce_ms: int = 400
     writer_lock_timeout_s: float = 30.0
     extra: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def fusion(self) -> Fusion:
+        """The ``[search]`` fusion keys as one value (checked when the config is read)."""
+        return Fusion(method=cast(FusionMethod, self.search_fusion),
+                      lexical_weight=float(self.search_lexical_weight),
+                      lexical_weight_min=float(self.search_lexical_weight_min),
+                      vector_scale=cast(VectorScale, self.search_vector_scale),
+                      rrf_k=int(self.search_rrf_k))
 
     @property
     def sqlite_path(self) -> Path:
@@ -59,6 +150,16 @@ class Settings:
     @property
     def vectors_dir(self) -> Path:
         return self.index_dir / "vectors"
+
+    @property
+    def vectors_location(self) -> str:
+        """``vectors_uri``, or the ``vectors`` folder in the index folder."""
+        return self.vectors_uri or str(self.vectors_dir)
+
+    @property
+    def vectors_remote(self) -> bool:
+        """True when the vectors are in object storage, not in a folder."""
+        return self.vectors_uri is not None and is_remote_uri(self.vectors_uri)
 
     @property
     def store_url(self) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,10 @@ from kbmcp_adapters.app.bootstrap import bootstrap
 from kbmcp_adapters.app.config import build_settings
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
+
+#: pg_cluster / pg_url: a throwaway PostgreSQL cluster (tests/pg_cluster.py); s3_server: an
+#: S3-compatible server on loopback (tests/s3_server.py)
+pytest_plugins = ["tests.pg_cluster", "tests.s3_server"]
 
 
 @pytest.fixture(scope="session")
@@ -26,7 +30,7 @@ def embedder(model_cache: Path) -> FastEmbedEmbedder:
     return FastEmbedEmbedder(cache_dir=model_cache)
 
 
-def write_files(root: Path, files: dict[str, str | bytes]) -> None:
+def write_files(root: Path, files: Mapping[str, str | bytes]) -> None:
     for rel, content in files.items():
         p = root / rel
         p.parent.mkdir(parents=True, exist_ok=True)

@@ -18,6 +18,7 @@ from kbmcp_core.models import (
     Consistency,
     DiskFile,
     DiskScan,
+    DocumentFilter,
     DocumentRecord,
     IndexedState,
     IndexStats,
@@ -274,6 +275,20 @@ class FakeIndexStore:
     def chunk_ids_for(self, paths: Collection[str]) -> list[int]:
         return [c.id for p in paths if p in self.docs for c in self.docs[p].chunks]
 
+    def matching_paths(self, spec: DocumentFilter) -> set[str]:
+        return {d.path for d in self.documents() if spec.matches(d)}
+
+    def chunk_windows(self, ids: Collection[int], radius: int) -> dict[int, list[StoredChunk]]:
+        out: dict[int, list[StoredChunk]] = {}
+        for d in self.docs.values():
+            ordered = sorted(d.chunks, key=lambda c: c.ordinal)
+            for c in ordered:
+                if c.id in ids:
+                    near = [n.id for n in ordered if abs(n.ordinal - c.ordinal) <= radius]
+                    found = self.get_chunks(near)
+                    out[c.id] = [found[i] for i in near]
+        return out
+
     def lexical_search(self, query: str, limit: int,
                        document_paths: Collection[str] | None = None) -> list[tuple[int, float]]:
         if limit <= 0:
@@ -303,6 +318,9 @@ class FakeIndexStore:
             schema_revision="fake",
             head_revision="fake",
         )
+
+    def has_integrity_check(self) -> bool:
+        return True
 
     def quick_check(self, budget_s: float) -> list[str] | None:
         return []

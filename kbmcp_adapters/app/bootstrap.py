@@ -21,6 +21,7 @@ from kbmcp_core.ports import (
     FileSystem,
     IndexStore,
     ParserRegistry,
+    Reranker,
     Scanner,
     VectorStore,
 )
@@ -83,8 +84,11 @@ class Container:
         rules: ExclusionPolicy | None = None,
         scanner: Scanner | None = None,
         clock: Clock | None = None,
+        reranker: Reranker | None = None,
     ) -> None:
         self.settings = settings
+        #: the cross-encoder behind ``rerank``: only a given one (kb-mcp ships none, 0016)
+        self.reranker = reranker
         self._given_store = store
         self._store: OpenedStore | None = store
         self._open_lock = threading.Lock()
@@ -207,9 +211,9 @@ class Container:
 
 def real_embedder(settings: Settings) -> Embedder:
     """The configured embedding model (loaded on first use)."""
-    from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
+    from kbmcp_adapters.embedding.registry import make_embedder
 
-    return FastEmbedEmbedder(
+    return make_embedder(
         settings.embedding_model,
         cache_dir=settings.model_cache_dir,
         batch_size=settings.embedding_batch_size,
@@ -218,10 +222,12 @@ def real_embedder(settings: Settings) -> Embedder:
 
 
 def real_vectors(settings: Settings, dimension: int) -> VectorStore:
-    """The vector store in the index folder, for vectors of ``dimension``."""
+    """The vector store at ``vectors_uri`` (by default the index folder's ``vectors``),
+    for vectors of ``dimension``."""
     from kbmcp_adapters.vectors.lance_store import LanceVectorStore
 
-    return LanceVectorStore(settings.vectors_dir, dimension)
+    return LanceVectorStore(settings.vectors_location, dimension,
+                            storage_options=settings.vectors_storage_options)
 
 
 def real_store(settings: Settings, *, create: bool = False, migrate: bool = True) -> OpenedStore:
@@ -241,6 +247,14 @@ def real_store(settings: Settings, *, create: bool = False, migrate: bool = True
     return SqlIndexStore(settings.store_url, create=create, migrate_schema=migrate)
 
 
+def schema_revisions(settings: Settings) -> tuple[str | None, str]:
+    """(the index's schema revision, the one this kb-mcp writes), read without migrating
+    or creating anything; ``IndexNotFound`` when there is no index (read-only replicas)."""
+    from kbmcp_adapters.store.sql_store import head_revision, schema_revision
+
+    return schema_revision(settings.store_url), head_revision()
+
+
 def bootstrap(
     settings: Settings,
     *,
@@ -252,11 +266,13 @@ def bootstrap(
     rules: ExclusionPolicy | None = None,
     scanner: Scanner | None = None,
     clock: Clock | None = None,
+    reranker: Reranker | None = None,
 ) -> Container:
     """Build the container for one knowledge base. Nothing heavy happens until used; each
     keyword replaces that port's adapter everywhere (tests pass fakes this way)."""
     return Container(settings, store=store, vectors=vectors, embedder=embedder, fs=fs,
-                     registry=registry, rules=rules, scanner=scanner, clock=clock)
+                     registry=registry, rules=rules, scanner=scanner, clock=clock,
+                     reranker=reranker)
 
 
 def settings_for(

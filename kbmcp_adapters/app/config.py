@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from kbmcp_adapters.store.urls import check_database_url
-from kbmcp_core.errors import ConfigError
-from kbmcp_core.settings import CONFIG_FILE_NAME, DEFAULT_EXCLUDE_DIRS, INDEX_DIR_NAME, Settings
+from kbmcp_core.errors import ConfigError, InvalidQuery
+from kbmcp_core.fusion import DEFAULT_FUSION
+from kbmcp_core.settings import (
+    CONFIG_FILE_NAME,
+    DEFAULT_EXCLUDE_DIRS,
+    INDEX_DIR_NAME,
+    Settings,
+    StorageOptions,
+)
+from kbmcp_core.shaping import check_options
 
 #: TOML layout: section -> key -> (Settings field, expected type(s)).
 _SCHEMA: dict[str, dict[str, tuple[str, tuple[type, ...]]]] = {
@@ -17,7 +27,9 @@ _SCHEMA: dict[str, dict[str, tuple[str, tuple[type, ...]]]] = {
         "kb_path": ("kb_path", (str,)),
         "index_dir": ("index_dir", (str,)),
         "database_url": ("database_url", (str,)),
+        "vectors_uri": ("vectors_uri", (str,)),
     },
+    "vectors": {"storage_options": ("vectors_storage_options", (dict,))},
     "embedding": {
         "model": ("embedding_model", (str,)),
         "batch_size": ("embedding_batch_size", (int,)),
@@ -34,6 +46,15 @@ _SCHEMA: dict[str, dict[str, tuple[str, tuple[type, ...]]]] = {
         "default_limit": ("search_default_limit", (int,)),
         "max_limit": ("search_max_limit", (int,)),
         "chunks_per_document": ("search_chunks_per_document", (int,)),
+        "diversity": ("search_diversity", (int, float)),
+        "context": ("search_context", (str,)),
+        "context_chunks": ("search_context_chunks", (int,)),
+        "rerank": ("search_rerank", (bool,)),
+        "fusion": ("search_fusion", (str,)),
+        "lexical_weight": ("search_lexical_weight", (int, float)),
+        "lexical_weight_min": ("search_lexical_weight_min", (int, float)),
+        "vector_scale": ("search_vector_scale", (str,)),
+        "rrf_k": ("search_rrf_k", (int,)),
     },
     "watch": {
         "enabled": ("watch", (bool,)),
@@ -74,6 +95,8 @@ def read_config(path: Path) -> dict[str, Any]:
     for name in _PATH_FIELDS & out.keys():
         p = Path(out[name]).expanduser()
         out[name] = p if p.is_absolute() else (path.parent / p)
+    if "vectors_uri" in out:
+        out["vectors_uri"] = _vectors_uri(out["vectors_uri"], path.parent)
     return out
 
 
@@ -88,6 +111,8 @@ def _field(path: Path, section: str, key: str, value: object) -> dict[str, Any]:
         raise ConfigError(f"{dotted} in {path} must be {types[0].__name__}, not a boolean")
     if not isinstance(value, types):
         raise ConfigError(f"{dotted} in {path} must be {types[0].__name__}")
+    if isinstance(value, dict):
+        return {name: _options(path, dotted, value)}
     if isinstance(value, list):
         if not all(isinstance(v, str) for v in value):
             raise ConfigError(f"{dotted} in {path} must be a list of strings")
@@ -125,7 +150,59 @@ def build_settings(
     _validate_numbers(values)
     if values.get("database_url") is not None:
         check_database_url(values["database_url"])
+    if values.get("vectors_uri") is not None:
+        values["vectors_uri"] = _vectors_uri(str(values["vectors_uri"]), kb_path)
+    if "vectors_storage_options" in values:
+        values["vectors_storage_options"] = StorageOptions(
+            _options(None, "vectors.storage_options", values["vectors_storage_options"]))
     return Settings(kb_path=kb_path, index_dir=index_dir, **values)
+
+
+#: URI schemes LanceDB takes that are not a place to keep an index's vectors.
+_REFUSED_SCHEMES = {
+    "db": "LanceDB Cloud is not supported; use an object-store URI such as s3://bucket/prefix",
+    "memory": "memory:// keeps nothing once the process ends",
+}
+
+
+def _vectors_uri(value: str, base: Path) -> str:
+    """An object-store URI as given (checked), or a folder made absolute against
+    ``base``; ``file://`` URIs become folders."""
+    value = value.strip()
+    if not value:
+        raise ConfigError("vectors_uri is empty: leave it out to keep the vectors in the "
+                          "index folder")
+    if "://" not in value:
+        p = Path(value).expanduser()
+        return str(p if p.is_absolute() else (base / p))
+    parts = urlsplit(value)
+    scheme = parts.scheme.lower()
+    if scheme == "file":
+        return str(Path(unquote(parts.path)))
+    if scheme in _REFUSED_SCHEMES:
+        raise ConfigError(f"vectors_uri: {_REFUSED_SCHEMES[scheme]}")
+    if "@" in parts.netloc:
+        raise ConfigError("vectors_uri must not carry credentials: put them in "
+                          "[vectors.storage_options] or the environment (AWS_* and the like)")
+    if not parts.netloc:
+        raise ConfigError(f"vectors_uri {value!r} names no bucket or container")
+    return value
+
+
+def _options(path: Path | None, dotted: str, value: object) -> dict[str, str]:
+    """Storage options: string keys; strings, booleans (``true``/``false``) and numbers."""
+    where = f"{dotted} in {path}" if path is not None else dotted
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where} must be a table of options")
+    out: dict[str, str] = {}
+    for key, item in value.items():
+        if isinstance(item, bool):
+            out[str(key)] = "true" if item else "false"
+        elif isinstance(item, str | int | float):
+            out[str(key)] = str(item)
+        else:  # the value may be a secret: name the key only
+            raise ConfigError(f"{where}: {key} must be a string, a number or a boolean")
+    return out
 
 
 def _validate_numbers(values: Mapping[str, Any]) -> None:
@@ -141,3 +218,26 @@ def _validate_numbers(values: Mapping[str, Any]) -> None:
             raise ConfigError(f"{name} must be at least 1")
     if values.get("chunk_max_tokens") is not None and int(values["chunk_max_tokens"]) < 32:
         raise ConfigError("index.chunk_max_tokens must be at least 32")
+    _validate_search_shape(values)
+    _validate_fusion(values)
+
+
+def _validate_fusion(values: Mapping[str, Any]) -> None:
+    """[search].fusion, lexical_weight, lexical_weight_min, vector_scale and rrf_k."""
+    keys = {"method": "search_fusion", "lexical_weight": "search_lexical_weight",
+            "lexical_weight_min": "search_lexical_weight_min",
+            "vector_scale": "search_vector_scale", "rrf_k": "search_rrf_k"}
+    given = {k: values[name] for k, name in keys.items() if name in values}
+    try:
+        replace(DEFAULT_FUSION, **given)
+    except ValueError as exc:
+        raise ConfigError(f"[search].{exc}") from None
+
+
+def _validate_search_shape(values: Mapping[str, Any]) -> None:
+    """[search].diversity, context, context_chunks and rerank: the rules a call obeys."""
+    try:
+        check_options(values.get("search_diversity"), values.get("search_context"),
+                      values.get("search_context_chunks"), values.get("search_rerank"))
+    except InvalidQuery as exc:
+        raise ConfigError(f"[search].{exc}") from None

@@ -14,7 +14,7 @@ import time
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from kbmcp_adapters.app.bootstrap import Container, bootstrap, settings_for
 from kbmcp_adapters.app.write_guard import (
@@ -24,14 +24,17 @@ from kbmcp_adapters.app.write_guard import (
     stop_check,
 )
 from kbmcp_adapters.app.writer_lock import writer_lock
+from kbmcp_core.context import ContextKind
 from kbmcp_core.doctor import DoctorReport, damaged_store_report, diagnose
-from kbmcp_core.errors import NotServable, PathRefused, StoreCorrupt
-from kbmcp_core.index_run import Progress, check_model, run_index
+from kbmcp_core.errors import InvalidQuery, NotServable, PathRefused, StoreCorrupt
+from kbmcp_core.graph import ConnectionGraph, GraphBounds, build_graph
+from kbmcp_core.index_run import Phase, Progress, check_model, run_index
 from kbmcp_core.models import DiskScan, IndexStats, RunSummary, StoredDocument
 from kbmcp_core.offer import (
     ServableRules,
     TopicGroup,
     TopicSummary,
+    doc_uri,
     topic_body,
     topic_group,
     topic_groups,
@@ -42,6 +45,7 @@ from kbmcp_core.ports import ExclusionPolicy
 from kbmcp_core.reading import LoadedDocument, decode_uri_path, load_document, with_notice
 from kbmcp_core.search import Searcher, SearchRequest, SearchResponse
 from kbmcp_core.settings import Settings
+from kbmcp_core.shaping import ShapeOptions
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +167,7 @@ class KnowledgeBase:
         deadline = time.monotonic() + max(timeout, 0.0)
         with (self._writer.hold(purpose, deadline, timeout, check) as now_writing,
               writer_lock(self.settings.index_dir, timeout, purpose, deadline=deadline,
-                          check=check)):
+                          check=check, store_url=self.settings.store_url)):
             now_writing()
             c = self._container
             # before anything asks the model for its window (which may need a download)
@@ -171,10 +175,10 @@ class KnowledgeBase:
             deps = c.index_deps()
             deps.embedder = StoppableEmbedder(deps.embedder, check, 2 * deps.batch_size)
 
-            def step(done: int, total: int, path: str) -> None:
+            def step(phase: Phase, done: int, total: int, item: str) -> None:
                 if progress is not None:
-                    progress(done, total, path)
-                check()  # between two documents
+                    progress(phase, done, total, item)
+                check()  # between two documents, or two embedding calls
 
             return run_index(deps, force=force, prune_disabled=prune, progress=step,
                              paths=paths)
@@ -197,6 +201,11 @@ class KnowledgeBase:
             self.rules(),
             max_limit=s.search_max_limit,
             chunks_per_document=s.search_chunks_per_document,
+            shape=ShapeOptions(diversity=float(s.search_diversity),
+                               context=cast(ContextKind, s.search_context),
+                               context_chunks=s.search_context_chunks, rerank=s.search_rerank),
+            reranker=self._container.reranker,
+            fusion=s.fusion,
         )
 
     def search(self, query: str, **params: Any) -> SearchResponse:
@@ -267,6 +276,30 @@ class KnowledgeBase:
             raise NotServable(path, "not offered by this knowledge base")
         loaded = self.load(path)
         return ResourceBody(uri, with_notice(loaded), loaded.media_type)
+
+    def connection_graph(self, *, path: str | None = None, query: str | None = None,
+                         bounds: GraphBounds | None = None) -> ConnectionGraph:
+        """Offered documents linked by nearest-neighbour chunks, from one document or from
+        the documents a search finds (kbmcp_core.graph). Searching loads the model."""
+        from kbmcp_adapters.app.connections import ChunkNeighbours
+
+        if (path is None) == (query is None):
+            raise InvalidQuery("give exactly one of path or query")
+        rules = self.rules()
+        offered = rules.servable_paths()
+        if path is not None:
+            if not rules.is_servable(path):
+                raise NotServable(path, "not offered by this knowledge base")
+            seeds, seeded_by = [path], {"path": path}
+        else:
+            assert query is not None
+            hits = self.search(query, limit=self.settings.search_max_limit).results
+            seeds = list(dict.fromkeys(h.path for h in hits if h.uri is not None))
+            seeded_by = {"query": query}
+        c = self._container
+        return build_graph(seeds, ChunkNeighbours(c.store, c.vectors, offered), offered,
+                           self.titles, doc_uri, bounds or GraphBounds(),
+                           seeded_by)
 
     def doctor(self) -> DoctorReport:
         """Read-only health report; never creates or upgrades the index."""

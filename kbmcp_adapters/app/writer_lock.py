@@ -1,5 +1,9 @@
 """One writer at a time across processes: an ``flock`` on a file in the index directory.
 
+With a PostgreSQL store (``store_url``), the lock is a PostgreSQL session advisory lock
+instead (``kbmcp_adapters.store.advisory_lock``), so writers on different hosts exclude each
+other; the file lock below is what a SQLite index uses.
+
 The kernel releases an ``flock`` when its holder dies, however it dies, so a lock left by a
 SIGKILLed writer never blocks the next one: there is no stale state to clean up. The file
 also carries the holder's pid and start time, for the message a waiting writer gives up with.
@@ -17,6 +21,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
+from kbmcp_adapters.store.advisory_lock import advisory_lock, is_postgresql_url
 from kbmcp_core.errors import IndexReadOnly, WriterBusy
 
 LOCK_NAME = "writer.lock"
@@ -37,7 +42,8 @@ def _holder(fd: int) -> str:
 @contextlib.contextmanager
 def writer_lock(index_dir: Path, timeout_s: float, purpose: str = "index", *,
                 deadline: float | None = None,
-                check: Callable[[], None] | None = None) -> Iterator[None]:
+                check: Callable[[], None] | None = None,
+                store_url: str | None = None) -> Iterator[None]:
     """Hold the index's writer lock; wait at most ``timeout_s``, then raise WriterBusy.
 
     ``deadline`` (a ``time.monotonic()`` value) ends the wait instead, for a caller that
@@ -46,7 +52,14 @@ def writer_lock(index_dir: Path, timeout_s: float, purpose: str = "index", *,
 
     ``IndexReadOnly`` when the index folder cannot be created or the lock file cannot be
     opened for writing: a writer stops there, before it touches the store.
+
+    When ``store_url`` names a PostgreSQL database the lock is that database's advisory
+    lock, with the same deadline and ``check``, and the index folder is not touched.
     """
+    if store_url is not None and is_postgresql_url(store_url):
+        with advisory_lock(store_url, timeout_s, purpose, deadline=deadline, check=check):
+            yield
+        return
     try:
         index_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

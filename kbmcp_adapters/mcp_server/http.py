@@ -1,4 +1,5 @@
-"""Streamable HTTP transport: /mcp and /healthz, loopback by default, DNS-rebinding guarded."""
+"""Streamable HTTP transport: /mcp, /healthz and the /ui page, loopback by default,
+DNS-rebinding guarded."""
 
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from kbmcp_adapters.mcp_server.auth import HashedTokenVerifier, with_bearer_auth
 from kbmcp_adapters.mcp_server.http_limits import BodyGuard, HttpLimits, SessionCap
 from kbmcp_adapters.mcp_server.runtime import BackgroundTask, KbRuntime
 from kbmcp_adapters.mcp_server.server import build_server, exit_now
+from kbmcp_adapters.mcp_server.ui import UI_API_PATH, UI_PATH, ui_routes
 from kbmcp_core.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -42,8 +45,30 @@ def check_bind(host: str, allow_remote: bool) -> None:
         raise ConfigError(
             f"refusing to listen on {host}: it is not a loopback address, so anyone who can "
             "reach this machine could read the knowledge base. Use --host 127.0.0.1, or pass "
-            "--allow-remote if you mean it (and put authentication in front)."
+            "--allow-remote if you mean it (with a token from `kb-mcp token create`)."
         )
+
+
+def check_auth(host: str, verifier: HashedTokenVerifier, insecure_no_auth: bool) -> bool:
+    """Whether /mcp may answer without a token while none is configured: on loopback, or
+    when the user opted out. Beyond loopback with no token and no opt-out: ConfigError."""
+    if is_loopback(host):
+        return True
+    if verifier.has_tokens():
+        return insecure_no_auth
+    if not insecure_no_auth:
+        raise ConfigError(
+            f"refusing to serve {host} without authentication: no token is configured, so "
+            "anyone who can reach the port could read every document; create one with "
+            "`kb-mcp token create` and give it to your clients (or pass --insecure-no-auth "
+            "to serve without one)."
+        )
+    log.warning(
+        "INSECURE: serving %s with NO AUTHENTICATION (--insecure-no-auth): anyone who can "
+        "reach this port can read every document in the knowledge base. Create a token "
+        "with `kb-mcp token create` and restart without --insecure-no-auth.", host,
+    )
+    return True
 
 
 def host_names(host: str, extra: Iterable[str] = ()) -> list[str]:
@@ -111,31 +136,48 @@ def build_http_app(
     port: int,
     extra_hosts: Iterable[str] = (),
     limits: HttpLimits | None = None,
+    verifier: HashedTokenVerifier | None = None,
+    open_without_tokens: bool = True,
 ) -> ASGIApp:
-    """The ASGI app: Host/Origin guard -> session cap -> body deadline and size ->
-    Starlette (/mcp, /healthz, the sessions' lifespan)."""
+    """The ASGI app: Host/Origin guard -> bearer auth (of /mcp and /ui/api) -> session cap
+    -> body deadline and size -> Starlette (/mcp, /healthz, /ui, the sessions' lifespan).
+
+    A read-only runtime is served statelessly (decision 0011): no session ids, so any
+    replica answers any request, and there is no session to cap or expire.
+    """
     limits = limits or HttpLimits()
     names = host_names(host, extra_hosts)
     hosts, origins = allowed_hosts(names, port), allowed_origins(names, port)
+    stateless = rt.read_only
 
     async def healthz(request: Request) -> Response:
-        return JSONResponse({"status": "ok", "rebuilding": rt.rebuilding_since() is not None})
+        return JSONResponse({"status": "ok", "rebuilding": rt.rebuilding_since() is not None,
+                             **({"read_only": True} if stateless else {})})
 
     server = build_server(rt)
-    app = server.streamable_http_app(
+    app: ASGIApp = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         host=host,
+        stateless_http=stateless,
         max_request_body_size=limits.max_body_bytes,
-        session_idle_timeout=limits.session_idle_s,
-        max_sessions=limits.max_sessions,
+        session_idle_timeout=None if stateless else limits.session_idle_s,
+        max_sessions=None if stateless else limits.max_sessions,
         transport_security=TransportSecuritySettings(
             enable_dns_rebinding_protection=True,
             allowed_hosts=sorted(hosts),
             allowed_origins=sorted(origins),
         ),
-        custom_starlette_routes=[Route(HEALTH_PATH, healthz, methods=["GET"])],
+        custom_starlette_routes=[Route(HEALTH_PATH, healthz, methods=["GET"]),
+                                 *ui_routes(rt)],
     )
-    return HostOriginGuard(SessionCap(BodyGuard(app, limits), limits), hosts, origins)
+    app = BodyGuard(app, limits)
+    if not stateless:
+        app = SessionCap(app, limits)
+    if verifier is not None:  # the page's data calls need the same token as /mcp
+        for protected in (MCP_PATH, UI_API_PATH):
+            app = with_bearer_auth(app, verifier, protected,
+                                   open_without_tokens=open_without_tokens)
+    return HostOriginGuard(app, hosts, origins)
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -166,20 +208,32 @@ def serve_http(
     extra_hosts: Sequence[str] = (),
     background: Sequence[BackgroundTask] = (),
     limits: HttpLimits | None = None,
+    verifier: HashedTokenVerifier | None = None,
+    insecure_no_auth: bool = False,
 ) -> None:
-    """Serve MCP over streamable HTTP until interrupted (SIGINT or SIGTERM)."""
+    """Serve MCP over streamable HTTP until interrupted (SIGINT or SIGTERM).
+
+    With a ``verifier``, /mcp needs one of its tokens whenever it has any; beyond
+    loopback it must have one unless ``insecure_no_auth``.
+    """
     check_bind(host, allow_remote)
+    verifier = verifier or HashedTokenVerifier(None)
+    open_without_tokens = check_auth(host, verifier, insecure_no_auth)
     sock = bind_socket(host, port)
     bound_port = int(sock.getsockname()[1])
     app = build_http_app(rt, host=host, port=bound_port, extra_hosts=extra_hosts,
-                         limits=limits)
+                         limits=limits, verifier=verifier,
+                         open_without_tokens=open_without_tokens)
     shown = f"[{host.strip('[]')}]" if ":" in host else host
     log.info(
-        "serving MCP over streamable HTTP at http://%s:%d%s (health: %s)",
+        "serving MCP over streamable HTTP at http://%s:%d%s (health: %s, page: %s)%s%s",
         shown,
         bound_port,
         MCP_PATH,
         HEALTH_PATH,
+        UI_PATH,
+        "; bearer tokens required" if verifier.has_tokens() else "",
+        "; read-only, stateless" if rt.read_only else "",
     )
     try:
         anyio.run(_serve_http, rt, app, sock, tuple(background))

@@ -18,7 +18,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChang
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
-from kbmcp_core.errors import IndexNotFound, WriterBusy
+from kbmcp_core.errors import IndexNotFound, IndexReadOnly, StoreError, WriterBusy
 from kbmcp_core.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -28,6 +28,11 @@ T = TypeVar("T")
 BackgroundTask = Callable[["KbRuntime"], Coroutine[Any, Any, None]]
 #: At shutdown, the longest wait (s) for index runs in progress to reach a safe point.
 SHUTDOWN_S = 20.0
+#: Why a read-only server refuses to write, and where the writer runs instead.
+REPLICA_WHY = "this server is a read-only replica, started with --read-only"
+REPLICA_HINT = ("the index is updated by its writer: `kb-mcp watch` (or `kb-mcp index`) on "
+                "the machine that holds the files; this replica serves the new index as "
+                "soon as the writer has committed it")
 
 
 class LiveSync(Protocol):
@@ -79,9 +84,16 @@ class KbRuntime:
         self,
         settings: Settings,
         open_kb: Callable[[Settings], KnowledgeBase] = KnowledgeBase.from_settings,
+        *,
+        read_only: bool = False,
     ) -> None:
-        """``open_kb`` builds the knowledge base on first need (tests pass fakes this way)."""
+        """``open_kb`` builds the knowledge base on first need (tests pass fakes this way).
+
+        ``read_only``: a replica that never writes the index: it never creates or
+        migrates it, and ``rebuild`` is refused (decision 0011)."""
         self.settings = settings
+        self.read_only = read_only
+        self._schema_checked = False
         self.notifier = ChangeNotifier()
         self._open_kb = open_kb
         self._kb: KnowledgeBase | None = None
@@ -89,11 +101,15 @@ class KbRuntime:
         self._model_lock = threading.Lock()
         self._model_ready = False
         self._rebuild_since: datetime | None = None
+        #: the running rebuild's progress: phase "scan", then "index" (step "text" or
+        #: "vectors", the two phases of an index run) with done/total
+        self.progress: dict[str, object] | None = None
         #: the live-sync watcher, when one runs beside the server
         self.watcher: LiveSync | None = None
         self._stopping = threading.Event()
         self._idle = threading.Condition()
         self._running = 0  # blocking calls in worker threads right now
+        self._on_stop: list[Callable[[], None]] = []
 
     # -- blocking: call these from worker threads ------------------------------------------
     def knowledge_base(self) -> KnowledgeBase:
@@ -106,11 +122,33 @@ class KbRuntime:
 
     def open_index(self, *, create: bool = False) -> KnowledgeBase:
         """The knowledge base with its index open; ``IndexNotFound`` when there is none yet
-        (and ``create`` is false)."""
+        (and ``create`` is false). A read-only runtime never creates one, and opens one
+        only at this kb-mcp's schema revision (so opening never migrates it)."""
+        if self.read_only:
+            if create:
+                raise IndexReadOnly(str(self.settings.index_dir), REPLICA_WHY, REPLICA_HINT)
+            self._check_replica_schema()
         kb = self.knowledge_base()
         with self._open_lock:  # the first open migrates the schema: once, not per thread
             kb.open_index(create=create)
         return kb
+
+    def _check_replica_schema(self) -> None:
+        """``StoreError`` unless the index is at this kb-mcp's schema revision; the
+        migration an older index would need is the writer's job."""
+        if self._schema_checked:
+            return
+        from kbmcp_adapters.app.bootstrap import schema_revisions
+
+        with self._open_lock:
+            found, head = schema_revisions(self.settings)
+            if found != head:
+                raise StoreError(
+                    f"the index is at schema revision {found or 'none'} but this read-only "
+                    f"server needs {head}; it never migrates the index: run the writer "
+                    "(`kb-mcp watch` or `kb-mcp index`) with this kb-mcp version once"
+                )
+            self._schema_checked = True
 
     def knowledge_base_for_reads(self) -> KnowledgeBase:
         """For ``get_document``, which serves files whether or not an index exists."""
@@ -136,7 +174,19 @@ class KbRuntime:
         kb = self.open_index(create=True)
         before = set(kb.servable_paths())
         self.ensure_model(kb)
-        summary = kb.index(force=force, purpose="a rebuild_index call")
+        started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        self.progress = {"phase": "scan", "started": started}
+
+        def progress(phase: str, done: int, total: int, path: str) -> None:
+            # phase two (ADR 0017) counts chunks embedded; the UI shows it as "index" too
+            item = path if phase == "text" else "vectors: chunks embedded"
+            self.progress = {"phase": "index", "started": started, "done": done,
+                             "total": total, "path": item, "step": phase}
+
+        try:
+            summary = kb.index(force=force, purpose="a rebuild_index call", progress=progress)
+        finally:
+            self.progress = None
         after = set(kb.servable_paths())
         log.info("rebuild_index: %s", summary.line())
         return summary.as_dict(), before != after
@@ -159,7 +209,10 @@ class KbRuntime:
         return self._rebuild_since
 
     async def rebuild(self, *, force: bool) -> dict[str, object]:
-        """Run one index update in a worker thread; refuse a second while one runs."""
+        """Run one index update in a worker thread; refuse a second while one runs, and
+        every one on a read-only replica."""
+        if self.read_only:
+            raise IndexReadOnly(str(self.settings.index_dir), REPLICA_WHY, REPLICA_HINT)
         since = self._rebuild_since
         if since is not None:
             elapsed = (datetime.now(UTC) - since).total_seconds()
@@ -186,10 +239,17 @@ class KbRuntime:
         """The offered documents changed (after a rebuild, or from the watcher)."""
         await self.notifier.resources_changed()
 
+    def on_stop(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (quick, idempotent) as soon as the server starts going away:
+        over HTTP a SIGTERM ends the process right after the shutdown."""
+        self._on_stop.append(callback)
+
     def request_stop(self) -> None:
         """The server is going away (the client closed stdin, or a signal): index runs in
         progress stop at their next safe point, and no new one starts."""
         self._stopping.set()
+        for callback in self._on_stop:
+            callback()
         kb = self._kb
         if kb is not None:
             kb.stop_writers()
@@ -223,4 +283,5 @@ class KbRuntime:
                 self._kb = None
 
 
-__all__ = ["SHUTDOWN_S", "BackgroundTask", "ChangeNotifier", "KbRuntime", "LiveSync"]
+__all__ = ["REPLICA_HINT", "REPLICA_WHY", "SHUTDOWN_S", "BackgroundTask", "ChangeNotifier",
+           "KbRuntime", "LiveSync"]

@@ -8,10 +8,19 @@ from typing import Any
 
 from jsonschema import Draft202012Validator, ValidationError
 
+from kbmcp_core.context import CONTEXT_KINDS, MAX_CONTEXT_CHARS
 from kbmcp_core.errors import InvalidQuery
+from kbmcp_core.graph import DEFAULT_DEPTH as GRAPH_DEFAULT_DEPTH
+from kbmcp_core.graph import DEFAULT_FAN_OUT as GRAPH_DEFAULT_FAN_OUT
+from kbmcp_core.graph import DEFAULT_MAX_NODES as GRAPH_DEFAULT_MAX_NODES
+from kbmcp_core.graph import DEFAULT_THRESHOLD as GRAPH_DEFAULT_THRESHOLD
+from kbmcp_core.graph import MAX_DEPTH as GRAPH_MAX_DEPTH
+from kbmcp_core.graph import MAX_FAN_OUT as GRAPH_MAX_FAN_OUT
+from kbmcp_core.graph import MAX_NODES as GRAPH_MAX_NODES
 from kbmcp_core.models import DATE_PATTERN
 from kbmcp_core.search import MAX_FILTER_ITEMS, MAX_QUERY_CHARS
 from kbmcp_core.settings import Settings
+from kbmcp_core.shaping import MAX_CONTEXT_CHUNKS
 
 JsonObject = dict[str, Any]
 
@@ -71,6 +80,20 @@ def search_input(settings: Settings) -> JsonObject:
             "chunks_per_document": _typed("integer",
                                           f"Most passages from one document (default {per_doc}).",
                                           minimum=1, maximum=MAX_CHUNKS_PER_DOCUMENT),
+            "diversity": _typed("number", "MMR trade-off from 0 to 1: lower values favour passages "
+                                "unlike those already picked, 1 keeps the relevance order "
+                                f"(default {settings.search_diversity:g}).",
+                                minimum=0, maximum=1),
+            "context": _typed("string", "Return each hit with its surroundings: 'adjacent' "
+                              "(neighbouring chunks) or 'section' (its whole section), capped "
+                              f"at {MAX_CONTEXT_CHARS} characters (default "
+                              f"'{settings.search_context}').", enum=list(CONTEXT_KINDS)),
+            "context_chunks": _typed("integer", "Neighbours on each side for context='adjacent' "
+                                     f"(default {settings.search_context_chunks}).",
+                                     minimum=1, maximum=MAX_CONTEXT_CHUNKS),
+            "rerank": _typed("boolean", "Reorder the best candidates with a cross-encoder "
+                             "reranker; an error when none is installed (default "
+                             f"{str(settings.search_rerank).lower()})."),
         },
         "query",
         closed=True,
@@ -82,6 +105,23 @@ DOCUMENT_INPUT = _obj({"path": _text("e.g. 'guides/setup.md'", limit=MAX_PATH_CH
 TOPICS_INPUT = _obj({}, closed=True)
 REBUILD_INPUT = _obj({"force": _typed("boolean", "Re-embed every file.", default=False)},
                      closed=True)
+GRAPH_INPUT = _obj(
+    {
+        "path": _text("Start from this document (as search hits give it), e.g. "
+                      "'guides/setup.md'.", limit=MAX_PATH_CHARS),
+        "query": _text("Or start from the documents a search for this finds.",
+                       limit=MAX_QUERY_CHARS),
+        "depth": _typed("integer", "Hops from the start documents.", minimum=0,
+                        maximum=GRAPH_MAX_DEPTH, default=GRAPH_DEFAULT_DEPTH),
+        "fan_out": _typed("integer", "Most neighbours kept per document.", minimum=1,
+                          maximum=GRAPH_MAX_FAN_OUT, default=GRAPH_DEFAULT_FAN_OUT),
+        "threshold": _typed("number", "Least cosine similarity of a link.", minimum=-1,
+                            maximum=1, default=GRAPH_DEFAULT_THRESHOLD),
+        "max_nodes": _typed("integer", "Most documents in the graph.", minimum=1,
+                            maximum=GRAPH_MAX_NODES, default=GRAPH_DEFAULT_MAX_NODES),
+    },
+    closed=True,
+)  # fmt: skip
 
 # -- outputs: one plain type per property; a field whose value is unknown is left out ----------
 _STR, _INT, _NUM, _BOOL = ({"type": t} for t in ("string", "integer", "number", "boolean"))
@@ -97,11 +137,22 @@ SEARCH_OUTPUT = _obj(
         "results": _typed("array", items=_obj(
             {"path": _STR, "title": _STR, "heading": _STR, "heading_path": _STRINGS,
              "content": _STR, "score": _NUM, "tags": _STRINGS, "date": _STR,
-             "start_line": _INT, "end_line": _INT, "page": _INT, "uri": _STR},
+             "start_line": _INT, "end_line": _INT, "page": _INT, "uri": _STR,
+             "matches": _typed("array", "[start, end) character offsets in content where "
+                               "the query matched", items=_typed("array", items=_INT,
+                                                                 minItems=2, maxItems=2)),
+             "context": _obj({"kind": _STR, "expanded": _BOOL, "text": _STR,
+                              "chunk_ids": _typed("array", items=_INT), "truncated": _BOOL,
+                              "start_line": _INT, "end_line": _INT, "start_page": _INT,
+                              "end_page": _INT},
+                             "kind", "expanded", "text", "chunk_ids", "truncated"),
+             "rerank_score": _NUM},
             *_HIT_FIELDS)),
         "low_confidence": _BOOL,
         "filter_applied": {"type": "object"},
         "notice": _STR,
+        "rerank": _obj({"model": _STR, "candidates": _COUNT, "ms": _NUM},
+                       "model", "candidates", "ms"),
     },
     "results", "low_confidence", "filter_applied",
 )  # fmt: skip
@@ -120,6 +171,23 @@ TOPICS_OUTPUT = _obj(
         "watcher": _obj({"alive": _BOOL, "last_sync": _STR, "last_error": _STR}, "alive"),
     },
     "topics", "documents",
+)  # fmt: skip
+GRAPH_OUTPUT = _obj(
+    {
+        "nodes": _typed("array", items=_obj(
+            {"path": _STR, "title": _STR, "uri": _STR, "depth": _COUNT, "seed": _BOOL,
+             "x": _NUM, "y": _NUM},
+            "path", "title", "depth", "seed", "x", "y")),
+        "edges": _typed("array", items=_obj(
+            {"source": _STR, "target": _STR, "similarity": _NUM},
+            "source", "target", "similarity")),
+        "bounds": {"type": "object"},
+        "seeded_by": {"type": "object"},
+        "truncated": _BOOL,
+        "truncation": _typed("object", "what the bounds cut: fan_out, max_nodes -> count",
+                             additionalProperties=_COUNT),
+    },
+    "nodes", "edges", "bounds", "seeded_by", "truncated", "truncation",
 )  # fmt: skip
 REBUILD_OUTPUT = _obj(
     {**dict.fromkeys(_RUN_COUNTS, _COUNT), "seconds": _typed("number", minimum=0),
@@ -201,6 +269,8 @@ class ArgumentChecker:
             return f"{name} must be a date as YYYY-MM-DD"
         if rule == "format" and error.validator_value == "date":
             return f"{name} is not a real date (YYYY-MM-DD)"
+        if rule == "enum":
+            return f"{name} must be one of {', '.join(map(str, error.validator_value))}"
         if rule in ("minimum", "maximum"):
             low, high = rules.get("minimum"), rules.get("maximum")
             return f"{name} must be between {low} and {high}, got {_number(value)}"
@@ -210,6 +280,7 @@ class ArgumentChecker:
 _KINDS = {
     "string": "a string",
     "integer": "an integer",
+    "number": "a number",
     "boolean": "true or false",
     "array": "an array of strings",
     "object": "an object",

@@ -15,6 +15,8 @@ from kbmcp_adapters.mcp_server.runtime import KbRuntime
 from kbmcp_adapters.mcp_server.schemas import (
     DOCUMENT_INPUT,
     DOCUMENT_OUTPUT,
+    GRAPH_INPUT,
+    GRAPH_OUTPUT,
     REBUILD_INPUT,
     REBUILD_OUTPUT,
     SEARCH_OUTPUT,
@@ -24,6 +26,7 @@ from kbmcp_adapters.mcp_server.schemas import (
     search_input,
 )
 from kbmcp_core.errors import IndexNotFound, KbError, PathRefused
+from kbmcp_core.graph import GraphBounds
 from kbmcp_core.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -73,14 +76,17 @@ def _hints(title: str, *, read_only: bool = True) -> types.ToolAnnotations:
 
 
 def tool_specs(settings: Settings) -> list[ToolSpec]:
-    """The four tools, with bounds taken from the settings."""
+    """The tools, with bounds taken from the settings."""
     return [
         ToolSpec(
             "search", "Search the knowledge base",
             "Hybrid (semantic + keyword) search over the indexed documents. Returns the best "
             "passages with their path, heading, line range or page, score and, when the document "
-            "can be read as a resource, its kb://doc/ uri. low_confidence=true means nothing "
-            "matched clearly: say so rather than guess. Filters apply before the limit.",
+            "can be read as a resource, its kb://doc/ uri; matches gives the character ranges of "
+            "content where the query matched. low_confidence=true means nothing "
+            "matched clearly: say so rather than guess. Filters apply before the limit. "
+            "context='adjacent' or 'section' adds the text around each hit (context.expanded); "
+            "diversity below 1 spreads the page over more documents.",
             search_input(settings), SEARCH_OUTPUT, _hints("Search the knowledge base"), _search,
         ),
         ToolSpec(
@@ -96,6 +102,15 @@ def tool_specs(settings: Settings) -> list[ToolSpec]:
             "with their kb://topic/ resource, document count and a few titles, the number of "
             "indexed documents, and when the index was last updated.",
             TOPICS_INPUT, TOPICS_OUTPUT, _hints("List topics"), _list_topics,
+        ),
+        ToolSpec(
+            "get_connection_graph", "Connection graph",
+            "How offered documents relate: nodes are documents, an edge joins two documents "
+            "whose chunks are nearest neighbours (with their cosine similarity). Start from "
+            "one document (path) or from the documents a search finds (query); depth, "
+            "fan_out, threshold and max_nodes bound it, and truncated=true says a bound cut "
+            "something (truncation says what). x and y place each node for a drawing.",
+            GRAPH_INPUT, GRAPH_OUTPUT, _hints("Connection graph"), _connection_graph,
         ),
         ToolSpec(
             "rebuild_index", "Update the index",
@@ -162,6 +177,20 @@ def _watcher_status(rt: KbRuntime) -> JsonObject:
         if status.get(key):
             out[key] = str(status[key])
     return out
+
+
+async def _connection_graph(rt: KbRuntime, args: JsonObject) -> JsonObject:
+    bounds = {k: args[k] for k in ("depth", "fan_out", "threshold", "max_nodes") if k in args}
+
+    def run() -> JsonObject:
+        kb = rt.open_index()
+        if args.get("query") is not None:
+            rt.ensure_model(kb)
+        graph = kb.connection_graph(path=args.get("path"), query=args.get("query"),
+                                    bounds=GraphBounds(**bounds))
+        return graph.as_dict()
+
+    return await rt.in_thread(run)
 
 
 async def _rebuild_index(rt: KbRuntime, args: JsonObject) -> JsonObject:

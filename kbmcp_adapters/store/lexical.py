@@ -64,6 +64,33 @@ MAX_COVERAGE_TERMS = 32
 
 
 @dataclass(frozen=True, slots=True)
+class Terms:
+    """One match expression as plain terms (never query syntax): a row matches when it
+    holds every ``required`` term, or, with none required, any ``optional`` one. A term
+    of several words is a phrase. Each store renders it in its own query language."""
+
+    required: tuple[str, ...] = ()
+    optional: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.required or self.optional)
+
+    @property
+    def all(self) -> tuple[str, ...]:
+        return self.required + self.optional
+
+    def fts5(self) -> str | None:
+        """``r1 AND r2 AND (r1 OR o1 OR o2)``: required terms filter, optional ones rank."""
+        required = [quote(t) for t in self.required]
+        optional = [quote(t) for t in self.optional]
+        if not required:
+            return " OR ".join(optional) or None
+        if not optional:
+            return " AND ".join(required)
+        return " AND ".join(required) + " AND (" + " OR ".join([required[0], *optional]) + ")"
+
+
+@dataclass(frozen=True, slots=True)
 class LexicalQuery:
     """Everything the store needs to run the lexical leg for one user query."""
 
@@ -74,6 +101,11 @@ class LexicalQuery:
     #: the quoted terms whose presence in a chunk measures how much of the query it covers
     word_terms: tuple[str, ...] = ()
     gram_terms: tuple[str, ...] = ()
+    #: the same expressions and coverage terms unquoted, for a store without FTS5
+    word_match: Terms = Terms()
+    gram_match: Terms = Terms()
+    word_coverage: tuple[str, ...] = ()
+    gram_coverage: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,45 +184,48 @@ def _dedup(items: list[str], cap: int) -> list[str]:
     return list(dict.fromkeys(items))[:cap]
 
 
-def _combine(required: list[str], optional: list[str]) -> str | None:
-    """``r1 AND r2 AND (r1 OR o1 OR o2)``: required terms filter, optional ones rank."""
+def _combine(required: list[str], optional: list[str]) -> Terms:
+    """Deduplicated and capped at ``MAX_TERMS``; a required term is never optional too."""
     required = _dedup(required, MAX_TERMS)
     optional = _dedup([t for t in optional if t not in required], MAX_TERMS - len(required))
-    if not required:
-        return " OR ".join(optional) or None
-    if not optional:
-        return " AND ".join(required)
-    return " AND ".join(required) + " AND (" + " OR ".join([required[0], *optional]) + ")"
+    return Terms(tuple(required), tuple(optional))
 
 
 def _trigrams(run: str) -> list[str]:
     return [run[i : i + 3] for i in range(len(run) - 2)]
 
 
-def _words_expression(analysis: _Analysis) -> str | None:
+def _words_terms(analysis: _Analysis) -> Terms:
     content = [w for w in analysis.free_words if w not in STOP_WORDS]
     free = content or list(analysis.free_words)
-    required = [quote(" ".join(p)) for p in analysis.phrases]
-    return _combine(required, [quote(w) for w in free])
+    return _combine([" ".join(p) for p in analysis.phrases], free)
 
 
-def _grams_expression(analysis: _Analysis) -> str | None:
+def _grams_terms(analysis: _Analysis) -> Terms:
     runs = analysis.free_runs + analysis.quoted_runs
     if not runs:
         # No CJK: whole words (and phrases) become substring matches, a fallback for
         # words the stemmer cannot connect ("config" inside "configuration").
         phrases = [" ".join(p) for p in analysis.phrases]
         if any(len(p) < 3 for p in phrases):
-            return None
+            return Terms()
         words = [w for w in analysis.free_words if len(w) >= 3 and w not in STOP_WORDS]
-        return _combine([quote(p) for p in phrases], [quote(w) for w in words])
+        return _combine(phrases, words)
     # CJK text: trigrams of each run, plus the Latin words of a mixed query as substrings,
     # so one BM25 ranks the whole query (measured: docs/decisions/0007-search-fusion.md).
-    required = [quote(r) for r in analysis.quoted_runs if len(r) >= 3]
-    required += [quote(" ".join(p)) for p in analysis.phrases if len(" ".join(p)) >= 3]
-    optional = [quote(g) for r in analysis.free_runs for g in _trigrams(r)]
-    optional += [quote(w) for w in analysis.free_words if len(w) >= 3 and w not in STOP_WORDS]
+    required = [r for r in analysis.quoted_runs if len(r) >= 3]
+    required += [" ".join(p) for p in analysis.phrases if len(" ".join(p)) >= 3]
+    optional = [g for r in analysis.free_runs for g in _trigrams(r)]
+    optional += [w for w in analysis.free_words if len(w) >= 3 and w not in STOP_WORDS]
     return _combine(required, optional)
+
+
+def _words_expression(analysis: _Analysis) -> str | None:
+    return _words_terms(analysis).fts5()
+
+
+def _grams_expression(analysis: _Analysis) -> str | None:
+    return _grams_terms(analysis).fts5()
 
 
 def compile_words(text: str) -> str | None:
@@ -224,15 +259,22 @@ def compile_query(text: str) -> LexicalQuery:
     """All lexical forms of one user query, computed from a single analysis."""
     analysis = _analyse(text)
     content = [w for w in analysis.free_words if w not in STOP_WORDS] or list(analysis.free_words)
-    word_terms = [quote(" ".join(p)) for p in analysis.phrases] + [quote(w) for w in content]
-    gram_terms = [quote(g) for r in analysis.free_runs for g in _trigrams(r)]
-    gram_terms += [quote(r) for r in analysis.quoted_runs if len(r) >= 3]
-    gram_terms += [quote(w) for w in content if len(w) >= 3]
+    word_terms = [" ".join(p) for p in analysis.phrases] + content
+    gram_terms = [g for r in analysis.free_runs for g in _trigrams(r)]
+    gram_terms += [r for r in analysis.quoted_runs if len(r) >= 3]
+    gram_terms += [w for w in content if len(w) >= 3]
+    word_coverage = tuple(_dedup(word_terms, MAX_COVERAGE_TERMS))
+    gram_coverage = tuple(_dedup(gram_terms, MAX_COVERAGE_TERMS))
+    word_match, gram_match = _words_terms(analysis), _grams_terms(analysis)
     return LexicalQuery(
-        words=_words_expression(analysis),
-        grams=_grams_expression(analysis),
+        words=word_match.fts5(),
+        grams=gram_match.fts5(),
         short_runs=_short_runs(analysis),
         has_cjk=bool(analysis.free_runs or analysis.quoted_runs),
-        word_terms=tuple(_dedup(word_terms, MAX_COVERAGE_TERMS)),
-        gram_terms=tuple(_dedup(gram_terms, MAX_COVERAGE_TERMS)),
+        word_terms=tuple(quote(t) for t in word_coverage),
+        gram_terms=tuple(quote(t) for t in gram_coverage),
+        word_match=word_match,
+        gram_match=gram_match,
+        word_coverage=word_coverage,
+        gram_coverage=gram_coverage,
     )

@@ -8,6 +8,7 @@ import logging
 import os
 import sqlite3
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,10 +23,11 @@ from alembic.util import CommandError
 from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.exc import OperationalError as SAOperationalError
 from sqlalchemy.pool import NullPool
 
 import kbmcp_migrations
-from kbmcp_adapters.store.urls import check_database_url
+from kbmcp_adapters.store.urls import check_database_url, is_postgresql, normalized_url, safe_url
 from kbmcp_core.errors import IndexNotFound, IndexReadOnly, StoreCorrupt, StoreError
 
 log = logging.getLogger(__name__)
@@ -44,6 +46,11 @@ SQLITE_CANTOPEN = 14
 SQLITE_NOTADB = 26
 _DAMAGED = frozenset({SQLITE_CORRUPT, SQLITE_NOTADB})
 _READ_ONLY_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
+#: Seconds a PostgreSQL connection attempt may take before it is an error.
+PG_CONNECT_TIMEOUT_S = 10
+#: SQLSTATEs of a PostgreSQL write this user may not make: a read-only transaction or
+#: server (hot standby), and a missing privilege.
+_PG_READ_ONLY_STATES = frozenset({"25006", "42501"})
 
 
 # -- engine ------------------------------------------------------------------------
@@ -74,7 +81,12 @@ def _on_begin(connection: Connection) -> None:
 
 
 def make_engine(url: str) -> Engine:
-    """An engine whose connections use WAL, a 10 s busy timeout and foreign keys."""
+    """SQLite: an engine whose connections use WAL, a 10 s busy timeout and foreign keys.
+    PostgreSQL: a pooled psycopg 3 engine that checks a connection before reusing it (a
+    server restart costs one reconnect, not a failed request)."""
+    if is_postgresql(url):
+        return create_engine(normalized_url(url), pool_pre_ping=True,
+                             connect_args={"connect_timeout": PG_CONNECT_TIMEOUT_S})
     engine = create_engine(url)
     event.listen(engine, "connect", _on_connect)
     event.listen(engine, "begin", _on_begin)
@@ -105,8 +117,16 @@ def read_only_engine(db: Path) -> Engine:
 
 
 def is_read_only(engine: Engine) -> bool:
-    """Whether ``engine`` was opened by ``read_only_engine``."""
-    return event.contains(engine, "connect", _on_connect_read_only)
+    """Whether this process may not write through ``engine``: SQLite opened by
+    ``read_only_engine``; PostgreSQL a standby, a read-only default, or no right to write
+    the chunks table."""
+    if engine.dialect.name != "postgresql":
+        return event.contains(engine, "connect", _on_connect_read_only)
+    sql = ("SELECT pg_is_in_recovery() OR current_setting('default_transaction_read_only') = "
+           "'on' OR (to_regclass('chunks') IS NOT NULL AND NOT "
+           "has_table_privilege('chunks', 'INSERT, UPDATE, DELETE'))")
+    with translated(location=safe_url(engine.url)), engine.connect() as conn:
+        return bool(conn.execute(text(sql)).scalar())
 
 
 def _connect_read_only(db: Path) -> sqlite3.Connection:
@@ -152,14 +172,62 @@ def sqlite_file(url: str) -> Path | None:
     return None if database.startswith("file:") else Path(database)
 
 
+def _one_line(reason: object) -> str:
+    """A driver message as one line: PostgreSQL's come with hints on further lines."""
+    first = str(reason).strip().splitlines()[0] if str(reason).strip() else "unknown error"
+    return " ".join(first.replace("FATAL:", "").split())
+
+
+def pg_connect_failure(location: str, reason: object) -> StoreError:
+    """The one sentence for a PostgreSQL server that cannot be reached or refuses us."""
+    message = _one_line(reason)
+    message = message.rsplit(" failed: ", 1)[-1] if " failed: " in message else message
+    lowered = message.lower()
+    if "password" in lowered or "authentication" in lowered:
+        hint = "check the user and password (database_url, PGPASSWORD or ~/.pgpass)"
+    elif "does not exist" in lowered and "database" in lowered:
+        hint = "create the database (createdb) or fix the name in database_url"
+    else:
+        hint = "check that the server runs and that host and port in database_url are right"
+    return StoreError(f"cannot connect to the PostgreSQL index store at {location} "
+                      f"({message}): {hint}")
+
+
+def _pg_state(exc: BaseException) -> str | None:
+    orig = getattr(exc, "orig", None) or exc
+    state = getattr(orig, "sqlstate", None)
+    return None if state is None else str(state)
+
+
+def _pg_connection_state(state: str | None, exc: BaseException) -> bool:
+    """Whether a PostgreSQL error is about the connection, not the statement: no SQLSTATE
+    on an OperationalError (libpq failed before the server answered), a connection
+    exception (08), an authorization failure (28), a missing database (3D000) or a
+    server shutting down (57P)."""
+    if state is None:
+        return isinstance(exc, SAOperationalError)
+    return state.startswith(("08", "28", "57P")) or state == "3D000"
+
+
 @contextmanager
-def translated(db: Path | None = None) -> Iterator[None]:
+def translated(db: Path | None = None, location: str | None = None) -> Iterator[None]:
     """Turn database and migration failures into ``StoreError``: ``StoreCorrupt`` for a
-    damaged file, ``IndexReadOnly`` for a write to a store this user may not write."""
+    damaged file, ``IndexReadOnly`` for a write to a store this user may not write.
+
+    ``location`` (a PostgreSQL URL with its password hidden) marks a PostgreSQL store:
+    its messages are one line, and a connection failure says what to check."""
     try:
         yield
     except (SQLAlchemyError, sqlite3.Error) as exc:
         reason = getattr(exc, "orig", None) or exc
+        if location is not None:
+            state = _pg_state(exc)
+            if state in _PG_READ_ONLY_STATES:
+                raise IndexReadOnly(location, _one_line(reason)) from None
+            lost = isinstance(exc, DBAPIError) and exc.connection_invalidated
+            if lost or _pg_connection_state(state, exc):
+                raise pg_connect_failure(location, reason) from None
+            raise StoreError(f"index store error: {_one_line(reason)}") from None
         code = sqlite_code(exc)
         if code in _DAMAGED:
             where = rebuild_hint(db) if db is not None else "the index database file"
@@ -178,6 +246,8 @@ def open_engine(url: str, create: bool) -> Engine:
     An existing index this process may not write opens read-only for readers
     (``create=False``); a writer (``create=True``) gets ``IndexReadOnly`` instead.
     """
+    if is_postgresql(url):
+        return _open_pg_engine(url, create)
     location = sqlite_file(url)
     if location is not None and not location.exists():
         if not create:
@@ -198,10 +268,35 @@ def open_engine(url: str, create: bool) -> Engine:
         return make_engine(url)
 
 
+def _open_pg_engine(url: str, create: bool) -> Engine:
+    """A PostgreSQL engine, connected once so that a wrong host, password or database
+    name fails here with one sentence; ``IndexNotFound`` for a database kb-mcp never
+    indexed into unless ``create`` (the database itself must exist: kb-mcp creates
+    tables, not databases)."""
+    where = safe_url(url)
+    engine = make_engine(url)
+    try:
+        with translated(location=where), engine.connect() as conn:
+            if not create and not inspect(conn).has_table(VERSION_TABLE):
+                raise IndexNotFound(where)
+    except BaseException:
+        engine.dispose()
+        raise
+    return engine
+
+
+def pg_location(url: str) -> str | None:
+    """A PostgreSQL store's URL as messages show it (password hidden); None for SQLite."""
+    return safe_url(url) if is_postgresql(url) else None
+
+
 @contextmanager
-def write_transaction(engine: Engine, db: Path | None = None) -> Iterator[Connection]:
-    """A connection inside a BEGIN IMMEDIATE transaction, committed on success."""
-    with translated(db), engine.connect() as conn:
+def write_transaction(
+    engine: Engine, db: Path | None = None, location: str | None = None
+) -> Iterator[Connection]:
+    """A connection inside a write transaction (SQLite: BEGIN IMMEDIATE), committed on
+    success."""
+    with translated(db, location), engine.connect() as conn:
         conn.execution_options(**{WRITE_OPTION: True})
         with conn.begin():
             yield conn
@@ -230,14 +325,21 @@ def alembic_config(connection: Connection | None = None) -> Config:
     return config
 
 
+#: Alembic keeps the running migration's context in module globals: one at a time per
+#: process (across processes, SQLite's write lock or PostgreSQL's advisory lock serialise).
+_ALEMBIC = threading.Lock()
+
+
 def upgrade(connection: Connection, revision: str = "head") -> None:
     """Migrate the database behind ``connection`` to ``revision`` (inside its transaction)."""
-    command.upgrade(alembic_config(connection), revision)
+    with _ALEMBIC:
+        command.upgrade(alembic_config(connection), revision)
 
 
 def downgrade(connection: Connection, revision: str) -> None:
     """Migrate the database behind ``connection`` down to ``revision``."""
-    command.downgrade(alembic_config(connection), revision)
+    with _ALEMBIC:
+        command.downgrade(alembic_config(connection), revision)
 
 
 @functools.cache
@@ -261,7 +363,7 @@ def open_at_revision(url: str, revision: str) -> None:
     """Create (or migrate) the database at ``url`` to exactly ``revision``; for tests."""
     engine = open_engine(url, create=True)
     try:
-        with write_transaction(engine) as conn:
+        with write_transaction(engine, location=pg_location(url)) as conn:
             upgrade(conn, revision)
     finally:
         engine.dispose()
@@ -271,7 +373,7 @@ def schema_revision(url: str) -> str | None:
     """The revision of an existing index, read without migrating it."""
     engine = open_engine(url, create=False)
     try:
-        with translated(), engine.connect() as conn:
+        with translated(location=pg_location(url)), engine.connect() as conn:
             return current_revision(conn)
     finally:
         engine.dispose()
@@ -281,7 +383,14 @@ def quick_check(engine: Engine, db: Path | None, budget_s: float, most: int) -> 
     """``PRAGMA quick_check`` (every page and b-tree, not index contents), stopped by a
     progress handler once ``budget_s`` has passed: [] when healthy, at most ``most`` of
     SQLite's findings, or None when it did not finish in time. Reads only; about 0.2 s per
-    150 MB warm."""
+    150 MB warm.
+
+    PostgreSQL has no such check to run: its server owns the pages, checksums them when
+    the cluster has checksums on, and reports damage as an error on the query that meets
+    it. There is nothing for kb-mcp to find, so the answer is []:
+    no problems found, never a check pretended."""
+    if engine.dialect.name != "sqlite":
+        return []
     deadline = time.monotonic() + budget_s
 
     def over_time() -> int:

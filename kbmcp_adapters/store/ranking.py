@@ -1,23 +1,40 @@
-"""Lexical ranking on the two FTS5 tables: BM25 legs, coverage weighting and merging.
+"""Lexical ranking: the math both dialects share, and the SQLite legs on the FTS5 tables.
 
-Shared by ``SqlIndexStore.lexical_search`` and the benchmarks (``bm25_score``), so a
-benchmark measures the same SQL the store runs.
+The shared part (``relative``, ``weigh_by_coverage``, ``merge``, ``bm25_idf``) is pure:
+each dialect supplies its BM25-like leg and, for coverage, how many chunks hold each
+query term and which candidates do (``pg_lexical`` is the PostgreSQL side). The SQLite
+legs are shared with the benchmarks (``bm25_score``), so a benchmark measures the same
+SQL the store runs.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
 import math
+import sqlite3
+import threading
 from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import OperationalError
 
-from kbmcp_adapters.store.lexical import compile_query
+from kbmcp_adapters.store.lexical import compile_query, quote
 from kbmcp_adapters.store.tables import FTS_GRAMS, FTS_WORDS, JOIN_DOCUMENTS, PATH_FILTER
 
-__all__ = ["BM25_WEIGHTS", "bm25_score", "rank"]
+__all__ = [
+    "BM25_WEIGHTS",
+    "bm25_idf",
+    "bm25_score",
+    "merge",
+    "rank",
+    "relative",
+    "substring_leg",
+    "weigh_by_coverage",
+]
 
 log = logging.getLogger(__name__)
 
@@ -45,55 +62,58 @@ def rank(conn: Connection, query: str, limit: int, paths: str | None) -> list[tu
     legs: list[list[tuple[int, float]]] = []
     if compiled.words and not compiled.has_cjk:
         leg = _fts_leg(conn, FTS_WORDS, compiled.words, limit, paths)
-        legs.append(_weigh_by_coverage(conn, FTS_WORDS, compiled.word_terms, leg))
+        legs.append(_weigh_by_coverage(conn, FTS_WORDS, compiled.word_coverage, leg))
     if compiled.grams and (compiled.has_cjk or not any(legs)):
         leg = _fts_leg(conn, FTS_GRAMS, compiled.grams, limit, paths)
-        legs.append(_weigh_by_coverage(conn, FTS_GRAMS, compiled.gram_terms, leg))
+        legs.append(_weigh_by_coverage(conn, FTS_GRAMS, compiled.gram_coverage, leg))
     if compiled.short_runs and not compiled.grams:
-        legs.append(_substring_leg(conn, compiled.short_runs, limit, paths))
+        legs.append(substring_leg(conn, compiled.short_runs, limit, paths))
+    return merge(legs, limit)
+
+
+def merge(legs: Sequence[Sequence[tuple[int, float]]], limit: int) -> list[tuple[int, float]]:
+    """One ranking of several legs scored in [0, 1]: a chunk keeps its highest score."""
     merged: dict[int, float] = {}
-    for leg in legs:  # every leg scores in [0, 1] already
+    for leg in legs:
         for cid, score in leg:
             merged[cid] = max(score, merged.get(cid, 0.0))
     return sorted(merged.items(), key=lambda item: (-item[1], item[0]))[:limit]
 
 
-def _weigh_by_coverage(
-    conn: Connection, table: str, terms: Sequence[str], leg: list[tuple[int, float]]
+def relative(leg: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
+    """Scores relative to the leg's best (so in (0, 1] for positive scores)."""
+    if not leg:
+        return []
+    best = max(score for _, score in leg)
+    return [(cid, score / best if best > 0 else 1.0) for cid, score in leg]
+
+
+def bm25_idf(total: int, df: int) -> float:
+    """The IDF of a term held by ``df`` of ``total`` rows, as SQLite FTS5's bm25() has it
+    (never below a tiny positive floor, so a term in every row still counts a little)."""
+    idf = math.log((total - df + 0.5) / (df + 0.5))
+    return idf if idf > 0 else 1e-6
+
+
+def weigh_by_coverage(
+    leg: Sequence[tuple[int, float]],
+    total: int,
+    df: Sequence[int],
+    holders: Sequence[set[int]],
 ) -> list[tuple[int, float]]:
-    """Relevance in [0, 1]: BM25 relative to the best BM25 of the query, times (the
+    """Relevance in [0, 1]: the leg's score relative to its best, times (the
     IDF-weighted share of the query's terms the chunk contains)², re-ranked.
 
-    BM25 alone ranks a chunk that matched one common word of a long question first, and
-    fusion then trusts that best hit fully; weighing by coverage makes a lexical match
-    count in proportion to how much of the question it answers.
+    ``df[i]`` is how many of the ``total`` chunks hold term i, ``holders[i]`` which of the
+    leg's chunks do. BM25 alone ranks a chunk that matched one common word of a long
+    question first, and fusion then trusts that best hit fully; weighing by coverage
+    makes a lexical match count in proportion to how much of the question it answers.
     """
-    if not leg:
+    leg = relative(leg)
+    if len(df) < 2 or not leg:
         return leg
-    best = max(score for _, score in leg)
-    leg = [(cid, score / best if best > 0 else 1.0) for cid, score in leg]
-    if len(terms) < 2:
-        return leg
-    # every chunk has one row in each lexical table; counting chunks reads a small b-tree,
-    # counting an FTS5 table scans it (18 ms at 8k chunks)
-    total = conn.execute(text("SELECT count(*) FROM chunks")).scalar_one() or 1
-    candidates = {cid for cid, _ in leg}
-    # one round trip: every chunk holding each term (cheaper than an IN restriction)
-    union = " UNION ALL ".join(
-        f"SELECT {i} AS term, rowid FROM {table} WHERE {table} MATCH :t{i}"
-        for i in range(len(terms))
-    )
-    try:
-        rows = conn.execute(text(union), {f"t{i}": t for i, t in enumerate(terms)}).all()
-    except OperationalError:
-        return leg
-    df = [0] * len(terms)
-    holders: list[set[int]] = [set() for _ in terms]
-    for i, rowid in rows:
-        df[i] += 1
-        if rowid in candidates:
-            holders[i].add(rowid)
-    idf = {i: math.log((total - df[i] + 0.5) / (df[i] + 0.5) + 1.0) for i in range(len(terms))}
+    total = total or 1
+    idf = {i: math.log((total - n + 0.5) / (n + 0.5) + 1.0) for i, n in enumerate(df)}
     weight = sum(idf.values())
     if weight <= 0:
         return leg
@@ -104,20 +124,163 @@ def _weigh_by_coverage(
     return sorted(scored, key=lambda item: (-item[1], item[0]))
 
 
+def _weigh_by_coverage(
+    conn: Connection, table: str, terms: Sequence[str], leg: list[tuple[int, float]]
+) -> list[tuple[int, float]]:
+    """``weigh_by_coverage`` for the plain (unquoted) coverage ``terms`` of FTS5 ``table``.
+
+    A term's document frequency comes from the table's fts5vocab twin (migration 0003),
+    one lookup per token, instead of reading every posting of the term; only a term that
+    FTS5 cuts into several tokens (a phrase, a long substring on the trigram table) is
+    counted with a MATCH. Which candidates hold each term is decided on the candidates'
+    own rows, in a scratch FTS5 table with the same tokenizer: the same answer as a MATCH
+    on the whole table, for the cost of a few dozen rows."""
+    if not leg or len(terms) < 2:
+        return relative(leg)
+    # every chunk has one row in each lexical table; counting chunks reads a small b-tree,
+    # counting an FTS5 table scans it (18 ms at 8k chunks)
+    total = int(conn.execute(text("SELECT count(*) FROM chunks")).scalar_one() or 1)
+    candidates = [cid for cid, _ in leg]
+    try:
+        df = _document_frequencies(conn, table, terms)
+        rows = conn.execute(
+            text(f"SELECT rowid, title, heading, body FROM {table} "
+                 "WHERE rowid IN (SELECT value FROM json_each(:ids))"),
+            {"ids": json.dumps(candidates)},
+        ).all()
+    except OperationalError as exc:
+        if "no such table" not in str(exc.orig):
+            return relative(leg)
+        # an index opened below head (no vocabulary table): read the postings
+        return _weigh_by_postings(conn, table, [quote(t) for t in terms], leg, total)
+    holders = _scratch_holders(table, terms, [tuple(row) for row in rows])
+    return weigh_by_coverage(leg, total, df, holders)
+
+
+def _document_frequencies(conn: Connection, table: str, terms: Sequence[str]) -> list[int]:
+    """How many rows of ``table`` hold each term, as ``MATCH '"term"'`` would count them."""
+    tokens = [_tokens(table, term) for term in terms]
+    single = sorted({t[0] for t in tokens if len(t) == 1})
+    counts: dict[str, int] = {}
+    if single:
+        vocabulary = f"{table}_vocab"
+        found = conn.execute(
+            text(f"SELECT term, doc FROM {vocabulary} "
+                 "WHERE term IN (SELECT value FROM json_each(:terms))"),
+            {"terms": json.dumps(single, ensure_ascii=False)},
+        ).all()
+        counts = {str(term): int(doc) for term, doc in found}
+    df: list[int] = []
+    for term, its_tokens in zip(terms, tokens, strict=True):
+        if len(its_tokens) == 1:
+            df.append(counts.get(its_tokens[0], 0))
+        elif not its_tokens:
+            df.append(0)
+        else:
+            count = f"SELECT count(*) FROM {table} WHERE {table} MATCH :t"
+            df.append(int(conn.execute(text(count), {"t": quote(term)}).scalar_one()))
+    return df
+
+
+#: The tokenizers of the FTS5 tables (migration 0001); the scratch tables must match.
+TOKENIZERS = {FTS_WORDS: "porter unicode61 remove_diacritics 2", FTS_GRAMS: "trigram"}
+
+
+class _Scratch(threading.local):
+    """One in-memory SQLite database per thread with empty twins of the FTS5 tables."""
+
+    conn: sqlite3.Connection | None = None
+
+
+_scratch = _Scratch()
+
+
+def _scratch_conn() -> sqlite3.Connection:
+    conn = _scratch.conn
+    if conn is None:
+        conn = sqlite3.connect(":memory:", isolation_level=None)
+        for table, tokenizer in TOKENIZERS.items():
+            conn.execute(f"CREATE VIRTUAL TABLE {table} USING fts5(title, heading, body, "
+                         f"tokenize = '{tokenizer}')")
+            conn.execute(f"CREATE VIRTUAL TABLE {table}_tokens USING fts5vocab({table}, instance)")
+        _scratch.conn = conn
+    return conn
+
+
+@functools.lru_cache(maxsize=4096)
+def _tokens(table: str, term: str) -> tuple[str, ...]:
+    """The distinct tokens FTS5 ``table``'s tokenizer makes of ``term`` (nothing is kept)."""
+    conn = _scratch_conn()
+    conn.execute("BEGIN")
+    try:
+        conn.execute(f"INSERT INTO {table}(rowid, title, heading, body) VALUES (1, '', '', ?)",
+                     (term,))
+        found = conn.execute(f"SELECT DISTINCT term FROM {table}_tokens").fetchall()
+    finally:
+        conn.execute("ROLLBACK")
+    return tuple(sorted(str(t) for (t,) in found))
+
+
+def _scratch_holders(table: str, terms: Sequence[str],
+                     rows: Sequence[tuple[Any, ...]]) -> list[set[int]]:
+    """For each term, which of ``rows`` (rowid, title, heading, body) it matches."""
+    conn = _scratch_conn()
+    conn.execute("BEGIN")
+    try:
+        conn.executemany(
+            f"INSERT INTO {table}(rowid, title, heading, body) VALUES (?, ?, ?, ?)", rows)
+        return [
+            {int(r) for (r,) in conn.execute(
+                f"SELECT rowid FROM {table} WHERE {table} MATCH ?", (quote(term),))}
+            for term in terms
+        ]
+    except sqlite3.OperationalError:
+        return [set() for _ in terms]
+    finally:
+        conn.execute("ROLLBACK")
+
+
+def _weigh_by_postings(
+    conn: Connection, table: str, terms: Sequence[str], leg: list[tuple[int, float]],
+    total: int,
+) -> list[tuple[int, float]]:
+    """``weigh_by_coverage`` from every posting of each quoted term (an index without
+    vocabulary tables; also the reference the vocabulary path is tested against)."""
+    candidates = {cid for cid, _ in leg}
+    # one round trip: every chunk holding each term (cheaper than an IN restriction)
+    union = " UNION ALL ".join(
+        f"SELECT {i} AS term, rowid FROM {table} WHERE {table} MATCH :t{i}"
+        for i in range(len(terms))
+    )
+    try:
+        rows = conn.execute(text(union), {f"t{i}": t for i, t in enumerate(terms)}).all()
+    except OperationalError:
+        return relative(leg)
+    df = [0] * len(terms)
+    holders: list[set[int]] = [set() for _ in terms]
+    for i, rowid in rows:
+        df[i] += 1
+        if rowid in candidates:
+            holders[i].add(rowid)
+    return weigh_by_coverage(leg, total, df, holders)
+
+
 def _fts_leg(
     conn: Connection, table: str, expression: str, limit: int, paths: str | None
 ) -> list[tuple[int, float]]:
     """(chunk id, BM25 relevance) best first; see ``BM25_WEIGHTS``."""
-    sql = f"SELECT {table}.rowid, {bm25_score(table)} AS score FROM {table}"
+    sql = (f"SELECT {table}.rowid AS id, {bm25_score(table)} AS score FROM {table} "
+           f"WHERE {table} MATCH :expression")
     params: dict[str, object] = {"expression": expression, "limit": limit}
     if paths is not None:
-        sql += f" JOIN chunks ON chunks.id = {table}.rowid {JOIN_DOCUMENTS}"
+        # the allowed chunk ids as a list the matches are checked against ("+id": never an
+        # FTS5 rowid lookup per id); BM25 is then scored only for the rows kept, so a
+        # filtered search costs less than an unfiltered one (0019)
+        sql = (f"SELECT id, score FROM ({sql}) AS matched WHERE +id IN "
+               f"(SELECT chunks.id FROM chunks {JOIN_DOCUMENTS} WHERE {PATH_FILTER})")
         params["paths"] = paths
-    sql += f" WHERE {table} MATCH :expression"
-    if paths is not None:
-        sql += f" AND {PATH_FILTER}"
     try:
-        rows = conn.execute(text(sql + " ORDER BY score DESC LIMIT :limit"), params).all()
+        rows = conn.execute(text(sql + " ORDER BY score DESC, id LIMIT :limit"), params).all()
     except OperationalError as exc:
         # The compiler quotes every term, so this is a compiler bug, not user error:
         # the lexical leg degrades to no hits rather than failing the search.
@@ -128,24 +291,37 @@ def _fts_leg(
     return [(int(cid), float(score)) for cid, score in rows]
 
 
-def _substring_leg(
-    conn: Connection, runs: Sequence[str], limit: int, paths: str | None
+def substring_leg(
+    conn: Connection,
+    runs: Sequence[str],
+    limit: int,
+    paths: str | None,
+    *,
+    find: str = "instr",
+    path_filter: str = PATH_FILTER,
 ) -> list[tuple[int, float]]:
-    """Chunks containing the most of ``runs`` (CJK runs too short for trigrams)."""
+    """Chunks containing the most of ``runs`` (CJK runs too short for trigrams).
+
+    ``find`` is the dialect's ``instr(haystack, needle)`` (PostgreSQL: ``strpos``) and
+    ``path_filter`` its SQL for the ``:paths`` JSON list."""
     haystack = (
         "documents.title || ' ' || coalesce(chunks.heading, '') || ' ' "
         "|| coalesce(chunks.content, '')"
     )
-    hits = " + ".join(f"(instr({haystack}, :run{i}) > 0)" for i in range(len(runs)))
+    hits = " + ".join(
+        f"(CASE WHEN {find}({haystack}, :run{i}) > 0 THEN 1 ELSE 0 END)"
+        for i in range(len(runs))
+    )
     params: dict[str, object] = {f"run{i}": run for i, run in enumerate(runs)}
     params["limit"] = limit
     where = ""
     if paths is not None:
-        where = f" WHERE {PATH_FILTER}"
+        where = f" WHERE {path_filter}"
         params["paths"] = paths
     sql = (
         f"SELECT id, hits FROM (SELECT chunks.id AS id, {hits} AS hits FROM chunks "
-        f"{JOIN_DOCUMENTS}{where}) WHERE hits > 0 ORDER BY hits DESC, id LIMIT :limit"
+        f"{JOIN_DOCUMENTS}{where}) AS scanned WHERE hits > 0 ORDER BY hits DESC, id "
+        "LIMIT :limit"
     )
     rows = conn.execute(text(sql), params).all()
     return [(int(cid), float(n) / len(runs)) for cid, n in rows]

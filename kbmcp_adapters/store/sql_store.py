@@ -1,18 +1,27 @@
-"""SqlIndexStore: the IndexStore port on SQLAlchemy Core + SQLite FTS5, migrated by Alembic."""
+"""SqlIndexStore: the IndexStore port on SQLAlchemy Core, migrated by Alembic.
+
+One store class for both databases. What differs sits behind ``Dialect``: the lexical
+tables (SQLite: two FTS5 tables keyed by rowid; PostgreSQL: one ``lexical`` table with a
+tsvector and a trigram index, keyed by id), the path-list filter, the upsert, and the
+ranking legs (``ranking.rank`` / ``pg_lexical.rank``, sharing their math). Engine set-up,
+read-only detection, error translation and the integrity check are in ``migrate``.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from sqlalchemy import bindparam, delete, func, insert, select, text, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
 
-from kbmcp_adapters.store import migrate
+from kbmcp_adapters.store import filters, migrate, pg_lexical
 from kbmcp_adapters.store.migrate import (
     head_revision,
     make_engine,
@@ -22,11 +31,11 @@ from kbmcp_adapters.store.migrate import (
 )
 from kbmcp_adapters.store.ranking import rank
 from kbmcp_adapters.store.tables import (
-    FTS_GRAMS,
     FTS_TABLES,
-    FTS_WORDS,
     JOIN_DOCUMENTS,
     PATH_FILTER,
+    PG_LEXICAL,
+    PG_PATH_FILTER,
     chunk_values,
     document_values,
     index_meta,
@@ -41,6 +50,7 @@ from kbmcp_core.errors import StoreError
 from kbmcp_core.models import (
     ChunkRecord,
     Consistency,
+    DocumentFilter,
     DocumentRecord,
     IndexedState,
     IndexStats,
@@ -62,6 +72,29 @@ QUICK_CHECK_MAX = 20
 #: sorting by path would tempt the planner to walk every row in path order.
 SIZES_OVER_SQL = "SELECT path, size_bytes FROM documents WHERE size_bytes > :min_bytes"
 _PATH_ID = select(document_table.c.id).where(document_table.c.path == bindparam("path"))
+
+
+Ranker = Callable[[Connection, str, int, "str | None"], list[tuple[int, float]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """What one database does its own way; everything else is the same SQL."""
+
+    #: the lexical tables, each holding one row per chunk (title, heading, body)
+    lexical_tables: tuple[str, ...]
+    #: the column of a lexical row that holds its chunk id
+    lexical_key: str
+    #: ``documents.path`` in the ``:paths`` JSON list
+    path_filter: str
+    #: INSERT with ON CONFLICT DO UPDATE
+    insert: Callable[..., Any]
+    #: (chunk id, relevance in (0, 1]) best first, for (conn, query, limit, paths)
+    rank: Ranker
+
+
+SQLITE = Dialect(FTS_TABLES, "rowid", PATH_FILTER, sqlite_insert, rank)
+POSTGRESQL = Dialect((PG_LEXICAL,), "id", PG_PATH_FILTER, pg_insert, pg_lexical.rank)
 
 
 def _batches(items: Iterable[T], size: int = BATCH) -> Iterator[list[T]]:
@@ -86,16 +119,20 @@ class SqlIndexStore:
         health check can report its revision; only head-schema reads are then safe.
         """
         self._db = migrate.sqlite_file(url)
+        #: a PostgreSQL store's URL for messages (password hidden); None for SQLite
+        self._location = migrate.pg_location(url)
         self._engine = migrate.open_engine(url, create)
-        #: True when this process may not write the index: it was opened read-only
-        self.read_only = migrate.is_read_only(self._engine)
+        self._dialect = POSTGRESQL if self._engine.dialect.name == "postgresql" else SQLITE
         try:
+            #: True when this process may not write the index: it was opened read-only
+            self.read_only = migrate.is_read_only(self._engine)
             # Only an index behind head takes the write lock: opening never waits on a
             # running index writer otherwise.
             if migrate_schema and (revision := self.schema_revision()) != head_revision():
                 if self.read_only:
+                    where = self._db or self._location
                     raise StoreError(
-                        f"the index at {self._db} was written by an older kb-mcp (schema "
+                        f"the index at {where} was written by an older kb-mcp (schema "
                         f"{revision}, this one needs {head_revision()}) and this user may "
                         "not write it: run `kb-mcp index` once as a user who can"
                     )
@@ -107,11 +144,15 @@ class SqlIndexStore:
 
     @contextmanager
     def _read(self) -> Iterator[Connection]:
-        with translated(self._db), self._engine.connect() as conn, conn.begin():
-            yield conn
+        with translated(self._db, self._location), self._engine.connect() as conn:
+            if self._location is not None:
+                # one snapshot for the whole read: doctor's facts never straddle a commit
+                conn.execution_options(isolation_level="REPEATABLE READ")
+            with conn.begin():
+                yield conn
 
     def _write(self) -> AbstractContextManager[Connection]:
-        return migrate.write_transaction(self._engine, self._db)
+        return migrate.write_transaction(self._engine, self._db, self._location)
 
     def close(self) -> None:
         self._engine.dispose()
@@ -153,8 +194,9 @@ class SqlIndexStore:
             if chunks:
                 conn.execute(insert(chunk_table), [chunk_values(document_id, c) for c in chunks])
                 rows = [lexical_values(document.title, c) for c in chunks]
-                for table in FTS_TABLES:
-                    statement = f"INSERT INTO {table}(rowid, title, heading, body) "
+                key = self._dialect.lexical_key
+                for table in self._dialect.lexical_tables:
+                    statement = f"INSERT INTO {table}({key}, title, heading, body) "
                     conn.execute(text(statement + "VALUES (:id, :title, :heading, :body)"), rows)
         written = {c.id for c in chunks}
         return [cid for cid in removed if cid not in written]
@@ -168,8 +210,9 @@ class SqlIndexStore:
                 raise StoreError(f"no indexed document at {document.path!r} to update")
             where = document_table.c.id == document_id
             conn.execute(update(document_table).where(where).values(**values))
-            for table in FTS_TABLES:
-                statement = f"UPDATE {table} SET title = :title WHERE rowid IN "
+            key = self._dialect.lexical_key
+            for table in self._dialect.lexical_tables:
+                statement = f"UPDATE {table} SET title = :title WHERE {key} IN "
                 conn.execute(
                     text(statement + "(SELECT id FROM chunks WHERE document_id = :document_id)"),
                     {"title": document.title, "document_id": document_id},
@@ -192,8 +235,9 @@ class SqlIndexStore:
             by_document = select(chunk_table.c.id).where(chunk_table.c.document_id.in_(ids))
             removed += conn.execute(by_document).scalars().all()
         if removed:
-            for table in FTS_TABLES:
-                statement = text(f"DELETE FROM {table} WHERE rowid = :id")
+            key = self._dialect.lexical_key
+            for table in self._dialect.lexical_tables:
+                statement = text(f"DELETE FROM {table} WHERE {key} = :id")
                 conn.execute(statement, [{"id": cid} for cid in removed])
         for ids in _batches(document_ids):
             conn.execute(delete(chunk_table).where(chunk_table.c.document_id.in_(ids)))
@@ -248,7 +292,8 @@ class SqlIndexStore:
         """Delete chunks whose document is gone, then lexical rows whose chunk is gone."""
         statements = [
             "DELETE FROM chunks WHERE document_id NOT IN (SELECT id FROM documents)",
-            *(f"DELETE FROM {t} WHERE rowid NOT IN (SELECT id FROM chunks)" for t in FTS_TABLES),
+            *(f"DELETE FROM {t} WHERE {self._dialect.lexical_key} NOT IN (SELECT id FROM chunks)"
+              for t in self._dialect.lexical_tables),
         ]
         removed = 0
         with self._write() as conn:
@@ -265,7 +310,7 @@ class SqlIndexStore:
             return None if value is None else str(value)
 
     def set_meta(self, key: str, value: str) -> None:
-        statement = sqlite_insert(index_meta).values(key=key, value=value)
+        statement = self._dialect.insert(index_meta).values(key=key, value=value)
         statement = statement.on_conflict_do_update(
             index_elements=[index_meta.c.key], set_={"value": value}
         )
@@ -297,7 +342,8 @@ class SqlIndexStore:
     def documents(self, paths: Collection[str] | None = None) -> list[StoredDocument]:
         query = select(document_table).order_by(document_table.c.path)
         if paths is not None:
-            query = query.where(text(PATH_FILTER).bindparams(paths=json.dumps(sorted(paths))))
+            where = text(self._dialect.path_filter)
+            query = query.where(where.bindparams(paths=json.dumps(sorted(paths))))
         with self._read() as conn:
             rows = conn.execute(query).all()
         return [stored_document(row._mapping) for row in rows]
@@ -327,17 +373,27 @@ class SqlIndexStore:
         """Ids of every chunk of the given documents (any number of paths, one query)."""
         if not paths:
             return []
-        sql = f"SELECT chunks.id FROM chunks {JOIN_DOCUMENTS} WHERE {PATH_FILTER} ORDER BY 1"
+        where = self._dialect.path_filter
+        sql = f"SELECT chunks.id FROM chunks {JOIN_DOCUMENTS} WHERE {where} ORDER BY 1"
         with self._read() as conn:
             rows = conn.execute(text(sql), {"paths": json.dumps(sorted(paths))}).scalars()
             return [int(cid) for cid in rows]
 
+    def matching_paths(self, spec: DocumentFilter) -> set[str]:
+        """The filters as one SQL condition on ``documents`` (see ``filters.where``)."""
+        condition, params = filters.where(spec, self._dialect is POSTGRESQL)
+        with self._read() as conn:
+            if self._dialect is SQLITE:
+                filters.register_functions(conn.connection.driver_connection)
+            rows = conn.execute(text(f"SELECT path FROM documents WHERE {condition}"), params)
+            return {str(path) for path in rows.scalars()}
+
     def consistency(self) -> Consistency:
         """Raw facts for doctor.
 
-        ``lexical_ids`` holds the chunk ids present in both FTS tables plus any id present
-        in either that has no chunk: a chunk missing from one table shows up as missing,
-        a stray row in one table shows up as an orphan.
+        ``lexical_ids`` holds the chunk ids present in every lexical table (SQLite has two,
+        PostgreSQL one) plus any id present in one that has no chunk: a chunk missing from
+        one table shows up as missing, a stray row in one table shows up as an orphan.
         """
         queries = {
             "dangling": "SELECT id FROM chunks "
@@ -348,17 +404,19 @@ class SqlIndexStore:
         }
         with self._read() as conn:
             chunk_ids = frozenset(conn.execute(select(chunk_table.c.id)).scalars())
-            words, grams = (
-                set(conn.execute(text(f"SELECT rowid FROM {table}")).scalars())
-                for table in (FTS_WORDS, FTS_GRAMS)
-            )
+            key = self._dialect.lexical_key
+            present = [
+                set(conn.execute(text(f"SELECT {key} FROM {table}")).scalars())
+                for table in self._dialect.lexical_tables
+            ]
             revision = migrate.current_revision(conn)
             if revision != head_revision():  # older schemas may lack size_bytes
                 queries.pop("unsized")
             found = {k: tuple(conn.execute(text(sql)).scalars()) for k, sql in queries.items()}
+        everywhere, anywhere = set.intersection(*present), set.union(*present)
         return Consistency(
             chunk_ids=chunk_ids,
-            lexical_ids=frozenset((words & grams) | ((words ^ grams) - chunk_ids)),
+            lexical_ids=frozenset(everywhere | (anywhere - everywhere - chunk_ids)),
             chunks_without_document=found["dangling"],
             documents_without_chunks=found["empty"],
             null_size_paths=found.get("unsized", ()),
@@ -366,16 +424,42 @@ class SqlIndexStore:
             head_revision=head_revision(),
         )
 
+    def has_integrity_check(self) -> bool:
+        """SQLite's ``PRAGMA quick_check``; PostgreSQL has none to run (see
+        ``migrate.quick_check``)."""
+        return self._engine.dialect.name == "sqlite"
+
     def quick_check(self, budget_s: float) -> list[str] | None:
-        """``PRAGMA quick_check`` within ``budget_s`` (see ``migrate.quick_check``)."""
+        """``PRAGMA quick_check`` within ``budget_s`` (see ``migrate.quick_check``); on
+        PostgreSQL [] (no file for kb-mcp to check: the server guards its pages)."""
         return migrate.quick_check(self._engine, self._db, budget_s, QUICK_CHECK_MAX)
 
     def lexical_search(
         self, query: str, limit: int, document_paths: Collection[str] | None = None
     ) -> list[tuple[int, float]]:
-        """Ranked by ``ranking.rank`` (BM25 legs weighed by query coverage)."""
+        """Ranked by the dialect's legs (``ranking.rank`` on SQLite, ``pg_lexical.rank``
+        on PostgreSQL): BM25 weighed by query coverage, relevance in (0, 1]."""
         if limit <= 0 or not query.strip() or (document_paths is not None and not document_paths):
             return []
         paths = None if document_paths is None else json.dumps(sorted(document_paths))
         with self._read() as conn:
-            return rank(conn, query, limit, paths)
+            return self._dialect.rank(conn, query, limit, paths)
+
+    def chunk_windows(self, ids: Collection[int], radius: int) -> dict[int, list[StoredChunk]]:
+        """The chunks around each of ``ids`` in its document (ordinal within ``radius``),
+        in document order: one self-join per batch of ids, any dialect."""
+        hit = chunk_table.alias("hit")
+        c, d = chunk_table.c, document_table.c
+        near = (c.document_id == hit.c.document_id) & (
+            c.ordinal.between(hit.c.ordinal - radius, hit.c.ordinal + radius))
+        joined = chunk_table.join(hit, near).join(document_table, d.id == c.document_id)
+        columns = select(hit.c.id.label("hit_id"), chunk_table, d.path, d.title, d.tags,
+                         d.date, d.topic, d.category)
+        found: dict[int, list[StoredChunk]] = {}
+        with self._read() as conn:
+            for batch in _batches(set(ids)):
+                query = (columns.select_from(joined).where(hit.c.id.in_(batch))
+                         .order_by(hit.c.id, c.ordinal))
+                for row in conn.execute(query):
+                    found.setdefault(int(row.hit_id), []).append(stored_chunk(row._mapping))
+        return found

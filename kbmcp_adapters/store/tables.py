@@ -6,11 +6,15 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import Column, ForeignKey, Index, Integer, MetaData, Table, Text
+from sqlalchemy import BigInteger, Column, ForeignKey, Index, Integer, MetaData, Table, Text
 
 from kbmcp_core.models import ChunkRecord, DocumentRecord, StoredChunk, StoredDocument
 
 metadata = MetaData()
+
+#: A 64-bit integer: BIGINT on PostgreSQL, INTEGER on SQLite (already 64-bit there, and an
+#: INTEGER PRIMARY KEY stays the rowid).
+BigInt = BigInteger().with_variant(Integer(), "sqlite")
 
 documents = Table(
     "documents",
@@ -25,15 +29,15 @@ documents = Table(
     Column("tags", Text, nullable=False),  # JSON list of strings
     Column("metadata", Text, nullable=False),  # JSON object
     Column("last_indexed", Text, nullable=False),
-    Column("size_bytes", Integer, nullable=True),  # revision 0002; NULL = never recorded
+    Column("size_bytes", BigInt, nullable=True),  # revision 0002; NULL = never recorded
     Index("ix_documents_size_bytes", "size_bytes"),
 )
 
 chunks = Table(
     "chunks",
     metadata,
-    # Ids are chosen by the indexer (random 62-bit integers), never by SQLite.
-    Column("id", Integer, primary_key=True, autoincrement=False),
+    # Ids are chosen by the indexer (random 62-bit integers), never by the database.
+    Column("id", BigInt, primary_key=True, autoincrement=False),
     Column(
         "document_id",
         Integer,
@@ -65,15 +69,25 @@ FTS_WORDS = "fts_words"
 FTS_GRAMS = "fts_grams"
 FTS_TABLES = (FTS_WORDS, FTS_GRAMS)
 
+#: PostgreSQL's lexical table (id = chunk id, columns title, heading, body, and the
+#: generated ``words`` tsvector); written with plain SQL like the FTS5 tables.
+PG_LEXICAL = "lexical"
+
 #: SQL fragments for raw queries: any number of paths as one JSON parameter (so no IN
 #: list ever nears the variable limit), and chunks joined to their documents.
 PATH_FILTER = "documents.path IN (SELECT value FROM json_each(:paths))"
+PG_PATH_FILTER = (
+    "documents.path IN (SELECT json_array_elements_text(CAST(:paths AS json)))"
+)
 JOIN_DOCUMENTS = "JOIN documents ON documents.id = chunks.document_id"
 
 
 def is_fts_name(name: str | None) -> bool:
-    """True for the FTS tables and their shadow tables (fts_words_data, ...)."""
-    return name is not None and any(name == t or name.startswith(f"{t}_") for t in FTS_TABLES)
+    """True for the lexical tables, which migrations create with raw DDL: the FTS tables
+    and their shadow tables (fts_words_data, ...) on SQLite, ``lexical`` on PostgreSQL."""
+    if name is None:
+        return False
+    return name == PG_LEXICAL or any(name == t or name.startswith(f"{t}_") for t in FTS_TABLES)
 
 
 # -- mapping ------------------------------------------------------------------------

@@ -1,4 +1,10 @@
-"""Initial schema: documents, chunks, index_meta and the two FTS5 lexical tables.
+"""Initial schema: documents, chunks, index_meta and the lexical tables.
+
+SQLite: two FTS5 tables (words with the porter stemmer, trigrams). PostgreSQL: one
+``lexical`` table whose generated ``tsvector`` has a GIN index (English stemming, weights
+per column) and a ``pg_trgm`` GIN index on the same text for CJK substring search. Chunk
+ids are random 62-bit integers: BIGINT on PostgreSQL; INTEGER on SQLite, where that is
+64-bit already and keeps the column the rowid.
 
 Revision ID: 0001
 Revises:
@@ -18,6 +24,21 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 
+#: A 64-bit integer: BIGINT on PostgreSQL, INTEGER (the rowid when a primary key) on SQLite.
+BIG_INT = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+#: The English word vector of a lexical row: heading (A) > title (B) > body (D), the
+#: order of the FTS5 bm25() column weights heading 3, title 2, body 1.
+PG_WORDS = (
+    "setweight(to_tsvector('english'::regconfig, title), 'B') || "
+    "setweight(to_tsvector('english'::regconfig, heading), 'A') || "
+    "setweight(to_tsvector('english'::regconfig, body), 'D')"
+)
+#: The text under the trigram index; kbmcp_adapters.store.pg_lexical.HAYSTACK queries it
+#: with exactly this expression.
+PG_HAYSTACK = "(title || ' ' || heading || ' ' || body)"
+
+
 def upgrade() -> None:
     op.create_table(
         "documents",
@@ -34,7 +55,7 @@ def upgrade() -> None:
     )
     op.create_table(
         "chunks",
-        sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("id", BIG_INT, primary_key=True, autoincrement=False),
         sa.Column(
             "document_id",
             sa.Integer,
@@ -57,6 +78,9 @@ def upgrade() -> None:
         sa.Column("key", sa.Text, primary_key=True),
         sa.Column("value", sa.Text),
     )
+    if op.get_bind().dialect.name == "postgresql":
+        _create_pg_lexical()
+        return
     op.execute(
         "CREATE VIRTUAL TABLE fts_words USING fts5("
         "title, heading, body, tokenize = 'porter unicode61 remove_diacritics 2')"
@@ -66,9 +90,26 @@ def upgrade() -> None:
     )
 
 
+def _create_pg_lexical() -> None:
+    op.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
+    op.execute(
+        "CREATE TABLE lexical ("
+        "id BIGINT PRIMARY KEY, "
+        "title TEXT NOT NULL DEFAULT '', "
+        "heading TEXT NOT NULL DEFAULT '', "
+        "body TEXT NOT NULL DEFAULT '', "
+        f"words tsvector GENERATED ALWAYS AS ({PG_WORDS}) STORED)"
+    )
+    op.execute("CREATE INDEX ix_lexical_words ON lexical USING gin (words)")
+    op.execute(f"CREATE INDEX ix_lexical_grams ON lexical USING gin ({PG_HAYSTACK} gin_trgm_ops)")
+
+
 def downgrade() -> None:
-    op.execute("DROP TABLE fts_grams")
-    op.execute("DROP TABLE fts_words")
+    if op.get_bind().dialect.name == "postgresql":
+        op.execute("DROP TABLE lexical")  # pg_trgm stays: other tables may use it
+    else:
+        op.execute("DROP TABLE fts_grams")
+        op.execute("DROP TABLE fts_words")
     op.drop_table("index_meta")
     op.drop_index("ix_chunks_content_hash", table_name="chunks")
     op.drop_index("ix_chunks_document_id", table_name="chunks")

@@ -20,7 +20,9 @@ depends_on: str | Sequence[str] | None = None
 
 def upgrade() -> None:
     # A plain ADD COLUMN: no table rebuild, so chunk rows (and their ids) are untouched.
-    op.add_column("documents", sa.Column("size_bytes", sa.Integer, nullable=True))
+    # BIGINT on PostgreSQL (a file may pass 2 GiB); INTEGER, already 64-bit, on SQLite.
+    size = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+    op.add_column("documents", sa.Column("size_bytes", size, nullable=True))
     op.create_index("ix_documents_size_bytes", "documents", ["size_bytes"])
 
 

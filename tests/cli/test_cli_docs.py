@@ -23,7 +23,7 @@ def documented(text: str) -> set[str]:
 
 def sections(page: str) -> tuple[str, dict[str, str]]:
     """The text before the first command, and each ``## `kb-mcp NAME ...``` section."""
-    parts = re.split(r"^## `kb-mcp (\w+)[^`]*`\s*$", page, flags=re.M)
+    parts = re.split(r"^## `kb-mcp ([\w-]+)[^`]*`\s*$", page, flags=re.M)
     return parts[0], dict(zip(parts[1::2], parts[2::2], strict=True))
 
 

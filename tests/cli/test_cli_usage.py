@@ -9,11 +9,18 @@ import pytest
 from kbmcp_cli.main import cli
 from tests.cli.conftest import Invoke
 
-COMMANDS = ("index", "status", "search", "doctor", "eval", "serve")
+COMMANDS = ("index", "status", "search", "doctor", "eval", "serve", "watch", "migrate-store",
+            "token", "graph", "tune")
 
 
 def _args(command: str) -> list[str]:
     """The command with its required argument, if it has one."""
+    if command == "migrate-store":  # a target in the (empty, temporary) working folder
+        return [command, "--to", "sqlite:///team.db"]
+    if command == "token":
+        return [command, "list"]
+    if command == "graph":
+        return [command, "--path", "notes/a.md"]
     return [command, "keys"] if command == "search" else [command]
 
 

@@ -26,7 +26,8 @@ class StoreUnderTest:
 
 
 @contextmanager
-def _fake_index_store(_tmp_path: Path) -> Iterator[StoreUnderTest]:
+def _fake_index_store(_request: pytest.FixtureRequest, _tmp_path: Path
+                      ) -> Iterator[StoreUnderTest]:
     store = FakeIndexStore()
 
     def forget_size(path: str) -> None:
@@ -36,7 +37,8 @@ def _fake_index_store(_tmp_path: Path) -> Iterator[StoreUnderTest]:
 
 
 @contextmanager
-def _sqlite_index_store(tmp_path: Path) -> Iterator[StoreUnderTest]:
+def _sqlite_index_store(_request: pytest.FixtureRequest, tmp_path: Path
+                        ) -> Iterator[StoreUnderTest]:
     import sqlite3
 
     from kbmcp_adapters.store.sql_store import SqlIndexStore
@@ -52,34 +54,70 @@ def _sqlite_index_store(tmp_path: Path) -> Iterator[StoreUnderTest]:
         yield StoreUnderTest(store, forget_size)
 
 
-#: name -> factory; PostgreSQL joins as one more entry.
-INDEX_STORES: dict[str, Callable[[Path], AbstractContextManager[StoreUnderTest]]] = {
+@contextmanager
+def _pg_index_store(request: pytest.FixtureRequest, _tmp_path: Path
+                    ) -> Iterator[StoreUnderTest]:
+    """The store on a fresh database of the session's PostgreSQL cluster (tests/pg_cluster.py)."""
+    from kbmcp_adapters.store.sql_store import SqlIndexStore
+
+    cluster = request.getfixturevalue("pg_cluster")
+    url = cluster.new_database()
+
+    def forget_size(path: str) -> None:
+        with cluster.connect(url.rsplit("/", 1)[1]) as conn:
+            conn.execute("UPDATE documents SET size_bytes = NULL WHERE path = %s", (path,))
+
+    with SqlIndexStore(url, create=True) as store:
+        yield StoreUnderTest(store, forget_size)
+
+
+#: name -> factory(request, tmp_path); a factory may ask for a session fixture (a server).
+INDEX_STORES: dict[
+    str, Callable[[pytest.FixtureRequest, Path], AbstractContextManager[StoreUnderTest]]
+] = {
     "fake": _fake_index_store,
     "sqlite": _sqlite_index_store,
+    "postgresql": _pg_index_store,
 }
 
 
 @contextmanager
-def _fake_vector_store(_tmp_path: Path) -> Iterator[VectorStore]:
+def _fake_vector_store(_request: pytest.FixtureRequest, _tmp_path: Path) -> Iterator[VectorStore]:
     yield FakeVectorStore()
 
 
 @contextmanager
-def _lance_vector_store(tmp_path: Path) -> Iterator[VectorStore]:
+def _lance_vector_store(_request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[VectorStore]:
     from kbmcp_adapters.vectors.lance_store import LanceVectorStore
 
     yield LanceVectorStore(tmp_path / "vectors", DIM)
 
 
-VECTOR_STORES: dict[str, Callable[[Path], AbstractContextManager[VectorStore]]] = {
+@contextmanager
+def _lance_s3_vector_store(
+    request: pytest.FixtureRequest, _tmp_path: Path
+) -> Iterator[VectorStore]:
+    """LanceDB on moto's S3 server (tests/s3_server.py), a fresh bucket per test."""
+    from kbmcp_adapters.vectors.lance_store import LanceVectorStore
+
+    server = request.getfixturevalue("s3_server")
+    uri = f"s3://{server.new_bucket()}/team/vectors"
+    yield LanceVectorStore(uri, DIM, storage_options=server.storage_options())
+
+
+#: name -> factory(request, tmp_path): a factory may ask for a session fixture (a server).
+VECTOR_STORES: dict[
+    str, Callable[[pytest.FixtureRequest, Path], AbstractContextManager[VectorStore]]
+] = {
     "fake": _fake_vector_store,
     "lancedb": _lance_vector_store,
+    "lancedb-s3": _lance_s3_vector_store,
 }
 
 
 @pytest.fixture(params=sorted(INDEX_STORES))
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreUnderTest]:
-    with INDEX_STORES[request.param](tmp_path) as under_test:
+    with INDEX_STORES[request.param](request, tmp_path) as under_test:
         yield under_test
 
 
@@ -90,5 +128,5 @@ def store(backend: StoreUnderTest) -> IndexStore:
 
 @pytest.fixture(params=sorted(VECTOR_STORES))
 def vectors(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[VectorStore]:
-    with VECTOR_STORES[request.param](tmp_path) as store:
+    with VECTOR_STORES[request.param](request, tmp_path) as store:
         yield store

@@ -340,3 +340,23 @@ def test_consistency_facts_of_a_whole_store(store: IndexStore) -> None:
 def test_quick_check_of_a_healthy_store_finds_nothing(store: IndexStore) -> None:
     fill(store)
     assert store.quick_check(5.0) == []
+
+
+# -- chunk windows (search context) -----------------------------------------------------
+
+
+def test_chunk_windows_return_the_neighbours_in_document_order(store: IndexStore) -> None:
+    store.write_document(doc("guide/long.md", "Long"), [
+        chunk(104, 3, "fourth"), chunk(101, 0, "first"), chunk(103, 2, "third"),
+        chunk(102, 1, "second"), chunk(105, 4, "fifth"),
+    ])
+    fill(store)
+    windows = store.chunk_windows([103, 101, 31, 999], 1)
+    assert set(windows) == {101, 103, 31}
+    assert [c.content for c in windows[103]] == ["second", "third", "fourth"]
+    assert [c.content for c in windows[101]] == ["first", "second"]
+    assert [c.id for c in windows[31]] == [31]  # a one-chunk document: itself only
+    assert windows[103][0].document_path == "guide/long.md"
+    assert windows[103][0].heading_path == ("Top", "Intro")
+    assert [c.id for c in store.chunk_windows([103], 0)[103]] == [103]
+    assert len(store.chunk_windows([103], 10)[103]) == 5

@@ -98,7 +98,7 @@ def test_a_killed_run_leaves_an_index_the_next_run_completes(
                     break
             time.sleep(0.05)
         assert proc.poll() is None, "the run finished before it could be killed"
-        assert 0 < committed < 60
+        assert 0 < committed <= 60  # killed in phase one, or in phase two (vectors)
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.kill()

@@ -69,7 +69,8 @@ def answer(done: subprocess.CompletedProcess[str]) -> Any:
 def test_inspector_lists_portable_tools(inspect: Inspect) -> None:
     done = inspect("--method", "tools/list", "--strict")
     tools = {t["name"]: t for t in answer(done)["tools"]}
-    assert set(tools) == {"search", "get_document", "list_topics", "rebuild_index"}
+    assert set(tools) == {"search", "get_document", "list_topics", "rebuild_index",
+                          "get_connection_graph"}
     assert "Warning: tool" not in done.stderr  # --strict found no portability problem
     assert tools["search"]["annotations"]["readOnlyHint"] is True
 

@@ -30,7 +30,7 @@ from tests.e2e.conftest import (
     write,
 )
 
-TOOLS = {"search", "get_document", "list_topics", "rebuild_index"}
+TOOLS = {"search", "get_document", "list_topics", "get_connection_graph", "rebuild_index"}
 PROMPTS = {
     "summarize_topic": {"topic": "ops"},
     "deep_dive": {"question": "How are keys rotated?"},

@@ -37,7 +37,7 @@ from tests.fakes import FakeEmbedder, FakeIndexStore, FakeVectorStore
 DEADLINE = 30.0
 MIB = 1024 * 1024
 RESOURCE_NOT_FOUND = -32002
-TOOLS = {"search", "get_document", "list_topics", "rebuild_index"}
+TOOLS = {"search", "get_document", "list_topics", "get_connection_graph", "rebuild_index"}
 PROMPTS = {
     "summarize_topic": {"topic": "ops"},
     "deep_dive": {"question": "How are keys rotated?"},

@@ -234,7 +234,7 @@ def any_fs(request: pytest.FixtureRequest, tmp_path: Path) -> FileSystem:
     files = {"a.md": b"# A\n\nalpha\n", "sub/b.md": b"# B\n\n" + b"beta " * 100}
     if request.param == "fake":
         return FakeFileSystem(files)
-    write_files(tmp_path, files)  # type: ignore[arg-type]
+    write_files(tmp_path, files)
     return LocalFileSystem(tmp_path)
 
 

@@ -149,7 +149,7 @@ def test_a_damaged_store_is_reported_by_doctor_and_search_fails_in_one_line(
 # -- a bad database_url (item 6) -----------------------------------------------------
 
 
-@pytest.mark.parametrize("url", ["not a url", "postgresql://kb:s3cret@db.example/kb",
+@pytest.mark.parametrize("url", ["not a url", "mysql://kb:s3cret@db.example/kb",
                                  "sqlite://", "sqlite+aiosqlite:///x.db"])
 def test_a_bad_database_url_is_a_config_error_naming_the_key(
     tmp_path: Path, kb_env: dict[str, str], url: str
@@ -166,7 +166,8 @@ def test_a_bad_database_url_is_a_config_error_naming_the_key(
         assert "s3cret" not in done.stderr
 
 
-@pytest.mark.parametrize("url", ["not a url", "postgresql://kb@db.example/kb"])
+@pytest.mark.parametrize("url", ["not a url", "mysql://kb@db.example/kb",
+                                 "postgresql+psycopg2://kb@db.example/kb"])
 def test_the_store_refuses_a_url_it_cannot_open_with_a_config_error(url: str) -> None:
     with pytest.raises(ConfigError, match="database_url"):
         SqlIndexStore(url, create=True)

@@ -182,7 +182,7 @@ def test_one_deadline_covers_the_wait_behind_another_writer_in_this_process(
     write_files(root, {"b.md": note("agate"), "c.md": note("onyx")})
     holding, release = threading.Event(), threading.Event()
 
-    def hold(done: int, total: int, path: str) -> None:
+    def hold(*_progress: object) -> None:
         holding.set()
         release.wait(WAIT_S * 3)
 

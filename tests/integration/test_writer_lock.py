@@ -118,3 +118,16 @@ def test_cli_index_refuses_while_another_writer_runs(tmp_path: Path,
                         "--config", str(kb / "kb-mcp.toml")], env=kb_env,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout  # the refused writer left nothing behind
+
+
+def test_a_sqlite_store_url_keeps_the_file_lock(tmp_path: Path) -> None:
+    """Only a PostgreSQL store moves the lock into the database: with the SQLite URL the
+    index folder's file lock still excludes the other writer and names it."""
+    proc = hold_in_child(tmp_path)
+    try:
+        with (pytest.raises(WriterBusy, match=f"pid {proc.pid}, writing since"),
+              writer_lock(tmp_path, 0.3, store_url=f"sqlite:///{tmp_path / 'index.db'}")):
+            pass
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)

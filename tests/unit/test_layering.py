@@ -1,7 +1,7 @@
 """The dependency rule, read from the source: who may import whom (docs/architecture.md).
 
 - ``kbmcp_core`` imports only the standard library.
-- Driven adapters (store, vectors, embedding, filesystem, parsers) import only the core and
+- Driven adapters (store, vectors, embedding, filesystem, parsers, rerank) import only the core and
   their own folder; the migrations belong to the store.
 - ``app/`` wires them and may import every driven adapter folder; it alone holds the
   Container.
@@ -17,7 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
-DRIVEN = frozenset({"store", "vectors", "embedding", "filesystem", "parsers"})
+DRIVEN = frozenset({"store", "vectors", "embedding", "filesystem", "parsers", "rerank"})
 DRIVING = frozenset({"live", "mcp_server"})
 #: Which layers each layer may import (besides the standard library and third parties).
 ALLOWED: dict[str, frozenset[str]] = {

@@ -7,10 +7,11 @@ import re
 import pytest
 
 from kbmcp_core.errors import InvalidQuery
+from kbmcp_core.fusion import fuse
 from kbmcp_core.index_run import IndexDeps, run_index
 from kbmcp_core.offer import ServableRules
 from kbmcp_core.ports import ChunkBudget
-from kbmcp_core.search import Searcher, SearchRequest, fuse
+from kbmcp_core.search import Searcher, SearchRequest
 from tests.fakes import (
     FakeClock,
     FakeEmbedder,

@@ -1,0 +1,415 @@
+"""``kb-mcp migrate-store``: copy an index to another store without embedding anything.
+
+Documents and chunks (with their ids) are read through the source's ports and written
+through the target's own write path, so the target builds its lexical rows exactly as an
+index run would; the vectors are read from the source vector store and written, as they
+are, to the target one. The index facts that matter follow: the embedding model and its
+dimension, the last run, and the fingerprint of the target's vectors.
+
+A copy writes in batches of documents: each document's rows in one transaction, then the
+batch's vectors. While it writes, the target carries two markers, ``run_in_progress`` (search
+then says that chunks may lack vectors) and ``copy_from`` (which source is being copied). A
+copy killed at any point leaves every copied document whole but the target incomplete and
+marked; running the same command again finishes it: documents already copied whole are
+skipped, missing vectors are copied, and only then are the markers cleared.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import cast
+
+from kbmcp_adapters.app.bootstrap import Container
+from kbmcp_core.errors import ConfigError, IndexNotFound, ModelMismatch, StoreError
+from kbmcp_core.index_run import (
+    META_DIMENSION,
+    META_IN_PROGRESS,
+    META_LAST_RUN,
+    META_MODEL,
+    META_VECTORS,
+    text_hash,
+)
+from kbmcp_core.models import (
+    ChunkRecord,
+    DocumentRecord,
+    StoredChunk,
+    StoredDocument,
+    embed_text_of,
+)
+from kbmcp_core.ports import IndexStore, VectorStore
+from kbmcp_core.settings import Settings
+
+__all__ = ["META_COPY", "CopyReport", "Migration", "describe_store", "migrate_configured",
+           "migrate_store", "vectors_location"]
+
+log = logging.getLogger(__name__)
+
+#: Set while a copy writes the target: JSON ``{"source": ..., "started": ...}``; "" after.
+META_COPY = "copy_from"
+#: Documents per batch: their rows are written one by one, then their vectors at once.
+BATCH_DOCUMENTS = 200
+
+#: ``progress(done, total)``: documents handled so far out of the source's.
+CopyProgress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class CopyReport:
+    """What one ``migrate-store`` did."""
+
+    documents: int
+    chunks: int
+    #: vectors written to the target (0 when the target uses the source's vectors)
+    vectors: int
+    #: documents an earlier, interrupted copy had already written whole
+    already_copied: int
+    #: target documents removed (``--replace``, or no longer in the source)
+    removed: int
+    resumed: bool
+    #: True when source and target use the same vector store: no vector was copied
+    shared_vectors: bool
+    model_id: str
+    dimension: int
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """A finished ``migrate-store``: what was copied and the config that opens the copy."""
+
+    report: CopyReport
+    #: ``kb-mcp.toml`` lines for the target: database_url (password hidden), vectors_uri,
+    #: the model
+    config_lines: tuple[str, ...]
+    #: True when ``config_lines`` show ``***`` where the password goes
+    password_hidden: bool
+
+
+def migrate_configured(
+    kb_path: Path | None,
+    config: Path | None,
+    to_url: str,
+    vectors_to: str | None = None,
+    *,
+    replace_target: bool = False,
+    progress: CopyProgress | None = None,
+    starting: Callable[[str, str], None] | None = None,
+) -> Migration:
+    """``migrate-store`` for a configured knowledge base: the source is its index, the
+    target the same settings with ``database_url = to_url`` and, when given,
+    ``vectors_uri = vectors_to``. ``starting(source, target)`` is told what is copied
+    where (password hidden) once the settings are read."""
+    from sqlalchemy.engine import make_url
+
+    from kbmcp_adapters.app.bootstrap import bootstrap, settings_for
+    from kbmcp_adapters.store.urls import safe_url
+    from kbmcp_core.settings import public_uri
+
+    source_settings = settings_for(kb_path, config)
+    target_settings = settings_for(kb_path, config, database_url=to_url, vectors_uri=vectors_to)
+    if starting is not None:
+        starting(describe_store(source_settings.store_url),
+                 describe_store(target_settings.store_url))
+    source, target = bootstrap(source_settings), bootstrap(target_settings)
+    try:
+        report = migrate_store(source, target, replace_target=replace_target,
+                               progress=progress)
+    finally:
+        target.close()
+        source.close()
+    lines = (f"database_url = {_toml(safe_url(to_url))}",
+             f"vectors_uri = {_toml(public_uri(target_settings.vectors_location))}",
+             "", "[embedding]", f"model = {_toml(report.model_id)}")
+    return Migration(report, lines, make_url(to_url).password is not None)
+
+
+def _toml(value: str) -> str:
+    """A TOML basic string."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def describe_store(url: str) -> str:
+    """The store for messages and markers: a SQLite file's path, or the URL with its
+    password hidden."""
+    from kbmcp_adapters.store.migrate import sqlite_file
+    from kbmcp_adapters.store.urls import safe_url
+
+    file = sqlite_file(url)
+    return str(file.resolve()) if file is not None else safe_url(url)
+
+
+def vectors_location(settings: Settings) -> str:
+    """Where the vectors of ``settings`` live, comparable between two settings."""
+    if settings.vectors_remote:
+        return settings.vectors_location.rstrip("/")
+    return str(Path(settings.vectors_location).expanduser().resolve())
+
+
+def migrate_store(
+    source: Container,
+    target: Container,
+    *,
+    replace_target: bool = False,
+    progress: CopyProgress | None = None,
+) -> CopyReport:
+    """Copy the index of ``source`` into ``target``'s store and vector store.
+
+    Holds the writer lock of both (one lock when they share it). Refusals, before
+    anything is written: ``IndexNotFound`` when the source holds no index;
+    ``ModelMismatch`` when the configured model is not the source index's; ``ConfigError``
+    when the target is the source, holds an index of another model or dimension, holds
+    documents (unless ``replace_target``), or the source is incomplete.
+    """
+    s = source.settings
+    source_name = describe_store(s.store_url)
+    target_name = describe_store(target.settings.store_url)
+    if source_name == target_name:
+        raise ConfigError(f"--to names the index being copied ({target_name}); "
+                          "point it at another database")
+    with _writer_locks(source.settings, target.settings):
+        source_store = source.open_store(create=False)
+        model, dimension = _source_model(source_store, s, source_name)
+        target_store = target.open_store(create=True)
+        _check_target_model(target_store, model, dimension, target_name)
+        shared = vectors_location(s) == vectors_location(target.settings)
+        copier = _Copy(source_store, source.vectors, target_store,
+                       None if shared else target.vectors, source_name, target_name)
+        return copier.run(model, dimension, replace_target=replace_target, progress=progress)
+
+
+@contextlib.contextmanager
+def _writer_locks(source: Settings, target: Settings) -> Iterator[None]:
+    """The source's writer lock (its rows must not change mid-copy), then the target's
+    when it is another lock (a PostgreSQL target; a SQLite one shares the index folder's)."""
+    from kbmcp_adapters.app.writer_lock import writer_lock
+    from kbmcp_adapters.store.advisory_lock import is_postgresql_url
+
+    def key(settings: Settings) -> str:
+        url = settings.store_url
+        return url if is_postgresql_url(url) else str(settings.index_dir.resolve())
+
+    timeout = source.writer_lock_timeout_s
+    with contextlib.ExitStack() as stack:
+        for settings in (source, target) if key(source) != key(target) else (source,):
+            stack.enter_context(writer_lock(settings.index_dir, timeout, "migrate-store",
+                                            store_url=settings.store_url))
+        yield
+
+
+def _source_model(store: IndexStore, settings: Settings, name: str) -> tuple[str, int]:
+    model, dimension = store.get_meta(META_MODEL), store.get_meta(META_DIMENSION)
+    if model is None or dimension is None or not dimension.isdigit() or not store.stats().documents:
+        raise IndexNotFound(name)
+    if model != settings.embedding_model:
+        raise ModelMismatch(model, settings.embedding_model)
+    return model, int(dimension)
+
+
+def _check_target_model(store: IndexStore, model: str, dimension: int, name: str) -> None:
+    held, held_dimension = store.get_meta(META_MODEL), store.get_meta(META_DIMENSION)
+    if held is None:
+        return
+    if held != model or (held_dimension or str(dimension)) != str(dimension):
+        raise ConfigError(
+            f"the target store {name} holds an index of model {held!r} ({held_dimension} "
+            f"dimensions) but the source index uses {model!r} ({dimension} dimensions); "
+            "point --to at an empty database"
+        )
+
+
+class _Copy:
+    """One copy from a source index to a target store (vectors None: shared)."""
+
+    def __init__(self, source: IndexStore, source_vectors: VectorStore, target: IndexStore,
+                 target_vectors: VectorStore | None, source_name: str,
+                 target_name: str) -> None:
+        self.source = source
+        self.source_vectors = source_vectors
+        self.target = target
+        self.target_vectors = target_vectors
+        self.source_name = source_name
+        self.target_name = target_name
+
+    def run(self, model: str, dimension: int, *, replace_target: bool,
+            progress: CopyProgress | None) -> CopyReport:
+        src, dst = self.source, self.target
+        resumed = self._check_target(replace_target)
+        self._check_source_complete()
+        paths = src.document_paths()
+        dst.set_meta(META_COPY, json.dumps({"source": self.source_name}, ensure_ascii=False))
+        dst.set_meta(META_IN_PROGRESS, "copy from " + self.source_name)
+        dst.set_meta(META_MODEL, model)
+        dst.set_meta(META_DIMENSION, str(dimension))
+        removed = self._clear(replace_target and not resumed, set(paths))
+        have = set() if self.target_vectors is None else self.target_vectors.ids()
+        chunks = vectors = skipped = 0
+        for start in range(0, len(paths), BATCH_DOCUMENTS):
+            batch = paths[start : start + BATCH_DOCUMENTS]
+            n_chunks, n_vectors, n_skipped = self._copy_batch(batch, have)
+            chunks, vectors, skipped = chunks + n_chunks, vectors + n_vectors, skipped + n_skipped
+            if progress is not None:
+                progress(start + len(batch), len(paths))
+        self._finish()
+        return CopyReport(documents=len(paths), chunks=chunks, vectors=vectors,
+                          already_copied=skipped, removed=removed, resumed=resumed,
+                          shared_vectors=self.target_vectors is None, model_id=model,
+                          dimension=dimension)
+
+    # -- before writing ------------------------------------------------------
+    def _check_target(self, replace_target: bool) -> bool:
+        """True when the target holds an unfinished copy of this source (resume it)."""
+        from_source = _marked_source(self.target.get_meta(META_COPY))
+        if from_source == self.source_name:
+            return True
+        held = self.target.stats().documents
+        if replace_target:
+            return False
+        if held:
+            what = (f"an unfinished copy from {from_source}" if from_source
+                    else f"{held} documents")
+            raise ConfigError(f"the target store {self.target_name} already holds {what}; "
+                              "pass --replace to overwrite it, or point --to at an empty "
+                              "database")
+        if self.target_vectors is not None and self.target_vectors.count():
+            raise ConfigError(
+                "the target vector location already holds vectors of another index; pass "
+                "--replace to overwrite them, or point --vectors-to at an empty location")
+        return False
+
+    def _check_source_complete(self) -> None:
+        """Refuse a source a run did not finish: its chunks may lack vectors that only an
+        embedding run can make."""
+        unfinished = bool(self.source.get_meta(META_IN_PROGRESS))
+        missing = len(self.source.chunk_ids() - self.source_vectors.ids())
+        if unfinished or missing:
+            why = (f"{missing} chunks have no vector" if missing
+                   else "its last index run did not finish")
+            raise ConfigError(f"the source index is incomplete ({why}): run `kb-mcp index` "
+                              "to complete it, then migrate it")
+
+    def _clear(self, wipe: bool, keep: set[str]) -> int:
+        """Empty the target (``--replace``), or drop what is no longer in the source (a
+        resumed copy whose source changed since)."""
+        dst = self.target
+        gone = [p for p in dst.document_paths() if wipe or p not in keep]
+        removed_ids = dst.delete_documents(gone)
+        if self.target_vectors is not None:
+            if wipe:
+                self.target_vectors.reset()
+            elif removed_ids:
+                self.target_vectors.delete(removed_ids)
+        if gone:
+            log.info("removed %d documents from the target store", len(gone))
+        return len(gone)
+
+    # -- the copy ------------------------------------------------------------
+    def _copy_batch(self, paths: Sequence[str], have: set[int]) -> tuple[int, int, int]:
+        """Rows of ``paths`` (each document in one transaction), then their vectors."""
+        src, dst = self.source, self.target
+        documents = src.documents(paths)
+        found = src.get_chunks(src.chunk_ids_for(paths))
+        by_path: dict[str, list[StoredChunk]] = {}
+        for chunk in found.values():
+            by_path.setdefault(chunk.document_path, []).append(chunk)
+        copied = {d.path: d for d in dst.documents(paths)}
+        in_target = set(dst.chunk_ids_for(paths))
+        n_chunks = skipped = 0
+        stale: list[int] = []
+        for doc in documents:
+            records = _chunk_records(by_path.get(doc.path, []),
+                                     src.document_chunk_hashes(doc.path) or [])
+            n_chunks += len(records)
+            old = copied.get(doc.path)
+            if (old is not None and replace(old, id=0) == replace(doc, id=0)
+                    and {r.id for r in records} <= in_target):
+                skipped += 1
+                continue
+            stale += dst.write_document(_document_record(doc), records)
+        wanted = set(found) - have
+        if self.target_vectors is None:
+            return n_chunks, 0, skipped
+        if stale:
+            self.target_vectors.delete(stale)
+        if wanted:
+            got = self.source_vectors.get(wanted)
+            if len(got) != len(wanted):
+                raise StoreError(f"{len(wanted) - len(got)} chunks lost their vector in the "
+                                 "source during the copy; run `kb-mcp index` there, then "
+                                 "run migrate-store again")
+            ids = sorted(got)
+            self.target_vectors.add(ids, [got[i] for i in ids])
+            have.update(ids)
+        return n_chunks, len(wanted), skipped
+
+    def _finish(self) -> None:
+        dst, vectors = self.target, self.target_vectors
+        dst.prune_dangling()
+        if vectors is not None:
+            orphans = vectors.ids() - dst.chunk_ids()
+            if orphans:
+                vectors.delete(orphans)
+            vectors.compact()
+        last_run = self.source.get_meta(META_LAST_RUN)
+        if last_run is not None:
+            dst.set_meta(META_LAST_RUN, last_run)
+        fingerprint = (vectors or self.source_vectors).fingerprint()
+        dst.set_meta(META_VECTORS, fingerprint or "")
+        dst.set_meta(META_IN_PROGRESS, "")
+        dst.set_meta(META_COPY, "")
+
+
+def _marked_source(marker: str | None) -> str | None:
+    """The source named by a ``copy_from`` marker ("unknown" when it cannot be read)."""
+    if not marker:
+        return None
+    try:
+        source = json.loads(marker).get("source")
+    except (ValueError, AttributeError):
+        return "an unknown source"
+    return str(source) if source else "an unknown source"
+
+
+def _document_record(doc: StoredDocument) -> DocumentRecord:
+    return DocumentRecord(
+        path=doc.path,
+        title=doc.title,
+        content_hash=doc.content_hash,
+        # a size never recorded stays NULL: the store writes the value as given
+        size_bytes=cast(int, doc.size_bytes),
+        date=doc.date,
+        topic=doc.topic,
+        category=doc.category,
+        tags=doc.tags,
+        metadata=doc.metadata,
+        last_indexed=doc.last_indexed,
+    )
+
+
+def _chunk_records(chunks: list[StoredChunk], order: list[str]) -> list[ChunkRecord]:
+    """The chunks of one document as records, in their stored order.
+
+    The order comes from the document's chunk hashes (the hash of the embedded text, as
+    the indexer computes it): each chunk takes the position of its hash; chunks with the
+    same text keep their place in the text (page, then line).
+    """
+    slots: dict[str, list[int]] = {}
+    for position, digest in enumerate(order):
+        slots.setdefault(digest, []).append(position)
+    records: list[tuple[int, ChunkRecord]] = []
+    unplaced = len(order)
+    for chunk in sorted(chunks, key=lambda c: (c.page or 0, c.start_line or 0, c.id)):
+        digest = text_hash(embed_text_of(chunk.heading_path, chunk.content))
+        free = slots.get(digest)
+        if free:
+            ordinal = free.pop(0)
+        else:  # a hash written by an older kb-mcp: after the others, in text order
+            ordinal, unplaced = unplaced, unplaced + 1
+        records.append((ordinal, ChunkRecord(
+            id=chunk.id, ordinal=ordinal, heading=chunk.heading,
+            heading_path=chunk.heading_path, content=chunk.content, content_hash=digest,
+            start_line=chunk.start_line, end_line=chunk.end_line, page=chunk.page)))
+    return [record for _, record in sorted(records, key=lambda r: r[0])]

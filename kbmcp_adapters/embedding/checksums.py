@@ -1,0 +1,63 @@
+"""Model files checked against their published sha256 before a byte of them is used."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from pathlib import Path
+
+from kbmcp_core.errors import EmbeddingUnavailable
+
+# Files already found intact in this process (path, expected digest): checked once.
+_lock = threading.Lock()
+_verified: set[tuple[str, str]] = set()
+
+
+def read_verified(path: Path, expected: str, what: str, fix: str) -> bytes:
+    """The bytes of ``path``, read through one handle and hashed: the bytes returned are
+    the bytes checked, so a file swapped after the check cannot slip through."""
+    data = _read(path, what, fix)
+    if hashlib.sha256(data).hexdigest() != expected:
+        raise EmbeddingUnavailable(_damaged(what, fix))
+    return data
+
+
+def verify(path: Path, expected: str, what: str, fix: str) -> None:
+    """Check a file's sha256 once per process; ``EmbeddingUnavailable`` if it differs."""
+    if not sha256_matches(path, expected, what, fix):
+        raise EmbeddingUnavailable(_damaged(what, fix))
+
+
+def sha256_matches(path: Path, expected: str, what: str, fix: str) -> bool:
+    """Whether ``path`` hashes to ``expected``; a missing or unreadable file is an error."""
+    key = (str(path), expected)
+    with _lock:
+        if key in _verified:
+            return True
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except FileNotFoundError:
+        raise EmbeddingUnavailable(f"{what} is missing; {fix}") from None
+    except OSError as exc:
+        raise EmbeddingUnavailable(f"{what} cannot be read ({exc.strerror}); {fix}") from None
+    if digest.hexdigest() != expected:
+        return False
+    with _lock:
+        _verified.add(key)
+    return True
+
+
+def _read(path: Path, what: str, fix: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise EmbeddingUnavailable(f"{what} is missing; {fix}") from None
+    except OSError as exc:
+        raise EmbeddingUnavailable(f"{what} cannot be read ({exc.strerror}); {fix}") from None
+
+
+def _damaged(what: str, fix: str) -> str:
+    return f"{what} does not match its published sha256 (damaged or replaced); {fix}"

@@ -1,0 +1,59 @@
+"""Helpers every embedder shares: error translation, unit vectors, length-bucketed batches."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+from kbmcp_core.errors import EmbeddingUnavailable, KbError
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+#: Padded tokens per text in a full batch: ``batch_size`` texts of 96 tokens, or fewer
+#: longer ones (memory grows with tokens per batch, not with texts).
+BATCH_TOKENS_PER_TEXT = 96
+
+
+@contextlib.contextmanager
+def translated(model: str, action: str) -> Iterator[None]:
+    """Turn any library failure into ``EmbeddingUnavailable`` naming the model."""
+    try:
+        yield
+    except KbError:
+        raise
+    except Exception as exc:
+        raise EmbeddingUnavailable(
+            f"embedding model {model!r} could not {action}: {reason(exc)}"
+        ) from exc
+
+
+def reason(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    first = text[0] if text else ""
+    return f"{type(exc).__name__}: {first[:300]}" if first else type(exc).__name__
+
+
+def unit(rows: Any) -> NDArray[Any]:
+    """Rows scaled to unit length (a zero row stays zero)."""
+    import numpy as np
+
+    matrix = np.asarray(rows, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return cast("NDArray[Any]", matrix / np.maximum(norms, 1e-12))
+
+
+def length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """Indexes grouped so similar lengths sit together: each batch pads only to its own
+    longest text and holds at most ``batch_size`` texts and ``batch_size * 96`` padded
+    tokens, so long texts come in smaller batches (peak memory follows tokens)."""
+    order = sorted(range(len(lengths)), key=lengths.__getitem__)
+    budget = batch_size * BATCH_TOKENS_PER_TEXT
+    batches: list[list[int]] = [[]]
+    for i in order:
+        batch = batches[-1]
+        if batch and (len(batch) >= batch_size or (len(batch) + 1) * lengths[i] > budget):
+            batches.append(batch := [])
+        batch.append(i)
+    return [b for b in batches if b]

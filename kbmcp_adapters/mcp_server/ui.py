@@ -1,0 +1,242 @@
+"""The local web page at /ui: static files, and a thin JSON API over the MCP use-cases.
+
+Every data call goes through the code the MCP surface runs: search and the graph through
+their tool specs (argument check, run, result shaping, error codes), document reads
+through the ``resources/read`` handler (the guard chain of ``kb://doc/``), topics through
+``resources/list``. The static files carry no data; ``/ui/api/`` sits behind the same
+bearer authentication as ``/mcp`` (http.py). Every response carries a strict
+Content-Security-Policy.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from importlib import resources as package_files
+from typing import Any
+
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from kbmcp_adapters.mcp_server import resources, tools
+from kbmcp_adapters.mcp_server.runtime import KbRuntime
+from kbmcp_adapters.mcp_server.schemas import ArgumentChecker, JsonObject
+from kbmcp_core.errors import IndexNotFound
+from kbmcp_core.offer import doc_uri
+from kbmcp_core.search import MODES
+
+log = logging.getLogger(__name__)
+
+UI_PATH = "/ui"
+UI_API_PATH = "/ui/api"
+#: A request body the API reads at most (the transport's own cap is larger).
+MAX_BODY = 64 * 1024
+
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+        "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+    "Cache-Control": "no-store",
+}
+_STATIC = {
+    "index.html": "text/html; charset=utf-8",
+    "app.js": "text/javascript; charset=utf-8",
+    "app.css": "text/css; charset=utf-8",
+}
+#: A tool error code -> the HTTP status the page gets it with.
+_STATUS = {"invalid_argument": 400, "path_refused": 404, "not_servable": 404,
+           "index_not_found": 404, "writer_busy": 409, "index_read_only": 403,
+           "internal_error": 500}
+
+
+def static_file(name: str) -> bytes:
+    return package_files.files("kbmcp_adapters.mcp_server").joinpath(
+        "ui_static", name).read_bytes()
+
+
+def _respond(body: bytes, media_type: str, status: int = 200) -> Response:
+    return Response(body, status_code=status, media_type=media_type, headers=SECURITY_HEADERS)
+
+
+def _json(data: Any, status: int = 200) -> Response:
+    return _respond(json.dumps(data, ensure_ascii=False).encode(), "application/json", status)
+
+
+def _error(code: str, message: str, status: int | None = None, **extra: Any) -> Response:
+    return _json({"error": {"code": code, "message": message, **extra}},
+                 status or _STATUS.get(code, 422))
+
+
+class UiApi:
+    """The page's API over one runtime."""
+
+    def __init__(self, rt: KbRuntime) -> None:
+        self.rt = rt
+        self.specs = {s.name: s for s in tools.tool_specs(rt.settings)}
+        self.checkers = {n: ArgumentChecker(s.input_schema) for n, s in self.specs.items()}
+
+    async def tool(self, name: str, args: JsonObject, extra: JsonObject | None = None
+                   ) -> Response:
+        """Exactly what ``tools/call`` does (server.build_server), as JSON; ``extra``
+        arguments (the page's retriever choice) join the checked ones."""
+        spec = self.specs[name]
+        try:
+            checked = self.checkers[name].check(args)
+            result = tools.success_result(await spec.run(self.rt, {**checked, **(extra or {})}))
+        except Exception as exc:
+            result = tools.failure_result(exc)
+        if result.is_error:
+            failure = json.loads(_text(result))["error"]
+            return _error(failure["code"], failure["message"])
+        return _json(result.structured_content)
+
+    async def search(self, request: Request) -> Response:
+        """The search tool, plus the retriever (``mode``) the command line also offers."""
+        args = await _body(request)
+        if isinstance(args, Response):
+            return args
+        mode = args.pop("mode", None) or "hybrid"
+        if mode not in MODES:
+            return _error("invalid_argument", f"mode must be one of {', '.join(MODES)}")
+        return await self.tool("search", args, {"mode": mode})
+
+    async def graph(self, request: Request) -> Response:
+        args = await _body(request)
+        if isinstance(args, Response):
+            return args
+        return await self.tool("get_connection_graph", args)
+
+    async def read(self, request: Request) -> Response:
+        """A ``kb://`` URI through the ``resources/read`` handler: refusals as -32002."""
+        args = await _body(request)
+        if isinstance(args, Response):
+            return args
+        uri = args.get("uri")
+        if not isinstance(uri, str) or not uri.startswith("kb://"):
+            return _error("invalid_argument", "uri must be a kb:// URI")
+        try:
+            result = await resources.read_resource(
+                self.rt, None, types.ReadResourceRequestParams(uri=uri))
+        except MCPError as exc:
+            if exc.code == resources.RESOURCE_NOT_FOUND:
+                data = exc.error.data if isinstance(exc.error.data, dict) else {}
+                return _error("not_found", "Resource not found", 404,
+                              reason=str(data.get("reason", "not offered")))
+            return _error("internal_error", exc.error.message, 500)
+        content = result.contents[0]
+        assert isinstance(content, types.TextResourceContents)
+        return _json({"uri": uri, "mime_type": content.mime_type, "text": content.text})
+
+    async def topics(self, request: Request) -> Response:
+        """``resources/list`` as a client sees it, with each group's offered documents."""
+        try:
+            listed = await resources.list_resources(self.rt, None, None)
+        except MCPError as exc:
+            return _error("internal_error", exc.error.message, 500)
+
+        def members() -> dict[str, list[JsonObject]]:
+            try:
+                groups = self.rt.open_index().topic_groups()
+            except IndexNotFound:
+                return {}
+            return {g.uri: [{"path": d.path, "title": d.title, "uri": doc_uri(d.path)}
+                            for d in g.documents] for g in groups}
+
+        documents = await self.rt.in_thread(members)
+        return _json({"topics": [
+            {"uri": r.uri, "name": r.name, "title": r.title, "description": r.description,
+             "documents": documents.get(r.uri, [])} for r in listed.resources]})
+
+    async def health(self, request: Request) -> Response:
+        """``status`` and ``doctor`` in one answer, plus the running rebuild's progress."""
+        rt = self.rt
+
+        def run() -> JsonObject:
+            kb = rt.open_index()
+            stats, report = kb.stats(), kb.doctor()
+            return {
+                "status": {
+                    "documents": stats.documents, "chunks": stats.chunks,
+                    "model": stats.model_id, "dimension": stats.dimension,
+                    "schema_revision": stats.schema_revision, "last_run": stats.last_run,
+                    "read_only": rt.read_only or kb.is_read_only(),
+                    "watcher": tools._watcher_status(rt),
+                },
+                "doctor": {**report.as_dict(), "healthy": report.healthy},
+            }
+
+        try:
+            data = await rt.in_thread(run)
+        except Exception as exc:
+            failure = json.loads(_text(tools.failure_result(exc)))["error"]
+            return _error(failure["code"], failure["message"])
+        return _json({**tools.without_nulls(data), "progress": self._progress()})
+
+    def _progress(self) -> JsonObject | None:
+        since = self.rt.rebuilding_since()
+        if since is None:
+            return None
+        return {"phase": "start", **(self.rt.progress or {})}
+
+    async def progress(self, request: Request) -> Response:
+        return _json({"progress": self._progress()})
+
+    async def rebuild(self, request: Request) -> Response:
+        args = await _body(request)
+        if isinstance(args, Response):
+            return args
+        return await self.tool("rebuild_index", args)
+
+
+def _text(result: types.CallToolResult) -> str:
+    block = result.content[0]
+    assert isinstance(block, types.TextContent)
+    return block.text
+
+
+async def _body(request: Request) -> JsonObject | Response:
+    raw = await request.body()
+    if len(raw) > MAX_BODY:
+        return _error("invalid_argument", f"the request body is over {MAX_BODY} bytes", 413)
+    try:
+        data = json.loads(raw or b"{}")
+    except (ValueError, UnicodeDecodeError):
+        return _error("invalid_argument", "the request body must be a JSON object")
+    if not isinstance(data, dict):
+        return _error("invalid_argument", "the request body must be a JSON object")
+    return data
+
+
+def ui_routes(rt: KbRuntime) -> list[Route]:
+    """The /ui page, its two static files, and /ui/api/*."""
+    api = UiApi(rt)
+    files = {name: static_file(name) for name in _STATIC}
+
+    def serve(name: str) -> Any:
+        async def endpoint(request: Request) -> Response:
+            return _respond(files[name], _STATIC[name])
+        return endpoint
+
+    return [
+        Route(UI_PATH, serve("index.html"), methods=["GET"]),
+        Route(f"{UI_PATH}/", serve("index.html"), methods=["GET"]),
+        Route(f"{UI_PATH}/app.js", serve("app.js"), methods=["GET"]),
+        Route(f"{UI_PATH}/app.css", serve("app.css"), methods=["GET"]),
+        Route(f"{UI_API_PATH}/search", api.search, methods=["POST"]),
+        Route(f"{UI_API_PATH}/read", api.read, methods=["POST"]),
+        Route(f"{UI_API_PATH}/graph", api.graph, methods=["POST"]),
+        Route(f"{UI_API_PATH}/rebuild", api.rebuild, methods=["POST"]),
+        Route(f"{UI_API_PATH}/topics", api.topics, methods=["GET"]),
+        Route(f"{UI_API_PATH}/health", api.health, methods=["GET"]),
+        Route(f"{UI_API_PATH}/progress", api.progress, methods=["GET"]),
+    ]
+
+
+__all__ = ["SECURITY_HEADERS", "UI_API_PATH", "UI_PATH", "UiApi", "ui_routes"]

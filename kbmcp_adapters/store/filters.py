@@ -1,0 +1,161 @@
+"""A search's document filters (``DocumentFilter``) as one SQL condition on ``documents``.
+
+SQLite gets two Python functions on the connection (``register_functions``):
+``kb_fnmatch`` is ``fnmatch.fnmatchcase`` itself and ``kb_lower`` is ``str.lower``, so a
+glob or a tag compares exactly as ``DocumentFilter.matches`` says. PostgreSQL runs no
+Python: a glob becomes an anchored regular expression (``glob_regex``) and ``lower()``
+folds case (the database's locale decides for letters outside ASCII).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from typing import Any
+
+from kbmcp_core.models import DocumentFilter
+
+__all__ = ["glob_regex", "register_functions", "where"]
+
+
+def _lower(value: object) -> object:
+    return value.lower() if isinstance(value, str) else value
+
+
+def _fnmatch(name: object, pattern: object) -> bool:
+    return isinstance(name, str) and isinstance(pattern, str) and fnmatch.fnmatchcase(
+        name, pattern)
+
+
+def register_functions(dbapi_connection: Any) -> None:
+    """``kb_fnmatch(path, pattern)`` and ``kb_lower(text)`` on an sqlite3 connection."""
+    dbapi_connection.create_function("kb_fnmatch", 2, _fnmatch, deterministic=True)
+    dbapi_connection.create_function("kb_lower", 1, _lower, deterministic=True)
+
+
+#: ``str.lower`` in SQLite: its own ``lower()`` for ASCII text (same result, no call into
+#: Python), ``kb_lower`` for the rest (SQLite folds ASCII letters only).
+_SQLITE_LOWER = ("(CASE WHEN length({0}) = length(CAST({0} AS BLOB)) THEN lower({0}) "
+                 "ELSE kb_lower({0}) END)")
+
+
+def where(spec: DocumentFilter, postgresql: bool) -> tuple[str, dict[str, object]]:
+    """(SQL condition on ``documents``, its parameters); ``1 = 1`` when nothing filters."""
+    params: dict[str, object] = {}
+    clauses: list[str] = []
+    lower = "lower({})" if postgresql else _SQLITE_LOWER
+
+    def glob(i: str, pattern: str) -> str:
+        params[i] = glob_regex(pattern) if postgresql else pattern
+        return f"documents.path ~ :{i}" if postgresql else f"kb_fnmatch(documents.path, :{i})"
+
+    if spec.includes:
+        tests = [glob(f"g{n}", g) for n, g in enumerate(spec.includes)]
+        clauses.append("(" + " OR ".join(tests) + ")")
+    clauses += [f"NOT {glob(f'x{n}', g)}" for n, g in enumerate(spec.excludes)]
+    if postgresql:
+        tags = "json_array_elements_text(CAST(documents.tags AS json)) AS t(value)"
+        wanted = ("SELECT lower(q.value) "
+                  "FROM json_array_elements_text(CAST(:{0} AS json)) AS q(value)")
+    else:
+        tags = "json_each(documents.tags) AS t"
+        wanted = "SELECT value FROM json_each(:{0})"
+    if spec.tags_any:
+        wanted_any = sorted({t.lower() for t in spec.tags_any})
+        params["tags_any"] = json.dumps(wanted_any, ensure_ascii=False)
+        if not postgresql and all(_likeable(t) for t in wanted_any):
+            # a cheap necessary condition first: the JSON text holds one of the tags as a
+            # quoted string (LIKE folds ASCII case), so json_each runs on few rows
+            likes = []
+            for n, tag in enumerate(wanted_any):
+                params[f"like{n}"] = f"%{_like_escaped(json.dumps(tag))}%"
+                likes.append(f"documents.tags LIKE :like{n} ESCAPE '\\'")
+            clauses.append("(" + " OR ".join(likes) + ")")
+        clauses.append(f"EXISTS (SELECT 1 FROM {tags} WHERE {lower.format('t.value')} IN "
+                       f"({wanted.format('tags_any')}))")
+    if spec.tags_all:
+        needed = sorted({t.lower() for t in spec.tags_all})
+        params["tags_all"] = json.dumps(needed, ensure_ascii=False)
+        params["tags_all_n"] = len(needed)
+        folded = lower.format("t.value")
+        clauses.append(f"(SELECT count(DISTINCT {folded}) FROM {tags} WHERE "
+                       f"{folded} IN ({wanted.format('tags_all')})) = :tags_all_n")
+    if spec.date_from is not None:
+        params["date_from"] = spec.date_from
+        clauses.append("documents.date >= :date_from")
+    if spec.date_to is not None:
+        params["date_to"] = spec.date_to
+        clauses.append("documents.date <= :date_to")
+    for name in ("category", "topic"):
+        value = getattr(spec, name)
+        if value is not None:
+            params[name] = value.lower()
+            target = f"lower(:{name})" if postgresql else f":{name}"
+            value_sql = lower.format(f"coalesce(documents.{name}, '')")
+            clauses.append(f"{value_sql} = {target}")
+    return " AND ".join(clauses) or "1 = 1", params
+
+
+def _likeable(tag: str) -> bool:
+    """True when every stored tag that folds to ``tag`` also contains it ASCII-case-folded:
+    ASCII text without "k" (the Kelvin sign folds to "k")."""
+    return tag.isascii() and "k" not in tag
+
+
+def _like_escaped(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def glob_regex(pattern: str) -> str:
+    """``pattern`` (``fnmatch``: ``*``, ``?``, ``[seq]``, ``[!seq]``) as an anchored
+    PostgreSQL regular expression matching the same strings, case-sensitively."""
+    out = ["^"]
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        i += 1
+        if c == "*":
+            out.append(".*")
+        elif c == "?":
+            out.append(".")
+        elif c == "[":
+            j = i
+            if j < n and pattern[j] == "!":
+                j += 1
+            if j < n and pattern[j] == "]":
+                j += 1
+            while j < n and pattern[j] != "]":
+                j += 1
+            if j >= n:
+                out.append(_escape("["))
+                continue
+            body, i = pattern[i:j], j + 1
+            negate = body.startswith("!")
+            out.append(_bracket(body[1:] if negate else body, negate))
+        else:
+            out.append(_escape(c))
+    return "".join(out) + "$"
+
+
+def _escape(char: str) -> str:
+    return char if char.isalnum() and char.isascii() else "\\" + char
+
+
+def _bracket(body: str, negate: bool) -> str:
+    """One character class: ``a-z`` ranges as fnmatch reads them (an inverted range
+    matches nothing, as in ``fnmatch``), every other character literal."""
+    ranges: list[tuple[str, str]] = []
+    k = 0
+    while k < len(body):
+        if k + 2 < len(body) and body[k + 1] == "-":
+            ranges.append((body[k], body[k + 2]))
+            k += 3
+        else:
+            ranges.append((body[k], body[k]))
+            k += 1
+    kept = [(lo, hi) for lo, hi in ranges if lo <= hi]
+    if not kept:
+        return "." if negate else "(?!x)x"
+    items = "".join(_escape(lo) if lo == hi else f"{_escape(lo)}-{_escape(hi)}"
+                    for lo, hi in kept)
+    return f"[{'^' if negate else ''}{items}]"

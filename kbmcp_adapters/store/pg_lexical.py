@@ -1,0 +1,193 @@
+"""Lexical search on PostgreSQL with what it ships: a ``tsvector`` word index (English
+stemming, GIN) and ``pg_trgm`` substring matching for Chinese, Japanese and Korean text.
+
+The terms come from the same ``compile_query`` as SQLite's FTS5 expressions, and every
+term reaches PostgreSQL as a bound parameter: through ``phraseto_tsquery`` (which reads
+plain text, never tsquery syntax) or as an escaped ``ILIKE`` substring. The legs mirror
+``ranking.rank`` and share its math:
+
+* words: Okapi BM25 weights per term (FTS5's IDF over this table's document frequencies)
+  times ``ts_rank`` of that term with the column weights of ``BM25_WEIGHTS``;
+* grams: BM25 computed from substring counts per column, as FTS5's trigram table counts
+  them (trigram hits weighted title 2, heading 3, body 1);
+* short CJK runs: the same substring scan as SQLite;
+
+each leg relative to its best and weighed by coverage (``ranking.weigh_by_coverage``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+
+from kbmcp_adapters.store.lexical import Terms, compile_query
+from kbmcp_adapters.store.ranking import (
+    BM25_WEIGHTS,
+    bm25_idf,
+    merge,
+    substring_leg,
+    weigh_by_coverage,
+)
+from kbmcp_adapters.store.tables import JOIN_DOCUMENTS, PG_LEXICAL, PG_PATH_FILTER
+
+__all__ = ["HAYSTACK", "rank"]
+
+#: The text the trigram index covers; the index (migration 0001) is on this very
+#: expression, so a query must spell it the same way to use it.
+HAYSTACK = "(lx.title || ' ' || lx.heading || ' ' || lx.body)"
+#: ts_rank weights in its order {D, C, B, A}: body (D), unused (C), title (B), heading (A),
+#: the ratios of BM25_WEIGHTS (title 2, heading 3, body 1).
+_TITLE_W, _HEADING_W, _BODY_W = BM25_WEIGHTS
+_TS_WEIGHTS = "{%g,0,%g,%g}" % (_BODY_W / 3, _TITLE_W / 3, _HEADING_W / 3)  # noqa: UP031
+#: Okapi BM25 constants, as FTS5 uses them.
+K1, B = 1.2, 0.75
+
+
+def rank(conn: Connection, query: str, limit: int, paths: str | None) -> list[tuple[int, float]]:
+    """``ranking.rank`` on PostgreSQL: the same legs, in the same order, merged the same way."""
+    compiled = compile_query(query)
+    legs: list[list[tuple[int, float]]] = []
+    if compiled.word_match and not compiled.has_cjk:
+        legs.append(_words_leg(conn, compiled.word_match, compiled.word_coverage, limit, paths))
+    if compiled.gram_match and (compiled.has_cjk or not any(legs)):
+        legs.append(_grams_leg(conn, compiled.gram_match, compiled.gram_coverage, limit, paths))
+    if compiled.short_runs and not compiled.gram_match:
+        legs.append(substring_leg(conn, compiled.short_runs, limit, paths,
+                                  find="strpos", path_filter=PG_PATH_FILTER))
+    return merge(legs, limit)
+
+
+def _terms_of(match: Terms, coverage: Sequence[str]) -> list[str]:
+    """Every distinct term the leg needs: the match expression's, then coverage's."""
+    return list(dict.fromkeys([*match.all, *coverage]))
+
+
+def _where(match: Terms, index: dict[str, int], test: str) -> str:
+    """The match condition: every required term, else any optional one. ``test`` formats
+    the condition on term number ``{i}``."""
+    if match.required:
+        return " AND ".join(test.format(i=index[t]) for t in match.required)
+    return "(" + " OR ".join(test.format(i=index[t]) for t in match.optional) + ")"
+
+
+def _from(paths: str | None, params: dict[str, object]) -> tuple[str, str]:
+    """The FROM clause over the lexical table and the path restriction, if any."""
+    if paths is None:
+        return f"FROM {PG_LEXICAL} AS lx", ""
+    params["paths"] = paths
+    return (f"FROM {PG_LEXICAL} AS lx JOIN chunks ON chunks.id = lx.id {JOIN_DOCUMENTS}",
+            f" AND {PG_PATH_FILTER}")
+
+
+def _frequencies(conn: Connection, terms: Sequence[str], test: str,
+                 params: dict[str, object]) -> tuple[int, list[int]]:
+    """(rows in the table, rows holding each term), in one scan of the rows holding any."""
+    counts = ", ".join(f"count(*) FILTER (WHERE {test.format(i=i)})" for i in range(len(terms)))
+    anything = " OR ".join(test.format(i=i) for i in range(len(terms)))
+    total = int(conn.execute(text("SELECT count(*) FROM chunks")).scalar_one() or 0)
+    row = conn.execute(text(f"SELECT {counts} FROM {PG_LEXICAL} AS lx WHERE {anything}"),
+                       params).one()
+    return total, [int(n) for n in row]
+
+
+def _leg(conn: Connection, terms: Sequence[str], coverage: Sequence[str], score_sql: str,
+         test: str, where: str, limit: int, paths: str | None,
+         params: dict[str, object]) -> list[tuple[int, float]]:
+    """Run one leg: rows matching ``where`` ranked by ``score_sql`` (a BM25 sum that reads
+    ``:idf{i}``), then weighed by how much of the ``coverage`` terms each holds."""
+    total, df = _frequencies(conn, terms, test, params)
+    params.update({f"idf{i}": bm25_idf(total, n) for i, n in enumerate(df)})
+    params["limit"] = limit
+    source, restrict = _from(paths, params)
+    held = [terms.index(t) for t in coverage]
+    flags = "".join(f", ({test.format(i=i)}) AS h{i}" for i in held)
+    sql = (f"SELECT lx.id, ({score_sql}) AS score{flags} {source} WHERE {where}{restrict} "
+           "ORDER BY score DESC, lx.id LIMIT :limit")
+    rows = conn.execute(text(sql), params).all()
+    leg = [(int(row[0]), float(row[1])) for row in rows]
+    if len(coverage) < 2:
+        return weigh_by_coverage(leg, total, [], [])
+    holders = [{int(row[0]) for row in rows if row[2 + k]} for k in range(len(held))]
+    return weigh_by_coverage(leg, total, [df[i] for i in held], holders)
+
+
+def _words_leg(conn: Connection, match: Terms, coverage: Sequence[str], limit: int,
+               paths: str | None) -> list[tuple[int, float]]:
+    terms = _terms_of(match, coverage)
+    index = {t: i for i, t in enumerate(terms)}
+    params: dict[str, object] = {f"t{i}": t for i, t in enumerate(terms)}
+    query = "phraseto_tsquery('english', :t{i})"
+    test = "lx.words @@ " + query
+    score = " + ".join(
+        f"CAST(:idf{i} AS float8) * ts_rank('{_TS_WEIGHTS}', lx.words, {query.format(i=i)}, 1)"
+        for i in range(len(terms))
+    )
+    return _leg(conn, terms, coverage, score, test, _where(match, index, test), limit, paths,
+                params)
+
+
+def _like(term: str) -> str:
+    """``%term%`` for ILIKE, with the pattern characters of ``term`` escaped."""
+    escaped = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _grams_leg(conn: Connection, match: Terms, coverage: Sequence[str], limit: int,
+               paths: str | None) -> list[tuple[int, float]]:
+    """BM25 over substring counts, in one pass over the rows: each row's text is
+    case-folded once and a term is counted only where ``strpos`` finds it (most rows hold
+    few of a query's trigrams). Required terms (quoted runs) narrow the rows first through
+    the trigram index; the scoring itself is the same arithmetic as ``bm25_idf``."""
+    terms = [t.lower() for t in _terms_of(match, coverage)]
+    params: dict[str, object] = {f"t{i}": t for i, t in enumerate(terms)}
+
+    def count(column: str, i: int) -> str:
+        return f"(length({column}) - length(replace({column}, :t{i}, ''))) / length(:t{i})"
+
+    tf = ", ".join(
+        f"CASE WHEN strpos(hay, :t{i}) > 0 THEN {_TITLE_W:g} * {count('t', i)} + "
+        f"{_HEADING_W:g} * {count('h', i)} + {_BODY_W:g} * {count('b', i)} ELSE 0 END"
+        for i in range(len(terms))
+    )
+    narrow = ""
+    if match.required:
+        narrow = " WHERE " + " AND ".join(
+            f"{HAYSTACK} ILIKE :p{i}" for i, t in enumerate(terms) if t in
+            {r.lower() for r in match.required})
+        params.update({f"p{i}": _like(t) for i, t in enumerate(terms)})
+    wanted, join = "true", ""
+    if paths is not None:
+        wanted, join = PG_PATH_FILTER, f" JOIN chunks ON chunks.id = lx.id {JOIN_DOCUMENTS}"
+        params["paths"] = paths
+    sql = (
+        f"SELECT id, dl, wanted, ARRAY[{tf}] FROM (SELECT lx.id, lower(lx.title) AS t, "
+        "lower(lx.heading) AS h, lower(lx.body) AS b, lower("
+        f"{HAYSTACK}) AS hay, greatest(length(lx.title) - 2, 0) + "
+        "greatest(length(lx.heading) - 2, 0) + greatest(length(lx.body) - 2, 0) AS dl, "
+        f"{wanted} AS wanted FROM {PG_LEXICAL} AS lx{join}{narrow} OFFSET 0) AS rows"
+    )
+    total = int(conn.execute(text("SELECT count(*) FROM chunks")).scalar_one() or 0)
+    rows = [(int(cid), int(dl), bool(ok), [float(n) for n in tfs])
+            for cid, dl, ok, tfs in conn.execute(text(sql), params)]
+    rows = [r for r in rows if any(r[3])]
+    df = [sum(1 for r in rows if r[3][i] > 0) for i in range(len(terms))]
+    idf = [bm25_idf(total, n) for n in df]
+    required = [terms.index(r.lower()) for r in match.required]
+    matched = [r for r in rows if r[2] and all(r[3][i] > 0 for i in required)]
+    if not matched:
+        return []
+    avg = sum(r[1] for r in matched) / len(matched) or 1.0
+    scored = []
+    for cid, dl, _, tfs in matched:
+        norm = K1 * (1 - B + B * dl / avg)
+        scored.append((cid, sum(idf[i] * f * (K1 + 1) / (f + norm)
+                                for i, f in enumerate(tfs) if f > 0)))
+    leg = sorted(scored, key=lambda item: (-item[1], item[0]))[:limit]
+    if len(coverage) < 2:
+        return weigh_by_coverage(leg, total, [], [])
+    held = [terms.index(t.lower()) for t in coverage]
+    tf_of = {r[0]: r[3] for r in matched}
+    holders = [{cid for cid, _ in leg if tf_of[cid][i] > 0} for i in held]
+    return weigh_by_coverage(leg, total, [df[i] for i in held], holders)

@@ -1,0 +1,56 @@
+"""The ``kb-mcp`` command group: every command added explicitly; KbError becomes one line here.
+
+Imported by ``kbmcp_cli.main`` only once a command needs it (``kb-mcp search`` may be
+answered by a running server before click is even imported).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from kbmcp_cli.doctor_cmd import doctor
+from kbmcp_cli.eval_cmd import eval_cmd
+from kbmcp_cli.graph_cmd import graph
+from kbmcp_cli.index_cmd import index
+from kbmcp_cli.migrate_cmd import migrate_store
+from kbmcp_cli.options import EXIT_CANNOT_RUN
+from kbmcp_cli.search_cmd import search
+from kbmcp_cli.serve_cmd import serve
+from kbmcp_cli.status_cmd import status
+from kbmcp_cli.token_cmd import token
+from kbmcp_cli.tune_cmd import tune
+from kbmcp_cli.watch_cmd import watch
+from kbmcp_core.errors import ConfigError, IndexNotFound, KbError, ModelMismatch
+
+
+class KbGroup(click.Group):
+    """Turns every ``KbError`` into one line on stderr and an exit code, in one place."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (ConfigError, IndexNotFound, ModelMismatch) as exc:
+            click.echo(f"kb-mcp: error: {exc}", err=True)
+            sys.exit(EXIT_CANNOT_RUN)
+        except KbError as exc:
+            click.echo(f"kb-mcp: error: {exc}", err=True)
+            sys.exit(1)
+
+
+@click.group(cls=KbGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="kb-mcp")
+def cli() -> None:
+    """kb-mcp: a local knowledge base for AI clients, over MCP.
+
+    Index a folder of Markdown, text and PDF files, search it from the command line,
+    or serve it to an MCP client with `kb-mcp serve`.
+    """
+
+
+for _command in (index, status, search, doctor, eval_cmd, serve, watch, migrate_store,
+                 token, graph, tune):
+    cli.add_command(_command)
+

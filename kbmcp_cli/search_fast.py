@@ -1,0 +1,244 @@
+"""``kb-mcp search`` before click: ask a running server, print its answer, exit (decision 0018).
+
+``answer(argv)`` understands the plain spellings of the search command's options and
+nothing more: for anything else (``--help``, a bad value, an unusual spelling, no server,
+``--no-server``) it returns None and the click command runs as usual, which prints the
+same output, the same errors, and asks the server the same way. Standard library only
+(plus the settings reader and the socket client), so the answer costs little more than
+the interpreter's start and the server's own search.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+#: ``typing`` costs this route milliseconds: type checkers see this.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from kbmcp_adapters.app.local_socket import Reply
+    from kbmcp_core.context import Context
+    from kbmcp_core.settings import Settings
+
+#: Set (to anything but "", "0", "false" or "no"), every search runs in its own process.
+NO_SERVER_ENV = "KB_MCP_NO_SERVER"
+
+#: option spelling -> (parameter, kind): "text", "int" (at least 1), "multi", a choice set
+_OPTIONS: dict[str, tuple[str, object]] = {
+    "--kb-path": ("kb_path", "path"),
+    "--config": ("config", "path"),
+    "--limit": ("limit", "int"),
+    "-n": ("limit", "int"),
+    "--format": ("fmt", frozenset({"json", "text"})),
+    "--path-glob": ("path_globs", "multi"),
+    "--tag": ("tags_any", "multi"),
+    "--all-tags": ("tags_all", "multi"),
+    "--date-from": ("date_from", "text"),
+    "--date-to": ("date_to", "text"),
+    "--category": ("category", "text"),
+    "--topic": ("topic", "text"),
+    "--chunks-per-document": ("chunks_per_document", "int"),
+    "--mode": ("mode", frozenset({"hybrid", "vector", "lexical"})),
+}
+_FLAGS = {"--no-server": "no_server", "--verbose": "verbose", "-v": "verbose"}
+
+
+def parse(args: list[str]) -> dict[str, Any] | None:
+    """The command's parameters from its arguments, or None for anything unusual."""
+    got: dict[str, Any] = {"path_globs": [], "tags_any": [], "tags_all": []}
+    query: str | None = None
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if not _plain(arg):
+            return None
+        if not arg.startswith("-"):
+            if query is not None:
+                return None
+            query = arg
+        elif arg in _FLAGS:
+            got[_FLAGS[arg]] = True
+        else:
+            name, eq, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+            if name not in _OPTIONS:
+                return None
+            if not eq:
+                i += 1
+                if i == len(args):
+                    return None
+                value = args[i]
+            if not value or value.startswith("-") or not _plain(value):
+                return None
+            key, kind = _OPTIONS[name]
+            if kind == "int":
+                if not (value.isascii() and value.isdigit()) or int(value) < 1:
+                    return None
+                got[key] = int(value)
+            elif kind == "multi":
+                got[key].append(value)
+            elif isinstance(kind, frozenset):
+                if value not in kind:
+                    return None
+                got[key] = value
+            else:
+                got[key] = Path(value) if kind == "path" else value
+        i += 1
+    if query is None:
+        return None
+    got["query"] = query
+    return got
+
+
+def _plain(text: str) -> bool:
+    """No lone surrogates (undecodable bytes): those take the click route."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return text != "-"
+
+
+def no_server_from_env() -> bool:
+    return os.environ.get(NO_SERVER_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
+#: Parameters of the command that are not arguments of ``KnowledgeBase.search``.
+CLI_ONLY = frozenset({"query", "kb_path", "config", "fmt", "no_server", "verbose"})
+
+
+def search_params(got: Mapping[str, Any], default_limit: int | None) -> dict[str, Any]:
+    """The keyword arguments of ``KnowledgeBase.search`` for these command parameters:
+    every option but the command line's own, left out when not given (so the search's
+    defaults apply), repeatable ones as tuples."""
+    params: dict[str, Any] = {}
+    for key, value in got.items():
+        if key in CLI_ONLY or value is None:
+            continue
+        if isinstance(value, list | tuple):
+            if not value:
+                continue
+            value = tuple(value)
+        params[key] = value
+    if default_limit is not None:
+        params.setdefault("limit", default_limit)
+    return params
+
+
+#: index folder -> the reply of its server that did not answer this process's search
+_declined: dict[str, Reply] = {}
+
+
+def ask_server(settings: Settings, query: str, params: Mapping[str, Any]) -> Reply:
+    """The server's reply; a server that did not answer this process's search already (on
+    the route before click) is not asked again."""
+    from kbmcp_adapters.app.local_socket import ask
+
+    earlier = _declined.get(str(settings.index_dir))
+    return earlier or _remember(settings.index_dir, ask(settings, query, params))
+
+
+def _remember(index_dir: Path, reply: Reply) -> Reply:
+    if reply.response is None:
+        _declined[str(index_dir)] = reply
+    return reply
+
+
+def render(response: Mapping[str, Any], fmt: str) -> str:
+    """What ``kb-mcp search`` prints for a response (``SearchResponse.as_dict()``), whoever
+    searched: the MCP tool's JSON, or a numbered list with a marked snippet per hit."""
+    if fmt == "json":
+        return json.dumps(response, ensure_ascii=False, indent=2)
+    from kbmcp_cli.highlight import context_lines, highlight_marks, snippet
+
+    results = response["results"]
+    lines = [] if results else ["no results"]
+    marks = highlight_marks()
+    for i, hit in enumerate(results, 1):
+        page = hit.get("page")
+        where = f"p.{page}" if page is not None else f"L{hit['start_line']}-{hit['end_line']}"
+        heading = " > ".join(hit["heading_path"]) or hit["title"]
+        lines.append(f"{i}. {hit['path']} [{where}] {heading}  (score {hit['score']:.4f})")
+        matches = [(int(start), int(end)) for start, end in hit.get("matches", ())]
+        lines.append(f"   {snippet(hit['content'], matches, marks)}")
+        if hit.get("context") is not None:
+            lines.append(context_lines(_context(hit["context"])))
+    if response["low_confidence"]:
+        lines.append("(low confidence: no clear match)")
+    if response.get("notice"):
+        lines.append(f"(notice: {response['notice']})")
+    return "\n".join(lines)
+
+
+def _context(found: Mapping[str, Any]) -> Context:
+    from kbmcp_core.context import Context
+
+    return Context(kind=found["kind"], text=found["text"],
+                   chunk_ids=tuple(found["chunk_ids"]), start_line=found.get("start_line"),
+                   end_line=found.get("end_line"), start_page=found.get("start_page"),
+                   end_page=found.get("end_page"), truncated=found["truncated"])
+
+
+def answer(argv: list[str]) -> int | None:
+    """Answer ``kb-mcp search ...`` through a server; the exit status, or None when the
+    full command must run."""
+    if not argv or argv[0] != "search" or no_server_from_env():
+        return None
+    got = parse(argv[1:])
+    stdout = sys.stdout
+    if got is None or got.get("no_server") or stdout is None or not _utf8(stdout.encoding):
+        return None
+    try:
+        reply = _ask(got)
+    except Exception:  # a bad configuration, a missing folder...: the click route reports it
+        return None
+    if reply.response is None:
+        return None
+    try:
+        text = render(reply.response, got.get("fmt") or "text")
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    if "\x1b" in text and not stdout.isatty():  # click strips them from piped output
+        return None
+    if got.get("verbose"):
+        print(f"kb-mcp: search: {reply.note}", file=sys.stderr, flush=True)
+    stdout.write(text + "\n")
+    stdout.flush()
+    return 0
+
+
+def _ask(got: Mapping[str, Any]) -> Reply:
+    """Ask the server of the index these parameters name. With only --kb-path (no config
+    file given or in the working folder) the configuration is left to the server to read
+    from the same inputs: this process then imports nothing but the socket client."""
+    from kbmcp_adapters.app import local_socket
+
+    kb_path, config, cwd = got.get("kb_path"), got.get("config"), os.getcwd()
+    if (config is None and kb_path is not None
+            and not os.path.isfile(os.path.join(cwd, local_socket.CONFIG_FILE_NAME))):
+        root = Path(kb_path).expanduser()
+        if not root.is_dir():
+            raise NotADirectoryError(str(root))
+        index_dir = root.resolve() / local_socket.INDEX_DIR_NAME
+        return _remember(index_dir, local_socket.ask_with_inputs(
+            index_dir, str(root.absolute()), cwd, got["query"], search_params(got, None)))
+    from kbmcp_adapters.app.config import build_settings
+
+    settings = build_settings(config, kb_path=kb_path)
+    return ask_server(settings, got["query"], search_params(got, settings.search_default_limit))
+
+
+def _utf8(encoding: str | None) -> bool:
+    try:
+        return codecs.lookup(encoding or "").name == "utf-8"
+    except LookupError:
+        return False
+
+
+__all__ = ["CLI_ONLY", "NO_SERVER_ENV", "answer", "ask_server", "no_server_from_env", "parse",
+           "render", "search_params"]

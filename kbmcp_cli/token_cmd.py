@@ -1,0 +1,80 @@
+"""``kb-mcp token``: create, list and revoke the bearer tokens of the HTTP server."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from kbmcp_cli.options import kb_options
+from kbmcp_core.errors import ConfigError
+
+ACTIONS = ("create", "list", "revoke", "hash")
+
+
+@click.command()
+@kb_options
+@click.argument("action", type=click.Choice(ACTIONS))
+@click.argument("name", required=False)
+@click.option(
+    "--tokens-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="The file of token hashes (default: tokens.json in the index folder); the same "
+    "as `kb-mcp serve --tokens-file`.",
+)
+def token(
+    kb_path: Path | None,
+    config: Path | None,
+    action: str,
+    name: str | None,
+    tokens_file: Path | None,
+) -> None:
+    """Manage the bearer tokens that `kb-mcp serve --transport http` accepts.
+
+    \b
+    create [NAME]  make a token, print it once on stdout, store only its hash
+    list           the tokens' names, creation times and hash prefixes
+    revoke NAME    remove a token: the server refuses it from its next request
+    hash           read a token on stdin, print its hash (for KB_MCP_TOKEN_HASHES)
+    """
+    from kbmcp_adapters.mcp_server import tokens
+
+    if action == "hash":
+        secret = sys.stdin.readline().strip()
+        if not secret:
+            raise click.UsageError("give the token on stdin, e.g. `kb-mcp token hash < file`")
+        click.echo(tokens.token_hash(secret))
+        return
+    path = tokens_file or _default_file(kb_path, config, create=action == "create")
+    if action == "create":
+        chosen = name or tokens.next_name(tokens.read_tokens(path))
+        secret, entry = tokens.add_token(path, chosen)
+        click.echo(f"kb-mcp: token {entry.name!r} created; its hash is in {path}. This is the "
+                   "only time the token is shown: give it to the client now.", err=True)
+        click.echo(secret)
+    elif action == "list":
+        for entry in tokens.read_tokens(path):
+            click.echo(f"{entry.name}\t{entry.created}\t{entry.hash[:len('sha256:') + 12]}…")
+    else:
+        if not name:
+            raise click.UsageError("revoke needs the NAME of the token (see `kb-mcp token list`)")
+        tokens.revoke_token(path, name)
+        click.echo(f"kb-mcp: token {name!r} revoked; servers refuse it from their next "
+                   "request.", err=True)
+
+
+def _default_file(kb_path: Path | None, config: Path | None, *, create: bool) -> Path:
+    """``tokens.json`` in the knowledge base's index folder (made when creating a token)."""
+    from kbmcp_adapters.app.bootstrap import settings_for
+    from kbmcp_adapters.mcp_server.tokens import TOKENS_FILE_NAME
+
+    settings = settings_for(kb_path, config)
+    if create:
+        try:
+            settings.index_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"cannot create the index folder {settings.index_dir}: "
+                              f"{exc.strerror}") from None
+    return settings.index_dir / TOKENS_FILE_NAME
