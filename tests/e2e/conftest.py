@@ -299,3 +299,25 @@ def text_of(result: types.CallToolResult) -> Any:
     block = result.content[0]
     assert isinstance(block, types.TextContent)
     return json.loads(block.text)
+
+
+# -- the web UI's corpus and server (tests/e2e/test_ui_*.py) ----------------------------------
+@pytest.fixture(scope="module")
+def ui_kb(tmp_path_factory: pytest.TempPathFactory, server_env: Env) -> Path:
+    """The UI corpus, indexed with plain text enabled (one per test module)."""
+    from tests.e2e.ui_support import index_with_txt, make_ui_corpus
+
+    kb = make_ui_corpus(tmp_path_factory.mktemp("ui"))
+    index_with_txt(kb, server_env)
+    return kb
+
+
+@pytest.fixture(scope="module")
+def served(ui_kb: Path, server_env: Env) -> Iterator[Any]:
+    """`kb-mcp serve --transport http` on the UI corpus, stopped after the module."""
+    from tests.e2e.http_support import environment, start
+
+    running = start(ui_kb, environment(server_env), "--no-watch")
+    yield running
+    stop(running.proc)
+    running.log.drain()

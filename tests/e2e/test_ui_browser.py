@@ -18,7 +18,7 @@ from playwright.sync_api import expect
 from kbmcp_adapters.mcp_server.tokens import add_token
 from tests.e2e.conftest import Env, stop
 from tests.e2e.http_support import Served, environment, start
-from tests.e2e.ui_support import HOSTILE_TITLE, NOT_OFFERED, index_with_txt, make_ui_corpus
+from tests.e2e.ui_support import HOSTILE_TITLE, NOT_OFFERED
 
 CHROMIUM = "/usr/bin/chromium"
 #: Without the background-networking flags Chromium keeps calling home on a closed network.
@@ -34,21 +34,6 @@ def chromium_or_skip() -> str:
             pytest.fail(f"{CHROMIUM} is missing: .ci/run installs Debian's chromium package")
         pytest.skip(f"{CHROMIUM} is not installed (apt install chromium)")
     return CHROMIUM
-
-
-@pytest.fixture(scope="module")
-def ui_kb(tmp_path_factory: pytest.TempPathFactory, server_env: Env) -> Path:
-    kb = make_ui_corpus(tmp_path_factory.mktemp("ui"))
-    index_with_txt(kb, server_env)
-    return kb
-
-
-@pytest.fixture(scope="module")
-def served(ui_kb: Path, server_env: Env) -> Iterator[Served]:
-    running = start(ui_kb, environment(server_env), "--no-watch")
-    yield running
-    stop(running.proc)
-    running.log.drain()
 
 
 @pytest.fixture(scope="module")

@@ -4,12 +4,10 @@ JSON API answers exactly what the MCP surface answers."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
-import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -17,24 +15,9 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from kbmcp_adapters.mcp_server.tokens import add_token
 from tests.e2e.conftest import DEADLINE, Env, stop, text_of
 from tests.e2e.http_support import Served, environment, start
-from tests.e2e.ui_support import HOSTILE_TITLE, NOT_OFFERED, index_with_txt, make_ui_corpus
+from tests.e2e.ui_support import HOSTILE_TITLE, NOT_OFFERED
 
 QUERY = "signing keys rotation"
-
-
-@pytest.fixture(scope="module")
-def ui_kb(tmp_path_factory: pytest.TempPathFactory, server_env: Env) -> Path:
-    kb = make_ui_corpus(tmp_path_factory.mktemp("ui-http"))
-    index_with_txt(kb, server_env)
-    return kb
-
-
-@pytest.fixture(scope="module")
-def served(ui_kb: Path, server_env: Env) -> Iterator[Served]:
-    running = start(ui_kb, environment(server_env), "--no-watch")
-    yield running
-    stop(running.proc)
-    running.log.drain()
 
 
 def api(served: Served, name: str, body: Any = None, headers: dict[str, str] | None = None
