@@ -281,7 +281,7 @@ def team_rows(team: Any) -> list[Row]:
             "True", verdict(bool(team["identical_after_idle"]))),
         Row("  writer SIGKILLed mid-run, next `kb-mcp index`: documents",
             f"{team['documents_after_resume']}/{team['documents_expected']}",
-            f"killed at {team['writer_killed_with_documents']}"
+            f"killed with {team['writer_killed_with_documents']} documents written"
             f"{'' if team['writer_killed_mid_run'] else ' (finished before the kill)'}; findings "
             f"{team['doctor_findings'] or 'none'}", "all, doctor healthy",
             verdict(team["documents_after_resume"] == team["documents_expected"]

@@ -298,7 +298,9 @@ def team_load(work: Path, *, files: int, growth: int, clients: int, searches: in
             if killed_at > before:  # it has written part of the new files: kill it now
                 break
             time.sleep(0.02)
-        killed_mid_run = writer.poll() is None and killed_at < expected
+        # Still running when killed: in phase one (documents still missing) or in phase two
+        # (every document written, vectors still being embedded).
+        killed_mid_run = writer.poll() is None
         writer.send_signal(signal.SIGKILL)
         writer.wait(timeout=30)
         resumed = _cli(config, "index")
