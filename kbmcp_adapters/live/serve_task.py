@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Protocol, TypeVar
 
 import anyio
@@ -19,6 +20,7 @@ import anyio.to_thread
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 from kbmcp_adapters.live.watch_status import HEARTBEAT_S, write_status
 from kbmcp_adapters.live.watcher import SyncReport, Watcher
+from kbmcp_core.index_run import Progress
 from kbmcp_core.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -42,6 +44,8 @@ class SyncHost(Protocol):
 
     def attach_watcher(self, watcher: Watcher) -> None: ...
 
+    def tracking(self) -> AbstractContextManager[Progress]: ...
+
 
 async def watch_task(host: SyncHost) -> None:
     """Keep the index following the folder while the server runs; tell clients when the
@@ -56,7 +60,8 @@ async def watch_task(host: SyncHost) -> None:
         if report.offer_changed:
             anyio.from_thread.run(host.offer_changed, token=token)
 
-    watcher = Watcher(kb, debounce_ms=host.settings.watch_debounce_ms, on_synced=synced)
+    watcher = Watcher(kb, debounce_ms=host.settings.watch_debounce_ms, on_synced=synced,
+                      tracking=host.tracking)
     host.attach_watcher(watcher)
     watcher.start()
     log.info("watching %s for changes", host.settings.kb_path)

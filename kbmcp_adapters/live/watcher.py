@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
     from watchfiles import Change
 
     from kbmcp_adapters.app.knowledge_base import KnowledgeBase
+    from kbmcp_core.index_run import Progress
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +81,7 @@ class Watcher:
         on_synced: Callable[[SyncReport], None] | None = None,
         reconcile_interval_s: float = 300.0,
         reconcile_on_start: bool = True,
+        tracking: Callable[[], AbstractContextManager[Progress]] | None = None,
     ) -> None:
         if debounce_ms < 1:
             raise ValueError("debounce_ms must be at least 1")
@@ -88,6 +92,8 @@ class Watcher:
         self.on_synced = on_synced
         self.reconcile_interval_s = reconcile_interval_s
         self.reconcile_on_start = reconcile_on_start
+        #: the server's progress tracker (what /ui shows while a sync runs), if any
+        self.tracking = tracking
         self._root = kb.settings.kb_path
         self._root_str = os.path.normpath(str(self._root))
         self._index_rel = _index_dir_within(self._root, kb.settings.index_dir)
@@ -305,7 +311,9 @@ class Watcher:
                 if len(targets) > FULL_RUN_OVER:
                     targets, full = None, True  # a checkout or a pull: one walk is cheaper
             before = set(kb.servable_paths())
-            summary = kb.index(paths=targets, stop=self._stop, purpose="the live-sync watcher")
+            with self.tracking() if self.tracking else contextlib.nullcontext() as progress:
+                summary = kb.index(paths=targets, stop=self._stop, progress=progress,
+                                   purpose="the live-sync watcher")
             after = set(kb.servable_paths())
         except (IndexNotFound, IndexReadOnly) as exc:  # until the next reconciliation
             self._pending.clear()

@@ -3,11 +3,12 @@ and the notifier that tells clients when the offered documents change."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 import weakref
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Protocol, TypeVar
@@ -19,6 +20,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 from kbmcp_core.errors import IndexNotFound, IndexReadOnly, StoreError, WriterBusy
+from kbmcp_core.index_run import Progress
 from kbmcp_core.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -170,10 +172,10 @@ class KbRuntime:
             log.info("embedding model ready in %.1fs", time.monotonic() - started)
             self._model_ready = True
 
-    def _rebuild_blocking(self, force: bool) -> tuple[dict[str, object], bool]:
-        kb = self.open_index(create=True)
-        before = set(kb.servable_paths())
-        self.ensure_model(kb)
+    @contextlib.contextmanager
+    def tracking(self) -> Iterator[Progress]:
+        """``progress`` while one index run of this server goes on (a rebuild or a live
+        sync): yields the callback to hand to ``KnowledgeBase.index``."""
         started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         self.progress = {"phase": "scan", "started": started}
 
@@ -184,9 +186,16 @@ class KbRuntime:
                              "total": total, "path": item, "step": phase}
 
         try:
-            summary = kb.index(force=force, purpose="a rebuild_index call", progress=progress)
+            yield progress
         finally:
             self.progress = None
+
+    def _rebuild_blocking(self, force: bool) -> tuple[dict[str, object], bool]:
+        kb = self.open_index(create=True)
+        before = set(kb.servable_paths())
+        self.ensure_model(kb)
+        with self.tracking() as progress:
+            summary = kb.index(force=force, purpose="a rebuild_index call", progress=progress)
         after = set(kb.servable_paths())
         log.info("rebuild_index: %s", summary.line())
         return summary.as_dict(), before != after

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -472,3 +473,26 @@ def test_delay_from_write_to_search(live: StartLive, record_property: Any) -> No
         f"all {[round(d * 1000) for d in delays]} ms"
     )
     assert median < WAIT_S
+
+
+def test_a_sync_reports_its_progress_to_the_server_while_it_runs(live: StartLive) -> None:
+    """What /ui's health page shows during a live sync: the server's tracker is entered for
+    the sync and hears both phases, file by file, then closed."""
+    seen: list[tuple[str, int, int, str]] = []
+    open_runs: list[int] = []
+
+    @contextlib.contextmanager
+    def tracking() -> Iterator[Callable[[str, int, int, str], None]]:
+        open_runs.append(1)
+        try:
+            yield lambda phase, done, total, item: seen.append((phase, done, total, item))
+        finally:
+            open_runs.pop()
+
+    lv = live({"a.md": note("marmalade")}, tracking=tracking)
+    seen.clear()
+    lv.write("new.md", note("quokkaberry"))
+    lv.wait_until(lambda: lv.finds("quokkaberry", "new.md"), "the created file in search")
+    lv.wait_until(lambda: any(p == "vectors" for p, *_ in seen), "phase two's progress")
+    assert ("text", 1, 1, "new.md") in seen
+    lv.wait_until(lambda: not open_runs, "the tracker closed after the sync")
