@@ -53,3 +53,26 @@ def kb(tmp_path: Path) -> Path:
     (root / "a.md").write_text("# Alpha\n\nThe alpha notes talk about key rotation.\n",
                                encoding="utf-8")
     return root
+
+
+#: Three small documents whose answers the eval tests' golden files point at.
+EVAL_DOCS = {
+    "keys.md": "# Keys\n\n## Rotation\n\nSigning keys follow a rotation schedule of 90 days.\n",
+    "deploys.md": "# Deploys\n\n## Rollbacks\n\nTo revert a broken deploy, redeploy the previous "
+                  "tag and confirm the health checks.\n",
+    "oncall.md": "# On-call\n\nThe pager duty handover happens every Monday at ten.\n",
+}
+
+
+def indexed_eval_kb(tmp_path: Path, index: Callable[[Path], int], golden: str
+                    ) -> tuple[Path, Path]:
+    """``EVAL_DOCS`` indexed (``index`` returns how many were added) and ``golden`` written
+    next to (outside) the knowledge base: (root, golden file)."""
+    root = tmp_path / "kb"
+    root.mkdir()
+    for name, text in EVAL_DOCS.items():
+        (root / name).write_text(text, encoding="utf-8")
+    assert index(root) == len(EVAL_DOCS)
+    path = tmp_path / "golden.yml"
+    path.write_text(golden, encoding="utf-8")
+    return root, path

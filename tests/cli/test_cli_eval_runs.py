@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
-from tests.cli.conftest import Invoke
+from tests.cli.conftest import Invoke, indexed_eval_kb
 from tests.conftest import OpenKb
 
 GOLDEN = """\
@@ -33,21 +33,7 @@ queries:
 @pytest.fixture
 def evalkb(tmp_path: Path, open_kb: OpenKb) -> tuple[Path, Path]:
     """A three-document knowledge base, indexed, and its golden file (outside the KB)."""
-    root = tmp_path / "kb"
-    root.mkdir()
-    (root / "keys.md").write_text(
-        "# Keys\n\n## Rotation\n\nSigning keys follow a rotation schedule of 90 days.\n",
-        encoding="utf-8")
-    (root / "deploys.md").write_text(
-        "# Deploys\n\n## Rollbacks\n\nTo revert a broken deploy, redeploy the previous "
-        "tag and confirm the health checks.\n", encoding="utf-8")
-    (root / "oncall.md").write_text(
-        "# On-call\n\nThe pager duty handover happens every Monday at ten.\n",
-        encoding="utf-8")
-    assert open_kb(root).index().added == 3
-    golden = tmp_path / "golden.yml"
-    golden.write_text(GOLDEN, encoding="utf-8")
-    return root, golden
+    return indexed_eval_kb(tmp_path, lambda root: open_kb(root).index().added, GOLDEN)
 
 
 def _eval(kb_mcp: Invoke, kb: tuple[Path, Path], *args: str) -> Result:
