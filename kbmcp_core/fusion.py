@@ -99,8 +99,9 @@ def fuse(
     weighed by how much of the query the chunk contains); the vector leg its cosine
     similarity. The vector leg's weight is scaled by ``coverage``² — the share of the query
     the model can read — so an English model adds no noise to a Japanese query. A chunk
-    found by one leg only gets that leg's share. Ties break by chunk id so results are
-    stable. Without ``fusion``, a fixed ``lexical_weight`` (the fusion of decision 0007).
+    found by one leg only gets that leg's share. Ties break by the better of the chunk's
+    ranks in the two legs, then by chunk id, so results never depend on how ids were drawn.
+    Without ``fusion``, a fixed ``lexical_weight`` (the fusion of decision 0007).
     """
     f = fusion or Fusion(lexical_weight=lexical_weight, lexical_weight_min=lexical_weight)
     cov = max(0.0, min(coverage, 1.0)) ** 2
@@ -110,7 +111,7 @@ def fuse(
         for weight, leg in ((alpha, lexical), ((1.0 - alpha) * cov, vector)):
             for rank, (cid, _) in enumerate(leg, 1):
                 scores[cid] = scores.get(cid, 0.0) + weight / (f.rrf_k + rank)
-        return sorted(scores.items(), key=lambda x: (-x[1], x[0]))
+        return _ranked(scores, vector, lexical)
     best_lexical = min(max((s for _, s in lexical), default=0.0), 1.0)
     low = min(f.lexical_weight_min, alpha)
     alpha = low + (alpha - low) * max(best_lexical, 0.0)
@@ -122,7 +123,17 @@ def fuse(
     vector_weight = (1.0 - alpha) * cov * scale
     for cid, sim in vector:
         scores[cid] = scores.get(cid, 0.0) + vector_weight * max(sim, 0.0)
-    return sorted(scores.items(), key=lambda x: (-x[1], x[0]))
+    return _ranked(scores, vector, lexical)
+
+
+def _ranked(scores: dict[int, float], *legs: Sequence[tuple[int, float]]
+            ) -> list[tuple[int, float]]:
+    """``scores`` best first; a tie goes to the chunk one of the legs ranked higher."""
+    leg_rank: dict[int, int] = {}
+    for leg in legs:
+        for rank, (cid, _) in enumerate(leg):
+            leg_rank[cid] = min(rank, leg_rank.get(cid, rank))
+    return sorted(scores.items(), key=lambda x: (-x[1], leg_rank.get(x[0], 0), x[0]))
 
 
 def tuning_grid() -> list[Fusion]:

@@ -21,8 +21,14 @@ DOCS = {
     "laptops.md": "# Laptops\n\nEngineers get a new laptop every three years; return the old "
                   "one to IT.\n",
     "travel.md": "# Travel\n\nBook flights through the travel desk; economy below six hours.\n",
+    # distractors: each shares one word with a query, not its meaning
+    "remote.md": "# Remote work\n\nStaff may work from home on Fridays.\n",
+    "changelog.md": "# Changelog\n\nThe release added dark mode and faster builds.\n",
+    "lab.md": "# Lab notebook\n\nEvery experiment goes in the lab notebook.\n",
+    "plan.md": "# Business plan\n\nThe business plan lists the markets for next year.\n",
 }
-#: Paraphrases: no query word is in the answering document, so only the vector leg finds them.
+#: Paraphrases: no query word is in the answering document, so only the vector leg finds
+#: them, while a distractor shares their words.
 GOLDEN = """\
 queries:
   - {id: leave, query: how long can mothers and fathers stay home with a baby,

@@ -114,3 +114,12 @@ def test_lexical_weight_alone_below_the_minimum_is_a_fixed_weight(tmp_path: Path
     ranked = fuse(vector, lexical, fusion=fusion)
     assert ids(ranked) == [2, 1]
     assert [s for _, s in ranked] == pytest.approx([0.8 * 0.3, 0.2 * 0.5])
+
+
+def test_chunks_with_equal_scores_keep_the_order_their_leg_gave_them() -> None:
+    """With the vector leg weighed 0, every vector-only hit scores 0: they must come in the
+    vector leg's order (best similarity first), not in the order of their random ids."""
+    vector = [(900, 0.8), (5, 0.6), (70, 0.4)]
+    fused = fuse(vector, [], fusion=Fusion(lexical_weight=1.0, lexical_weight_min=1.0))
+    assert [cid for cid, _ in fused] == [900, 5, 70]
+    assert {score for _, score in fused} == {0.0}
