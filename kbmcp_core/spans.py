@@ -50,6 +50,7 @@ Span = tuple[int, int]
 
 
 def is_cjk(char: str) -> bool:
+    """True for Han, Hiragana, Katakana, Hangul and fullwidth characters."""
     code = ord(char)
     return any(lo <= code <= hi for lo, hi in _CJK_RANGES)
 

@@ -17,6 +17,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+# One definition of CJK text and of the stop words, shared with the match spans, so a span
+# marks exactly what this compiler lets the lexical leg match.
+from kbmcp_core.spans import STOP_WORDS, is_cjk
+
 #: Input beyond this many characters is ignored (a search query is a sentence, not a file).
 MAX_INPUT_CHARS = 4096
 #: Most terms (words, phrases or trigrams) one expression may carry.
@@ -28,36 +32,6 @@ MAX_SHORT_RUNS = 16
 
 _WORD = re.compile(r"[^\W_]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-_CJK_RANGES: tuple[tuple[int, int], ...] = (
-    (0x1100, 0x11FF),  # Hangul Jamo
-    (0x3005, 0x3007),  # ideographic iteration / closing marks, ideographic zero
-    (0x3040, 0x30FF),  # Hiragana, Katakana
-    (0x3130, 0x318F),  # Hangul compatibility Jamo
-    (0x31F0, 0x31FF),  # Katakana phonetic extensions
-    (0x3400, 0x4DBF),  # CJK extension A
-    (0x4E00, 0x9FFF),  # CJK unified ideographs
-    (0xA960, 0xA97F),  # Hangul Jamo extended A
-    (0xAC00, 0xD7AF),  # Hangul syllables
-    (0xD7B0, 0xD7FF),  # Hangul Jamo extended B
-    (0xF900, 0xFAFF),  # CJK compatibility ideographs
-    (0xFF00, 0xFFEF),  # fullwidth and halfwidth forms
-    (0x20000, 0x3134F),  # CJK extensions B-G
-)
-
-STOP_WORDS: frozenset[str] = frozenset(
-    """
-    a about above after again against all am an and any are as at be because been before
-    being below between both but by can could did do does doing down during each few for
-    from further had has have having he her here hers herself him himself his how i if in
-    into is it its itself just me more most my myself no nor not now of off on once only or
-    other our ours ourselves out over own same she should so some such than that the their
-    theirs them themselves then there these they this those through to too under until up
-    very was we were what when where which while who whom why will with would you your
-    yours yourself yourselves
-    """.split()  # noqa: SIM905 - a word block reads better than 120 quoted strings
-)
-
 
 #: At most this many terms are checked for how much of the query a chunk covers.
 MAX_COVERAGE_TERMS = 32
@@ -114,12 +88,6 @@ class _Analysis:
     phrases: tuple[tuple[str, ...], ...]
     free_runs: tuple[str, ...]
     quoted_runs: tuple[str, ...]
-
-
-def is_cjk(char: str) -> bool:
-    """True for Han, Hiragana, Katakana, Hangul and fullwidth characters."""
-    code = ord(char)
-    return any(lo <= code <= hi for lo, hi in _CJK_RANGES)
 
 
 def quote(term: str) -> str:
