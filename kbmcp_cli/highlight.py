@@ -39,6 +39,9 @@ def snippet(content: str, matches: Sequence[tuple[int, int]],
         space = content.rfind(" ", 0, start)
         start = space + 1 if space >= 0 else 0
     end = min(len(content), start + width)
+    for m_start, m_end in matches:  # a match the cut would split is shown whole
+        if m_start < end < m_end:
+            end = m_end
     out: list[str] = []
     at = start
     for m_start, m_end in matches:

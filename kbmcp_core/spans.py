@@ -11,6 +11,7 @@ leg's trigrams), or the run itself when it is shorter.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -48,6 +49,11 @@ STOP_WORDS: frozenset[str] = frozenset(
 
 Span = tuple[int, int]
 
+_CJK_CLASS = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _CJK_RANGES)
+#: Any CJK character, and a run of CJK characters or of other word characters.
+_HAS_CJK = re.compile(f"[{_CJK_CLASS}]")
+_SCRIPT_RUN = re.compile(f"[{_CJK_CLASS}]+|[^{_CJK_CLASS}]+")
+
 
 def is_cjk(char: str) -> bool:
     """True for Han, Hiragana, Katakana, Hangul and fullwidth characters."""
@@ -67,12 +73,19 @@ def word_pieces(text: str) -> list[tuple[int, int, bool]]:
     out: list[tuple[int, int, bool]] = []
     for m in _WORD.finditer(text):
         start, token = m.start(), m.group()
-        begin = 0
-        for i in range(1, len(token) + 1):
-            if i == len(token) or is_cjk(token[i]) != is_cjk(token[begin]):
-                out.append((start + begin, start + i, is_cjk(token[begin])))
-                begin = i
+        if _HAS_CJK.search(token) is None:  # most words: one script, no per-character look
+            out.append((start, m.end(), False))
+            continue
+        for run in _SCRIPT_RUN.finditer(token):
+            out.append((start + run.start(), start + run.end(), is_cjk(run.group()[0])))
     return out
+
+
+@functools.lru_cache(maxsize=65536)
+def word_stem(word: str) -> str:
+    """The Porter stem of ``word`` folded as the lexical index folds it (cached: a text
+    repeats its words, and search hits share most of theirs)."""
+    return stem(fold(word))
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +130,7 @@ def match_spans(text: str, terms: QueryTerms | str) -> list[Span]:
     found: list[Span] = []
     if terms.stems:
         for start, end, cjk in word_pieces(text):
-            if not cjk and stem(fold(text[start:end])) in terms.stems:
+            if not cjk and word_stem(text[start:end]) in terms.stems:
                 found.append((start, end))
     for sub in terms.substrings:
         at = text.find(sub)

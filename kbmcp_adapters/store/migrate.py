@@ -13,13 +13,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from alembic import command
-from alembic.config import Config
-from alembic.script import ScriptDirectory
-from alembic.util import CommandError
 from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
@@ -29,6 +25,9 @@ from sqlalchemy.pool import NullPool
 import kbmcp_migrations
 from kbmcp_adapters.store.urls import check_database_url, is_postgresql, normalized_url, safe_url
 from kbmcp_core.errors import IndexNotFound, IndexReadOnly, StoreCorrupt, StoreError
+
+if TYPE_CHECKING:  # Alembic is imported only to migrate: opening an index at head
+    from alembic.config import Config  # (every search) does not pay for it
 
 log = logging.getLogger(__name__)
 
@@ -236,8 +235,6 @@ def translated(db: Path | None = None, location: str | None = None) -> Iterator[
             folder = str(db.parent) if db is not None else "the index database"
             raise IndexReadOnly(folder, str(reason)) from None
         raise StoreError(f"index store error: {reason}") from exc
-    except CommandError as exc:
-        raise StoreError(f"the index schema cannot be migrated: {exc}") from exc
 
 
 def open_engine(url: str, create: bool) -> Engine:
@@ -317,6 +314,8 @@ def script_location() -> Path:
 
 def alembic_config(connection: Connection | None = None) -> Config:
     """An Alembic config built in code; Alembic's own output goes to stderr."""
+    from alembic.config import Config
+
     config = Config(stdout=sys.stderr)
     config.set_main_option("script_location", str(script_location()))
     config.set_main_option("path_separator", "os")
@@ -332,19 +331,43 @@ _ALEMBIC = threading.Lock()
 
 def upgrade(connection: Connection, revision: str = "head") -> None:
     """Migrate the database behind ``connection`` to ``revision`` (inside its transaction)."""
-    with _ALEMBIC:
+    from alembic import command
+
+    with _ALEMBIC, _migration_errors():
         command.upgrade(alembic_config(connection), revision)
 
 
 def downgrade(connection: Connection, revision: str) -> None:
     """Migrate the database behind ``connection`` down to ``revision``."""
-    with _ALEMBIC:
+    from alembic import command
+
+    with _ALEMBIC, _migration_errors():
         command.downgrade(alembic_config(connection), revision)
 
 
-@functools.cache
+@contextmanager
+def _migration_errors() -> Iterator[None]:
+    from alembic.util import CommandError
+
+    try:
+        yield
+    except CommandError as exc:
+        raise StoreError(f"the index schema cannot be migrated: {exc}") from exc
+
+
 def head_revision() -> str:
-    """The newest revision shipped with this version of kb-mcp."""
+    """The newest revision shipped with this version of kb-mcp: the constant the
+    migrations package declares (a test holds it equal to Alembic's own head, which
+    ``script_head`` reads), so opening an index at head never imports Alembic."""
+    declared = getattr(kbmcp_migrations, "HEAD", None)  # None: a namespace-package mapping
+    return str(declared) if declared is not None else script_head()
+
+
+@functools.cache
+def script_head() -> str:
+    """The head revision as Alembic computes it from the migration scripts."""
+    from alembic.script import ScriptDirectory
+
     head = ScriptDirectory.from_config(alembic_config()).get_current_head()
     if head is None:
         raise StoreError("the packaged migrations have no head revision")

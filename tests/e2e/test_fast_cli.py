@@ -168,7 +168,7 @@ def test_another_configuration_or_no_server_searches_locally(
     assert "searched in this process (--no-server)" in forced.stderr
 
 
-def test_a_lexical_search_without_a_server_loads_neither_lancedb_nor_the_model(
+def test_a_lexical_search_without_a_server_loads_neither_lancedb_nor_the_model_nor_alembic(
     indexed_kb: Path, server_env: Env, tmp_path: Path
 ) -> None:
     probe = tmp_path / "probe.py"
@@ -178,7 +178,7 @@ def test_a_lexical_search_without_a_server_loads_neither_lancedb_nor_the_model(
         "'--mode', 'lexical', '--no-server']\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\nfinally:\n"
         "    heavy = [m for m in ('lancedb', 'pyarrow', 'fastembed', 'onnxruntime', "
-        "'tokenizers') if m in sys.modules]\n"
+        "'tokenizers', 'alembic', 'mako') if m in sys.modules]\n"
         "    print('heavy:', heavy, file=sys.stderr)\n")
     done = subprocess.run([sys.executable, str(probe)], env={**os.environ, **server_env},
                           capture_output=True, text=True, timeout=DEADLINE, check=False)

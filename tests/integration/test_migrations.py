@@ -138,3 +138,11 @@ def test_downgrading_size_bytes_keeps_every_chunk(tmp_path: Path) -> None:
 def _schema(db_file: Path) -> list[tuple[str, str]]:
     with sqlite3.connect(db_file) as conn:
         return conn.execute("SELECT name, sql FROM sqlite_master ORDER BY name").fetchall()
+
+
+def test_the_declared_head_is_the_head_alembic_computes_from_the_scripts() -> None:
+    """Opening an index compares its revision with ``kbmcp_migrations.HEAD`` (no Alembic
+    import); a migration added without moving that constant fails here."""
+    from kbmcp_adapters.store.migrate import script_head
+
+    assert head_revision() == script_head()

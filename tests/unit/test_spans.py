@@ -77,3 +77,42 @@ def test_each_search_hit_carries_its_matches() -> None:
     hit = searcher.search(SearchRequest("rotate keys", mode="lexical")).results[0]
     assert [hit.content[s:e] for s, e in hit.matches] == ["Rotating", "keys"]
     assert hit.as_dict()["matches"] == [list(m) for m in hit.matches]
+
+
+def _pieces_char_by_char(text: str) -> list[tuple[int, int, bool]]:
+    """The definition of ``word_pieces``: each word cut wherever the script changes."""
+    import re
+
+    from kbmcp_core.spans import is_cjk
+
+    out = []
+    for m in re.finditer(r"[^\W_]+", text):
+        start, token, begin = m.start(), m.group(), 0
+        for i in range(1, len(token) + 1):
+            if i == len(token) or is_cjk(token[i]) != is_cjk(token[begin]):
+                out.append((start + begin, start + i, is_cjk(token[begin])))
+                begin = i
+    return out
+
+
+def test_words_are_cut_where_the_script_changes_as_the_lexical_leg_cuts_them() -> None:
+    import random
+
+    from kbmcp_core.spans import word_pieces
+
+    alphabet = "abcÉé09_ -.日本語のテストｶﾀ한국어𠀋\n"
+    rng = random.Random(7)
+    for _ in range(300):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        assert word_pieces(text) == _pieces_char_by_char(text), text
+    assert marked("Reactのフックを使うuseEffect", "useEffect フック") == ["フック", "useEffect"]
+
+
+def test_a_snippet_never_cuts_a_match_in_two() -> None:
+    from kbmcp_cli.highlight import snippet
+
+    content = "x" * 190 + " documentation follows here and more text after it"
+    spans = match_spans(content, "documentation")
+    out = snippet(content, spans, width=200)
+    assert "[[documentation]]" in out
+    assert "[[documen" not in out.replace("[[documentation]]", "")
