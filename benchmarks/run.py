@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shutil
 import sys
@@ -14,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks import fast_cli, report, steps, tails, team, two_phase, ui_bench
+from benchmarks import fast_cli, goals, report, steps, tails, team, two_phase, ui_bench
 from benchmarks.measure import REPO
 
 #: A 1-minute load average above this at the start earns a warning.
@@ -147,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(work, ignore_errors=True)
     total = time.perf_counter() - clock
     table_rows = report.rows(results)
+    goal_rows = goals.goals(results)
     record = {
         "started_at": started.isoformat(timespec="seconds"),
         "total_seconds": round(total, 1),
@@ -156,11 +158,14 @@ def main(argv: list[str] | None = None) -> int:
         "load_average_end": os.getloadavg(),
         "environment": report.environment(),
         "table": [r.as_dict() for r in table_rows],
+        "goals": [dataclasses.asdict(g) for g in goal_rows],
         "results": results,
     }
     path = report.write_json(args.out, stamp, record)
     print()
     print(report.table(table_rows))
+    print()
+    print(goals.table(goal_rows))
     print()
     note = " (quick run: sizes are below the targets' sizes; PASS/MISS is indicative)"
     print(

@@ -2,8 +2,9 @@
 indexes written straight into the store (no parsing, no model: the stand-in hashing
 embedder gives the vectors), and the vector leg at 100k chunks with LanceDB's ANN index.
 
-Run alone: ``python -m benchmarks.tails [--quick] [--work DIR]``; ``benchmarks.run``
-calls ``measure`` as its ``tails`` step.
+Run alone: ``python -m benchmarks.tails [--quick] [--work DIR] [--filters-only]``
+(``--filters-only``: the 10k-document searches only, no 100k-chunk vector leg);
+``benchmarks.run`` calls ``measure`` as its ``tails`` step.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +104,27 @@ def _latencies(fn: Callable[[str], object], texts: list[str], warmup: int) -> di
         t = time.perf_counter()
         fn(q)
         samples.append(time.perf_counter() - t)
+    return _summary(samples)
+
+
+def _interleaved(variants: dict[str, Callable[[str], object]], texts: list[str],
+                 warmup: int) -> dict[str, dict[str, float]]:
+    """Each query through every variant, in an order that rotates from query to query, so
+    a change of the machine's load or a warmer cache favours none of them."""
+    names = list(variants)
+    for q in texts[:warmup]:
+        for name in names:
+            variants[name](q)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for i, q in enumerate(texts):
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            t = time.perf_counter()
+            variants[name](q)
+            samples[name].append(time.perf_counter() - t)
+    return {name: _summary(values) for name, values in samples.items()}
+
+
+def _summary(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
     p50, p95 = statistics.median(ordered), percentile(ordered, 95)
     return {"n": len(ordered), "p50_ms": p50 * 1000, "p95_ms": p95 * 1000,
@@ -122,12 +145,23 @@ def searcher(db: Path, vectors: Path) -> Any:
                     ServableRules(store, build_registry(["md"])))
 
 
-#: The filters measured against the unfiltered search: each keeps about a tenth.
+#: The filters measured against the unfiltered search: each keeps about a tenth, and
+#: every query of a run uses the same one (as an agent scoped to a tag or a folder does).
 FILTERS: dict[str, dict[str, Any]] = {
     "tags": {"tags_any": ("t3",)},
     "dates": {"date_from": "2019-01-01", "date_to": "2019-12-31"},
     "globs": {"path_globs": ("*/note-*3.md",)},
+    "topic": {"topic": sorted(AREAS)[3]},
+    "category": {"category": "cat3"},
 }
+
+
+def _new_window(i: int) -> dict[str, Any]:
+    """A date filter never seen before for query ``i``: a year from a day of its own
+    (keeps about a tenth of the dated documents), so nothing a filter kept can be reused."""
+    start = date(2017, 1, 1) + timedelta(days=i)
+    return {"date_from": start.isoformat(),
+            "date_to": (start + timedelta(days=364)).isoformat()}
 
 
 def search_tails(db: Path, vectors: Path, n_queries: int, warmup: int) -> dict[str, Any]:
@@ -136,13 +170,16 @@ def search_tails(db: Path, vectors: Path, n_queries: int, warmup: int) -> dict[s
 
     s = searcher(db, vectors)
     texts = queries(n_queries, seed=23)
-    out: dict[str, Any] = {}
-    for mode in ("hybrid", "lexical"):
-        out[mode] = _latencies(lambda q, m=mode: s.search(SearchRequest(q, 10, mode=m)),
-                               texts, warmup)
+    variants: dict[str, Callable[[str], object]] = {
+        mode: lambda q, m=mode: s.search(SearchRequest(q, 10, mode=m))
+        for mode in ("hybrid", "lexical")}
     for name, kwargs in FILTERS.items():
-        out[f"hybrid_{name}"] = _latencies(
-            lambda q, k=kwargs: s.search(SearchRequest(q, 10, **k)), texts, warmup)
+        variants[f"hybrid_{name}"] = lambda q, k=kwargs: s.search(SearchRequest(q, 10, **k))
+    # a new filter for every query: the first search under a filter (informational)
+    fresh = iter(range(10**6))
+    variants["hybrid_new_filter"] = lambda q: s.search(
+        SearchRequest(q, 10, **_new_window(next(fresh))))
+    out: dict[str, Any] = _interleaved(variants, texts, warmup)
     s.store.close()
     return out
 
@@ -220,8 +257,9 @@ def _rss_of(folder: Path, n_queries: int) -> dict[str, Any]:
     return {"max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
-def measure(work: Path, *, quick: bool = False) -> dict[str, Any]:
-    """The ``tails`` step of ``benchmarks.run``."""
+def measure(work: Path, *, quick: bool = False, filters_only: bool = False) -> dict[str, Any]:
+    """The ``tails`` step of ``benchmarks.run``; ``filters_only`` skips the 100k-chunk
+    vector leg."""
     work.mkdir(parents=True, exist_ok=True)
     load = os.getloadavg()[0]
     results: dict[str, Any] = {"load_before": load}
@@ -232,7 +270,9 @@ def measure(work: Path, *, quick: bool = False) -> dict[str, Any]:
     results["index"] = build(db, vec, docs, per_doc)
     results["search"] = search_tails(db, vec, n, warmup=10)
     # 100k chunks: the vector leg with the approximate index (a quick run: a tiny one)
-    results["ann"] = ann(work, 3000, 20, threshold=1000) if quick else ann(work, 100_000, 100)
+    if not filters_only:
+        results["ann"] = (ann(work, 3000, 20, threshold=1000) if quick
+                          else ann(work, 100_000, 100))
     results["load_after"] = os.getloadavg()[0]
     return results
 
@@ -257,6 +297,11 @@ def rows(tails: Any) -> list[Any]:
             f"  filtered by {name} / unfiltered (p50), {idx['documents']} docs", f"{ratio:.2f}x",
             f"{f['p50_ms']:.1f} ms / {hy['p50_ms']:.1f} ms, p95 {f['p95_ms']:.1f} ms",
             "<= 1x", verdict(ratio <= 1.0)))
+    if "hybrid_new_filter" in se:
+        f = se["hybrid_new_filter"]
+        out.append(Row(
+            "  a new filter every query / unfiltered (p50)", f"{f['p50_ms'] / hy['p50_ms']:.2f}x",
+            f"{f['p50_ms']:.1f} ms / {hy['p50_ms']:.1f} ms, p95 {f['p95_ms']:.1f} ms"))
     an = tails.get("ann")
     if isinstance(an, dict) and "ann" in an:
         out += [
@@ -277,6 +322,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.tails", description=__doc__)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--work", type=Path)
+    p.add_argument("--filters-only", action="store_true",
+                   help="only the searches at 10k documents (no 100k-chunk vector leg)")
     p.add_argument("--rss-of", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--queries", type=int, default=100, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -284,7 +331,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(_rss_of(args.rss_of, args.queries)))
         return 0
     work = args.work or Path(tempfile.mkdtemp(prefix="kb-tails-"))
-    print(json.dumps(measure(work, quick=args.quick), indent=2))
+    print(json.dumps(measure(work, quick=args.quick, filters_only=args.filters_only),
+                     indent=2))
     return 0
 
 

@@ -39,6 +39,8 @@ CHECKS: tuple[CheckInfo, ...] = (
     CheckInfo("document-without-chunks", "warning", "a document has no chunks to search"),
     CheckInfo("model-mismatch", "error", "the index was built with another embedding model"),
     CheckInfo("schema-behind", "error", "the index schema is older than this kb-mcp"),
+    CheckInfo("copy-unfinished", "error",
+              "a `kb-mcp migrate-store` copy into this index has not finished"),
     CheckInfo("extension-not-enabled", "warning",
               "indexed documents whose format is no longer in [parsers].enabled"),
     CheckInfo("larger-than-read-cap", "warning",
@@ -119,11 +121,13 @@ def diagnose(
     *,
     store_location: str,
     check_budget_s: float = CHECK_BUDGET_S,
+    copied_from: str | None = None,
 ) -> DoctorReport:
     """Run every check; touches nothing. ``store_location`` names what to delete when
-    the database is damaged."""
+    the database is damaged; ``copied_from`` names the source of a `kb-mcp migrate-store`
+    copy into this index that has not finished (its marker), if there is one."""
     if not store.has_integrity_check():
-        report = _diagnose(store, vectors, registry, configured_model)
+        report = _diagnose(store, vectors, registry, configured_model, copied_from)
         return DoctorReport(report.documents, report.chunks, report.findings, "not applicable")
     problems = store.quick_check(check_budget_s)
     if problems:
@@ -133,7 +137,7 @@ def diagnose(
             return damaged_store_report(problems, store_location)
         return damaged_store_report(problems, store_location, stats.documents, stats.chunks)
     try:
-        report = _diagnose(store, vectors, registry, configured_model)
+        report = _diagnose(store, vectors, registry, configured_model, copied_from)
     except StoreCorrupt as exc:  # damage the quick check did not reach, or did not finish
         return damaged_store_report([exc.detail], store_location)
     if problems is None:
@@ -146,6 +150,7 @@ def _diagnose(
     vectors: VectorStore,
     registry: ParserRegistry,
     configured_model: str,
+    copied_from: str | None = None,
 ) -> DoctorReport:
     findings: list[Finding] = []
     facts = store.consistency()
@@ -203,6 +208,15 @@ def _diagnose(
             (str(facts.schema_revision),),
             "run any command that opens the index for writing (`kb-mcp index`): it "
             "upgrades the schema in place without re-embedding"))
+    if copied_from is not None:
+        findings.append(Finding(
+            "copy-unfinished", "error",
+            f"a copy from {copied_from} into this index is running or was interrupted: "
+            "the index may lack documents and vectors", 1, (copied_from,),
+            "unless a migrate-store is still running: run `kb-mcp index` to complete the "
+            "index from its folder (it embeds what is missing), or, to finish without "
+            "embedding, run the interrupted migrate-store command again from the source's "
+            "configuration: it resumes where the copy stopped"))
     enabled = registry.extensions()
     paths = store.document_paths()
     add("extension-not-enabled", [p for p in paths if extension_of(p) not in enabled],

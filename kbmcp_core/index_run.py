@@ -1,12 +1,12 @@
 """The imperative half of an index run: carry out a plan through the ports, in two phases.
 
 Phase one ("text") parses every new or changed file and writes its rows (document, chunks,
-lexical rows) in one transaction per document; vectors that can be reused by chunk hash
-are copied to the new chunks on the way. Once it ends the whole folder is searchable by
-keywords. Phase two ("vectors") embeds every chunk still without a vector, in batches.
-A run killed at any point leaves every stored document whole for the lexical leg; chunks
-still waiting for vectors are embedded by the next run, and vectors whose chunk is gone are
-removed (docs/decisions/0008 and 0017).
+lexical rows) in transactions of many documents (all of a batch or none of it); vectors
+that can be reused by chunk hash are copied to the new chunks on the way. Once it ends
+the whole folder is searchable by keywords. Phase two ("vectors") embeds every chunk still
+without a vector, in batches. A run killed at any point leaves every stored document whole
+for the lexical leg; chunks still waiting for vectors are embedded by the next run, and
+vectors whose chunk is gone are removed (docs/decisions/0008 and 0017).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import secrets
+import threading
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ from kbmcp_core.offer import topic_of
 from kbmcp_core.ports import (
     ChunkBudget,
     Clock,
+    DocumentWrite,
     Embedder,
     FileSystem,
     IndexMeta,
@@ -68,10 +70,16 @@ META_LAST_RUN = "last_run"
 META_VECTORS = "vector_fingerprint"
 #: set while a run writes (cleared at its end): search then says vectors may be missing
 META_IN_PROGRESS = "run_in_progress"
+#: Set while `kb-mcp migrate-store` copies into this index (the copy's source, as JSON).
+META_COPY = "copy_from"
 
-#: In model batches: the chunks whose rows phase one writes between two reuse look-ups, and
-#: the chunks phase two hands to one embedding call (length-bucketed inside).
+#: In model batches: the chunks phase two hands to one embedding call (length-bucketed
+#: inside).
 FLUSH_BATCHES = 8
+#: In model batches: the chunks whose rows phase one writes in one transaction (2,048 at
+#: the default batch size). The lexical index writes a segment per transaction and merges
+#: them later: fewer, larger transactions cost less (0017).
+WRITE_BATCHES = 64
 
 
 @dataclass(slots=True)
@@ -104,8 +112,32 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def new_chunk_id() -> int:
-    return secrets.randbits(62) or 1
+#: Chunk ids: milliseconds since 2025-01-01 at the start of the run, shifted left by
+#: ``_ID_SHIFT`` bits, plus a random offset, then counting up (docs/decisions/0004).
+_ID_EPOCH_MS = 1_735_689_600_000
+_ID_SHIFT = 20
+
+
+class ChunkIds:
+    """The ids of the chunks one run writes, chosen by the writer: increasing within the
+    run and from one run to the next. The lexical index stores each id as the difference
+    from the one before, so close ids keep it small and fast to write; random ids (which
+    older indexes hold) made it several times larger. Ids are never handed out twice: a
+    later run starts from a later millisecond, each of which has room for 2**20 ids."""
+
+    #: the last id any run of this process handed out (two runs may start in one ms)
+    _last = 0
+    _lock = threading.Lock()
+
+    def __init__(self) -> None:
+        now_ms = max(time.time_ns() // 1_000_000 - _ID_EPOCH_MS, 1)
+        self._start = (now_ms << _ID_SHIFT) + secrets.randbelow(1 << (_ID_SHIFT - 1))
+
+    def __call__(self) -> int:
+        with ChunkIds._lock:
+            issued = ChunkIds._last = max(ChunkIds._last + 1, self._start)
+            self._start = issued + 1
+        return issued
 
 
 def check_model(store: IndexMeta, embedder: Embedder, force: bool) -> None:
@@ -161,9 +193,14 @@ class IndexRun:
         self.summary = RunSummary()
         self._pending: list[_Pending] = []
         self._pending_texts = 0
+        #: every path the pending rows replace (a batch holds each path once)
+        self._pending_paths: set[str] = set()
+        #: the paths indexed when the run started: only those can have rows to compare
+        self._known: frozenset[str] = frozenset()
         #: chunks phase one wrote without a vector, for phase two
         self._unembedded: list[int] = []
         self._vectors_written = False
+        self._ids = ChunkIds()
 
     # -- entry point -------------------------------------------------------
     def run(self) -> RunSummary:
@@ -178,6 +215,7 @@ class IndexRun:
             self._repair()
         d.store.set_meta(META_IN_PROGRESS, d.clock.now_iso())
         indexed = d.store.indexed_states()
+        self._known = frozenset(indexed)
         if self.paths is None:
             scan = d.scanner.scan()
         else:
@@ -205,6 +243,9 @@ class IndexRun:
         d.store.set_meta(META_LAST_RUN, _json(self.summary.as_dict(), d.clock.now_iso()))
         d.store.set_meta(META_VECTORS, d.vectors.fingerprint() or "")
         d.store.set_meta(META_IN_PROGRESS, "")
+        if self.paths is None and d.store.get_meta(META_COPY):
+            # a whole-folder run completed what an interrupted `migrate-store` left
+            d.store.set_meta(META_COPY, "")
         return self.summary
 
     # -- the two phases ----------------------------------------------------
@@ -314,7 +355,9 @@ class IndexRun:
                 d.vectors.delete(d.store.delete_documents([path]))
             return
         hashes = [text_hash(c.embed_text) for c in parsed.chunks]
-        old = d.store.document_chunk_hashes(path) if replaces is None else None
+        old = None  # a path not indexed when the run started has no rows to compare
+        if replaces is None and path in self._known:
+            old = d.store.document_chunk_hashes(path)
         if old is not None and old == hashes and not self.force:
             d.store.update_document_metadata(record)
             self.summary.updated += 1
@@ -323,7 +366,7 @@ class IndexRun:
             return
         chunks = [
             ChunkRecord(
-                id=new_chunk_id(),
+                id=self._ids(),
                 ordinal=c.ordinal,
                 heading=c.heading,
                 heading_path=c.heading_path,
@@ -336,35 +379,43 @@ class IndexRun:
             for c, h in zip(parsed.chunks, hashes, strict=True)
         ]
         kind = "renamed" if replaces else ("updated" if old is not None else "added")
+        paths = {path, replaces or path}
+        if paths & self._pending_paths:
+            self._write_rows()
         self._pending.append(_Pending(record, chunks, replaces, kind))
+        self._pending_paths |= paths
         self._pending_texts += len(chunks)
-        if self._pending_texts >= max(self.deps.batch_size * FLUSH_BATCHES, 32):
+        if self._pending_texts >= max(self.deps.batch_size * WRITE_BATCHES, 32):
             self._write_rows()
 
     def _write_rows(self) -> None:
-        """Write the pending documents' rows, one transaction each. A chunk whose text is
-        already indexed gets a copy of that chunk's vector; the others wait for phase two.
-        The vectors of replaced chunks are dropped only after that copy."""
+        """Write the pending documents' rows in one transaction (all of them or none). A
+        chunk whose text is already indexed gets a copy of that chunk's vector; the others
+        wait for phase two. The vectors of replaced chunks are dropped only after that
+        copy. (Writing on a thread of its own while the next files are parsed was slower:
+        the database gives the GIL back and takes it again for every row.)"""
         if not self._pending:
             return
+        batch = self._pending
+        self._pending = []
+        self._pending_texts = 0
+        self._pending_paths = set()
         d = self.deps
-        all_chunks = [c for p in self._pending for c in p.chunks]
+        all_chunks = [c for p in batch for c in p.chunks]
         known: dict[str, int] = {}
         if not self.force:  # looked up while the replaced chunks still exist
             known = d.store.chunk_hashes({c.content_hash for c in all_chunks})
         if d.store.get_meta(META_MODEL) is None:
             self._record_model()
-        removed: list[int] = []
-        for p in self._pending:
-            removed += d.store.write_document(p.record, p.chunks, replaces=p.replaces)
+        removed = d.store.write_documents(
+            [DocumentWrite(p.record, p.chunks, p.replaces) for p in batch])
+        for p in batch:
             if p.kind == "renamed":
                 self.summary.renamed += 1
             elif p.kind == "updated":
                 self.summary.updated += 1
             else:
                 self.summary.added += 1
-        self._pending = []
-        self._pending_texts = 0
         reusable: dict[str, Vector] = {}
         if known:  # a first index finds none and never opens the vector store here
             got = d.vectors.get(set(known.values()))
@@ -426,4 +477,4 @@ def run_index(
                     paths=paths).run()
 
 
-__all__ = ["IndexDeps", "IndexRun", "check_model", "index_file", "run_index"]
+__all__ = ["ChunkIds", "IndexDeps", "IndexRun", "check_model", "index_file", "run_index"]

@@ -143,10 +143,40 @@ class IndexMeta(Protocol):
     def set_meta(self, key: str, value: str) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class DocumentWrite:
+    """One document of a ``write_documents`` batch: its row, its chunks, and the path it
+    was renamed from (whose rows it replaces), if any."""
+
+    document: DocumentRecord
+    chunks: Sequence[ChunkRecord]
+    replaces: str | None = None
+
+
+def batch_paths(batch: Sequence[DocumentWrite]) -> set[str]:
+    """Every path a ``write_documents`` batch replaces; ``ValueError`` when one appears
+    twice (the order of the two writes would then decide what is left)."""
+    paths: set[str] = set()
+    for write in batch:
+        for path in {write.document.path, write.replaces or write.document.path}:
+            if path in paths:
+                raise ValueError(f"{path!r} appears twice in one write batch")
+            paths.add(path)
+    return paths
+
+
 class IndexWriter(IndexMeta, Protocol):
     """What an index run needs: its own view of what is indexed, and the writes."""
 
     def indexed_states(self) -> dict[str, IndexedState]: ...
+
+    def write_documents(self, batch: Sequence[DocumentWrite]) -> list[int]:
+        """Write a batch of documents in one transaction: all of them or, on any error,
+        none. Each replaces the rows at its path (and at ``replaces``) with its document,
+        chunks and lexical rows, exactly as ``write_document`` would one by one. No path
+        may appear twice in a batch (as a document or a ``replaces``): ``ValueError``.
+        Returns the ids of chunks that existed before and are gone now."""
+        ...
 
     def write_document(
         self,

@@ -30,6 +30,7 @@ from kbmcp_core.models import (
 from kbmcp_core.ports import (
     ChunkBudget,
     Clock,
+    DocumentWrite,
     Embedder,
     FileSystem,
     IndexReader,
@@ -40,6 +41,7 @@ from kbmcp_core.ports import (
     Scanner,
     StoreDiagnostics,
     VectorStore,
+    batch_paths,
 )
 
 
@@ -180,6 +182,18 @@ class FakeIndexStore:
         self._next += 1
         self.row_writes.append(document.path)
         written = {c.id for c in chunks}
+        return [cid for cid in removed if cid not in written]
+
+    def write_documents(self, batch: Sequence[DocumentWrite]) -> list[int]:
+        paths = batch_paths(batch)  # checked before anything is written: all or nothing
+        held = {c.id for p, d in self.docs.items() if p not in paths for c in d.chunks}
+        ids = [c.id for w in batch for c in w.chunks]
+        if len(set(ids)) != len(ids) or held & set(ids):
+            raise StoreError("index store error: UNIQUE constraint failed: chunks.id")
+        removed: list[int] = []
+        for w in batch:
+            removed += self.write_document(w.document, w.chunks, w.replaces)
+        written = {c.id for w in batch for c in w.chunks}
         return [cid for cid in removed if cid not in written]
 
     def update_document_metadata(self, document: DocumentRecord) -> None:

@@ -312,8 +312,11 @@ class KnowledgeBase:
             store = c.open_store(create=False, migrate=False)
         except StoreCorrupt as exc:  # too damaged to open at all
             return damaged_store_report([exc.detail], where)
+        from kbmcp_adapters.app.store_copy import META_COPY, marked_source
+
         return diagnose(store, c.vectors, c.registry, c.settings.embedding_model,
-                        store_location=where)
+                        store_location=where, copied_from=marked_source(
+                            store.get_meta(META_COPY)))
 
     def stats(self) -> IndexStats:
         return self._container.store.stats()

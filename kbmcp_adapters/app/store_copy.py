@@ -27,6 +27,7 @@ from typing import cast
 from kbmcp_adapters.app.bootstrap import Container
 from kbmcp_core.errors import ConfigError, IndexNotFound, ModelMismatch, StoreError
 from kbmcp_core.index_run import (
+    META_COPY,
     META_DIMENSION,
     META_IN_PROGRESS,
     META_LAST_RUN,
@@ -44,13 +45,12 @@ from kbmcp_core.models import (
 from kbmcp_core.ports import IndexStore, VectorStore
 from kbmcp_core.settings import Settings
 
-__all__ = ["META_COPY", "CopyReport", "Migration", "describe_store", "migrate_configured",
+__all__ = ["META_COPY", "CopyReport", "Migration", "describe_store", "marked_source",
+           "migrate_configured",
            "migrate_store", "vectors_location"]
 
 log = logging.getLogger(__name__)
 
-#: Set while a copy writes the target: JSON ``{"source": ..., "started": ...}``; "" after.
-META_COPY = "copy_from"
 #: Documents per batch: their rows are written one by one, then their vectors at once.
 BATCH_DOCUMENTS = 200
 
@@ -262,7 +262,7 @@ class _Copy:
     # -- before writing ------------------------------------------------------
     def _check_target(self, replace_target: bool) -> bool:
         """True when the target holds an unfinished copy of this source (resume it)."""
-        from_source = _marked_source(self.target.get_meta(META_COPY))
+        from_source = marked_source(self.target.get_meta(META_COPY))
         if from_source == self.source_name:
             return True
         held = self.target.stats().documents
@@ -362,7 +362,7 @@ class _Copy:
         dst.set_meta(META_COPY, "")
 
 
-def _marked_source(marker: str | None) -> str | None:
+def marked_source(marker: str | None) -> str | None:
     """The source named by a ``copy_from`` marker ("unknown" when it cannot be read)."""
     if not marker:
         return None

@@ -18,6 +18,7 @@ from kbmcp_adapters.embedding.common import BATCH_TOKENS_PER_TEXT, length_batche
 from kbmcp_adapters.embedding.common import reason as _reason
 from kbmcp_adapters.embedding.common import translated as _translated
 from kbmcp_adapters.embedding.common import unit as _unit
+from kbmcp_adapters.embedding.wordpiece_count import WordPieceCounter
 from kbmcp_core.errors import ConfigError, EmbeddingUnavailable
 from kbmcp_core.models import Vector
 from kbmcp_core.search import readable_share
@@ -92,6 +93,7 @@ class FastEmbedEmbedder:
         self._description: dict[str, Any] | None = None
         self._files_dir: Path | None = None
         self._tokenizer: Tokenizer | None = None
+        self._counter: WordPieceCounter | None = None
         self._max_tokens: int | None = DEFAULT_MAX_TOKENS if self._is_default else None
         self._model: TextEmbedding | None = None
 
@@ -119,6 +121,8 @@ class FastEmbedEmbedder:
         tokenizer = self._tokenizer or self._load_tokenizer()
         with _translated(self._name, "count tokens"):
             if len(texts) == 1:  # the chunker's case: one section at a time, no batch overhead
+                if self._counter is not None and (n := self._counter.count(texts[0])) is not None:
+                    return [n]  # wordpiece_count: the same number, without the tokenizer
                 return [len(tokenizer.encode(texts[0]).ids)]
             return [len(encoding.ids) for encoding in tokenizer.encode_batch(list(texts))]
 
@@ -180,6 +184,7 @@ class FastEmbedEmbedder:
                     tokenizer = Tokenizer.from_file(str(files / "tokenizer.json"))
                     tokenizer.no_truncation()
                     tokenizer.no_padding()
+                    self._counter = WordPieceCounter.for_tokenizer(tokenizer)
                 self._tokenizer = tokenizer
             return self._tokenizer
 

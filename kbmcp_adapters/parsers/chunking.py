@@ -14,6 +14,7 @@ code block), then line boundaries, then word or CJK sentence boundaries, then ch
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -103,7 +104,25 @@ def measured(budget: ChunkBudget, text: str) -> int:
 
 def token_count(budget: ChunkBudget, heading_path: tuple[str, ...], content: str) -> int:
     """The budget count of a chunk's embedded text."""
+    if not content:
+        return _trail_count(budget, heading_path)
     return measured(budget, embed_text(heading_path, content))
+
+
+def _trail_count(budget: ChunkBudget, heading_path: tuple[str, ...]) -> int:
+    """The count of a heading trail alone (of the empty text for ``()``): asked for by
+    every section and every fit of a trail, and the same for all the sections under it,
+    so it is remembered, unless the budget cannot be a dictionary key (its counter is
+    unhashable: the TypeError then comes again from the direct count only if real)."""
+    try:
+        return _cached_trail_count(budget, heading_path)
+    except TypeError:
+        return measured(budget, embed_text(heading_path, ""))
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_trail_count(budget: ChunkBudget, heading_path: tuple[str, ...]) -> int:
+    return measured(budget, embed_text(heading_path, ""))
 
 
 def join_lines(lines: Sequence[str], start: int, end: int) -> str:
@@ -211,7 +230,7 @@ def split_range(
     Blank lines at the edges are left out; a range with no text gives no unit.
     """
     limit = budget.max_tokens
-    special = budget.counter("")
+    special = _trail_count(budget, ())  # the special tokens: the count of ""
     base = token_count(budget, heading_path, "")
     cache: dict[tuple[int, int], int] = {}
 
@@ -281,7 +300,7 @@ def _split_line(
     such as Japanese, is cut between sentences), and a piece still over the budget on
     characters. The pieces keep the line's own spacing."""
     parts = [part for part in _WORD_BREAK.split(line) if part.strip()]
-    special = budget.counter("")
+    special = _trail_count(budget, ())
 
     def count(text: str) -> int:
         return token_count(budget, heading_path, text)

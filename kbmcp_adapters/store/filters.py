@@ -5,17 +5,136 @@ SQLite gets two Python functions on the connection (``register_functions``):
 glob or a tag compares exactly as ``DocumentFilter.matches`` says. PostgreSQL runs no
 Python: a glob becomes an anchored regular expression (``glob_regex``) and ``lower()``
 folds case (the database's locale decides for letters outside ASCII).
+
+``FilterCache`` keeps the answers of recent filters on a SQLite index for as long as
+nothing was committed to it, so a search repeating a filter does not evaluate it again.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import json
+import os
+import sqlite3
+import threading
+from collections import OrderedDict
+from collections.abc import Collection
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from kbmcp_core.models import DocumentFilter
 
-__all__ = ["glob_regex", "register_functions", "where"]
+__all__ = ["FilterCache", "Kept", "glob_regex", "register_functions", "where"]
+
+#: A ``FilterCache`` holds at most this many chunk ids over all its filters (the least
+#: recently used filters go first); a filter keeping more is not kept.
+CACHE_MAX_IDS = 200_000
+#: ... and at most this many filters.
+CACHE_MAX_FILTERS = 32
+
+
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """What one filter keeps: document paths and their chunk ids (ascending)."""
+
+    paths: frozenset[str]
+    chunk_ids: tuple[int, ...]
+
+
+class FilterCache:
+    """Recent filters' answers on one SQLite file, valid while it has seen no commit.
+
+    The generation of the file is its identity (device, inode: a file put in its place is
+    another index) and ``PRAGMA data_version`` read on a connection of the cache's own,
+    which changes with every commit made by any other connection, of this process or
+    another. A caller reads ``generation()`` before it reads the database and files the
+    answer under that generation: a commit that lands in between makes the next
+    generation differ, so an answer is never used after a change. ``generation()`` is
+    None (nothing is kept) when the file cannot be opened that way."""
+
+    def __init__(self, database: Path | None, *, max_ids: int = CACHE_MAX_IDS,
+                 max_filters: int = CACHE_MAX_FILTERS) -> None:
+        self._database = database
+        self._max_ids, self._max_filters = max_ids, max_filters
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._identity: tuple[int, int] | None = None
+        self._generation: object = None
+        self._by_filter: OrderedDict[DocumentFilter, Kept] = OrderedDict()
+        self._by_paths: dict[frozenset[str], Kept] = {}
+        self._ids = 0
+
+    def generation(self) -> object:
+        """A token equal between two calls only when nothing was committed in between."""
+        if self._database is None:
+            return None
+        with self._lock:
+            try:
+                st = os.stat(self._database)
+                identity = (st.st_dev, st.st_ino)
+                if self._conn is None or identity != self._identity:
+                    self._reopen(identity)
+                assert self._conn is not None
+                version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+            except (OSError, sqlite3.Error):
+                self._drop()
+                return None
+            generation = (identity, int(version))
+            if generation != self._generation:
+                self._by_filter.clear()
+                self._by_paths.clear()
+                self._ids, self._generation = 0, generation
+            return generation
+
+    def kept(self, spec: DocumentFilter, generation: object) -> Kept | None:
+        with self._lock:
+            found = self._by_filter.get(spec) if generation == self._generation else None
+            if found is not None:
+                self._by_filter.move_to_end(spec)
+            return found
+
+    def chunk_ids(self, paths: Collection[str], generation: object) -> tuple[int, ...] | None:
+        """The chunk ids of ``paths`` when they are what a kept filter kept."""
+        key = paths if isinstance(paths, frozenset) else frozenset(paths)
+        with self._lock:
+            found = self._by_paths.get(key) if generation == self._generation else None
+            return None if found is None else found.chunk_ids
+
+    def keep(self, spec: DocumentFilter, generation: object, kept: Kept) -> None:
+        if generation is None or len(kept.chunk_ids) > self._max_ids:
+            return
+        with self._lock:
+            if generation != self._generation or spec in self._by_filter:
+                return
+            self._by_filter[spec] = kept
+            self._by_paths[kept.paths] = kept
+            self._ids += len(kept.chunk_ids)
+            while self._ids > self._max_ids or len(self._by_filter) > self._max_filters:
+                _, old = self._by_filter.popitem(last=False)
+                self._ids -= len(old.chunk_ids)
+                if not any(k.paths == old.paths for k in self._by_filter.values()):
+                    self._by_paths.pop(old.paths, None)
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop()
+
+    def _reopen(self, identity: tuple[int, int]) -> None:
+        self._drop()
+        assert self._database is not None
+        self._conn = sqlite3.connect(f"file:{quote(str(self._database))}?mode=ro", uri=True,
+                                     check_same_thread=False, isolation_level=None)
+        self._identity = identity
+
+    def _drop(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+        self._conn, self._identity, self._generation = None, None, None
+        self._by_filter.clear()
+        self._by_paths.clear()
+        self._ids = 0
 
 
 def _lower(value: object) -> object:

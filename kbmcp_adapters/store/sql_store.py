@@ -57,6 +57,7 @@ from kbmcp_core.models import (
     StoredChunk,
     StoredDocument,
 )
+from kbmcp_core.ports import DocumentWrite, batch_paths
 
 __all__ = ["SqlIndexStore", "head_revision", "make_engine", "open_at_revision", "schema_revision"]
 
@@ -141,6 +142,9 @@ class SqlIndexStore:
         except BaseException:
             self._engine.dispose()
             raise
+        #: recent filters' answers; a read-only SQLite file may be read ``immutable``, which
+        #: sees no commit, so only an index this process may write keeps them
+        self._filters = filters.FilterCache(None if self.read_only else self._db)
 
     @contextmanager
     def _read(self) -> Iterator[Connection]:
@@ -155,6 +159,7 @@ class SqlIndexStore:
         return migrate.write_transaction(self._engine, self._db, self._location)
 
     def close(self) -> None:
+        self._filters.close()
         self._engine.dispose()
 
     def __enter__(self) -> SqlIndexStore:
@@ -187,19 +192,49 @@ class SqlIndexStore:
         Returns the ids of chunks that existed before and are gone now (an id written
         again, e.g. reused by a rename, is not reported as removed).
         """
+        return self.write_documents([DocumentWrite(document, chunks, replaces)])
+
+    def write_documents(self, batch: Sequence[DocumentWrite]) -> list[int]:
+        """Replace the rows of every document of ``batch`` in one transaction: one look-up
+        of what they replace, then each table's rows in one statement. All or nothing."""
+        paths = batch_paths(batch)
+        if not batch:
+            return []
+        t = document_table
         with self._write() as conn:
-            removed = self._delete_paths(conn, {document.path, replaces or document.path})
-            result = conn.execute(insert(document_table).values(**document_values(document)))
-            document_id = int(result.inserted_primary_key[0])  # type: ignore[index]
-            if chunks:
-                conn.execute(insert(chunk_table), [chunk_values(document_id, c) for c in chunks])
-                rows = [lexical_values(document.title, c) for c in chunks]
+            removed = self._delete_paths(conn, paths)
+            new_ids = conn.execute(
+                insert(t).returning(t.c.id, sort_by_parameter_order=True),
+                [document_values(w.document) for w in batch],
+            ).scalars().all()
+            # Rows in chunk id order: FTS5 writes its pending terms out as a new segment
+            # whenever a rowid comes lower than the one before, and chunk ids are random.
+            owned = sorted(((c, int(doc_id), w.document.title)
+                            for doc_id, w in zip(new_ids, batch, strict=True) for c in w.chunks),
+                           key=lambda row: row[0].id)
+            if owned:
+                self._insert_many(conn, "chunks", [chunk_values(d, c) for c, d, _ in owned])
+                rows = [lexical_values(title, c) for c, _, title in owned]
                 key = self._dialect.lexical_key
                 for table in self._dialect.lexical_tables:
-                    statement = f"INSERT INTO {table}({key}, title, heading, body) "
-                    conn.execute(text(statement + "VALUES (:id, :title, :heading, :body)"), rows)
-        written = {c.id for c in chunks}
+                    self._insert_many(conn, table, rows, {"id": key})
+        written = {c.id for w in batch for c in w.chunks}
         return [cid for cid in removed if cid not in written]
+
+    def _insert_many(self, conn: Connection, table: str, rows: Sequence[Mapping[str, object]],
+                     rename: Mapping[str, str] | None = None) -> None:
+        """INSERT ``rows`` (dicts with the same keys; ``rename`` maps a key to its column).
+        On SQLite straight to the driver's ``executemany``: the statement is built once and
+        the rows go as tuples (SQLAlchemy's per-row work was a fifth of the write)."""
+        keys = list(rows[0])
+        columns = ", ".join((rename or {}).get(k, k) for k in keys)
+        if self._dialect is SQLITE:
+            marks = ", ".join("?" * len(keys))
+            conn.exec_driver_sql(f"INSERT INTO {table} ({columns}) VALUES ({marks})",
+                                 [tuple(row[k] for k in keys) for row in rows])
+        else:
+            values = ", ".join(f":{k}" for k in keys)
+            conn.execute(text(f"INSERT INTO {table} ({columns}) VALUES ({values})"), rows)
 
     def update_document_metadata(self, document: DocumentRecord) -> None:
         values = document_values(document)
@@ -373,6 +408,9 @@ class SqlIndexStore:
         """Ids of every chunk of the given documents (any number of paths, one query)."""
         if not paths:
             return []
+        generation = self._filters.generation()
+        if (kept := self._filters.chunk_ids(paths, generation)) is not None:
+            return list(kept)  # what ``matching_paths`` found for these paths
         where = self._dialect.path_filter
         sql = f"SELECT chunks.id FROM chunks {JOIN_DOCUMENTS} WHERE {where} ORDER BY 1"
         with self._read() as conn:
@@ -380,13 +418,28 @@ class SqlIndexStore:
             return [int(cid) for cid in rows]
 
     def matching_paths(self, spec: DocumentFilter) -> set[str]:
-        """The filters as one SQL condition on ``documents`` (see ``filters.where``)."""
+        """The filters as one SQL condition on ``documents`` (see ``filters.where``).
+
+        On a SQLite index this process may write, the kept paths and their chunk ids are
+        read in one query and kept until the next commit (``filters.FilterCache``): the
+        same filter again, and ``chunk_ids_for`` of what it returned, read nothing."""
+        generation = self._filters.generation()
+        if (kept := self._filters.kept(spec, generation)) is not None:
+            return set(kept.paths)
         condition, params = filters.where(spec, self._dialect is POSTGRESQL)
         with self._read() as conn:
             if self._dialect is SQLITE:
                 filters.register_functions(conn.connection.driver_connection)
-            rows = conn.execute(text(f"SELECT path FROM documents WHERE {condition}"), params)
-            return {str(path) for path in rows.scalars()}
+            if generation is None:
+                rows = conn.execute(text(f"SELECT path FROM documents WHERE {condition}"), params)
+                return {str(path) for path in rows.scalars()}
+            pairs = conn.execute(text(
+                "SELECT documents.path, chunks.id FROM documents LEFT JOIN chunks "
+                f"ON chunks.document_id = documents.id WHERE {condition}"), params).all()
+        found = filters.Kept(frozenset(str(path) for path, _ in pairs),
+                             tuple(sorted(int(cid) for _, cid in pairs if cid is not None)))
+        self._filters.keep(spec, generation, found)
+        return set(found.paths)
 
     def consistency(self) -> Consistency:
         """Raw facts for doctor.

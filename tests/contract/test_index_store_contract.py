@@ -8,7 +8,7 @@ import pytest
 
 from kbmcp_core.errors import StoreError
 from kbmcp_core.models import ChunkRecord, DocumentRecord, IndexedState
-from kbmcp_core.ports import IndexStore
+from kbmcp_core.ports import DocumentWrite, IndexStore
 from tests.contract.conftest import StoreUnderTest
 
 
@@ -360,3 +360,56 @@ def test_chunk_windows_return_the_neighbours_in_document_order(store: IndexStore
     assert windows[103][0].heading_path == ("Top", "Intro")
     assert [c.id for c in store.chunk_windows([103], 0)[103]] == [103]
     assert len(store.chunk_windows([103], 10)[103]) == 5
+
+
+# -- batched writes -------------------------------------------------------------------
+
+
+def test_a_batch_writes_every_document_with_its_own_chunks(store: IndexStore) -> None:
+    store.write_document(doc("old/moved.md", "Moved"), [chunk(1, 0, "alpha"),
+                                                        chunk(2, 1, "beta")])
+    store.write_document(doc("edited.md", "Before"), [chunk(5, 0, "stale words")])
+    removed = store.write_documents([
+        DocumentWrite(doc("new/one.md", "One"), [chunk(10, 0, "kubernetes rollout"),
+                                                 chunk(11, 1, "rollback plan")]),
+        DocumentWrite(doc("new/moved.md", "Moved"), [chunk(2, 0, "alpha"),
+                                                     chunk(3, 1, "beta")],
+                      replaces="old/moved.md"),
+        DocumentWrite(doc("edited.md", "After"), [chunk(6, 0, "fresh words")]),
+        DocumentWrite(doc("new/two.md", "Two"), [chunk(20, 0, "green tea steeps")]),
+    ])
+    assert sorted(removed) == [1, 5]  # 2 was written again under the new path
+    assert store.document_paths() == ["edited.md", "new/moved.md", "new/one.md", "new/two.md"]
+    owners = {cid: c.document_path for cid, c in store.get_chunks({2, 3, 6, 10, 11, 20}).items()}
+    assert owners == {2: "new/moved.md", 3: "new/moved.md", 6: "edited.md",
+                      10: "new/one.md", 11: "new/one.md", 20: "new/two.md"}
+    assert store.document_chunk_hashes("new/one.md") == ["text-kubernetes rollout",
+                                                         "text-rollback plan"]
+    assert [cid for cid, _ in store.lexical_search("steeps", 5)] == [20]
+    assert [cid for cid, _ in store.lexical_search("fresh", 5)] == [6]
+    assert store.lexical_search("stale", 5) == []
+    assert store.write_documents([]) == []
+
+
+def test_a_batch_that_fails_leaves_none_of_its_documents(store: IndexStore) -> None:
+    fill(store)
+    before = {p: store.document_chunk_hashes(p) for p in store.document_paths()}
+    with pytest.raises(StoreError):  # chunk 31 belongs to notes/tea.md, which stays
+        store.write_documents([
+            DocumentWrite(doc("batch/first.md", "First"), [chunk(40, 0, "zeppelin hangar")]),
+            DocumentWrite(doc("guide/watch.md", "Watcher II"), [chunk(41, 0, "inotify")]),
+            DocumentWrite(doc("batch/third.md", "Third"), [chunk(31, 0, "a stolen id")]),
+        ])
+    assert {p: store.document_chunk_hashes(p) for p in store.document_paths()} == before
+    assert store.get_document("guide/watch.md").title == "Watcher"  # type: ignore[union-attr]
+    assert store.lexical_search("zeppelin", 5) == []
+    assert store.chunk_ids() == {11, 12, 21, 31}
+
+
+def test_a_path_twice_in_one_batch_is_refused_before_any_write(store: IndexStore) -> None:
+    with pytest.raises(ValueError):
+        store.write_documents([
+            DocumentWrite(doc("a.md"), [chunk(1, 0, "one")]),
+            DocumentWrite(doc("b.md"), [chunk(2, 0, "two")], replaces="a.md"),
+        ])
+    assert store.document_paths() == []

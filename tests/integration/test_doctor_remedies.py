@@ -141,6 +141,14 @@ def record_another_model(kb: Path, env: Env) -> None:
     sql(kb, "UPDATE index_meta SET value = 'someone/else-model' WHERE key = 'embedding_model'")
 
 
+def interrupt_a_copy(kb: Path, env: Env) -> None:
+    """The marks a `kb-mcp migrate-store` into this index leaves when it is killed."""
+    sql(kb, "INSERT INTO index_meta (key, value) VALUES "
+            "('copy_from', '{\"source\": \"/elsewhere/index.db\"}')")
+    sql(kb, "UPDATE index_meta SET value = 'copy from /elsewhere/index.db' "
+            "WHERE key = 'run_in_progress'")
+
+
 def downgrade_schema(kb: Path, env: Env) -> None:
     engine = make_engine(f"sqlite:///{db_of(kb)}")
     try:
@@ -176,6 +184,7 @@ FAULTS: dict[str, Callable[[Path, Env], None]] = {
     "document-without-chunks": empty_a_document,
     "model-mismatch": record_another_model,
     "schema-behind": downgrade_schema,
+    "copy-unfinished": interrupt_a_copy,
     "extension-not-enabled": disable_txt,
     "larger-than-read-cap": index_a_big_file,
     "size-not-recorded": forget_sizes,

@@ -276,7 +276,10 @@ def test_an_interrupted_copy_is_marked_and_the_same_command_finishes_it(
         assert store.get_meta(store_copy.META_COPY)  # clearly marked as unfinished
         assert store.get_meta(META_IN_PROGRESS)
         assert 0 < store.stats().documents < len(CORPUS)
-        assert not half.doctor().healthy
+        health = half.doctor()
+        unfinished = [f for f in health.findings if f.check == "copy-unfinished"]
+        assert unfinished and unfinished[0].severity == "error"
+        assert "run the interrupted migrate-store command again" in unfinished[0].remedy
     finally:
         half.close()
     # another source may not take the half-copied target over without --replace
@@ -295,6 +298,7 @@ def test_an_interrupted_copy_is_marked_and_the_same_command_finishes_it(
     try:
         assert not done._container.store.get_meta(store_copy.META_COPY)
         assert not done._container.store.get_meta(META_IN_PROGRESS)
+        assert "copy-unfinished" not in {f.check for f in done.doctor().findings}
     finally:
         done.close()
 

@@ -1,0 +1,123 @@
+"""Issue 14's goals in one table: before, measured now, floor, ratio, target, verdict.
+
+"Now" comes from this run's results (a goal whose step did not run says so). "Before" is
+what the same goal measured before the speed work of issue 14, each figure with where it
+comes from: the issue's own report, an earlier bench run recorded in a closing note, or a
+path this run measures too (the CLI without a server, exact vector search).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+#: The figures before issue 14's work, and their sources.
+BEFORE: dict[str, tuple[str, str]] = {
+    "keyword_ready": (
+        "end of the whole run",
+        "issue 14: 6,642 pages were all keyword-searchable only when every embedding was "
+        "done (minutes; over 20 min on a busy machine) against 15 s for a BM25-only indexer",
+    ),
+    "fast_cli": ("4.3 s", "issue 14: `kb-mcp search` wall time on a 6,642-page index"),
+    "tails": ("2.4x", "issue 14: p95 198-258 ms over p50 81-104 ms at 8.6k chunks"),
+    "filters": ("4.5-5.5x", "decision 0019: before SQL filters, 20k chunks / 10k documents"),
+    "ann": ("exact search", "no approximate index: every query scanned every vector"),
+    "full": ("1.17x", "session 1 bench (300 files, 1,897 chunks), closing note of issues 2/7"),
+    "rss": ("866 MB", "session 1 bench, the same run"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Goal:
+    name: str
+    before: str
+    now: str = "not run"
+    floor: str = ""
+    ratio: str = ""
+    target: str = ""
+    result: str = ""
+
+
+def _x(value: float) -> str:
+    return f"{value:.2f}x"
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms" if seconds < 10 else f"{seconds:.1f} s"
+
+
+def _verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def goals(results: dict[str, Any]) -> list[Goal]:
+    """One row per goal of issue 14, from one run's results."""
+    out: list[Goal] = []
+    tp = results.get("two_phase")
+    g = Goal("1. time to full keyword search (5,000 files)", BEFORE["keyword_ready"][0])
+    if isinstance(tp, dict) and "ready_s" in tp:
+        ratio = tp["ratio_of_medians"]
+        g = Goal(g.name, g.before, _ms(tp["ready_s"]["median"]), _ms(tp["floor_s"]["median"]),
+                 _x(ratio), "<= 2x", _verdict(ratio <= 2.0))
+    out.append(g)
+    fc = results.get("fast_cli")
+    for key, label in (("server_hybrid", "hybrid"), ("server_lexical", "lexical")):
+        g = Goal(f"2. kb-mcp search via a running server, {label}", BEFORE["fast_cli"][0])
+        if isinstance(fc, dict) and key in fc:
+            r = fc[key]
+            before = g.before
+            if label == "hybrid" and "local_hybrid_s" in fc:
+                before += f"; no server now {_ms(fc['local_hybrid_s']['median'])}"
+            g = Goal(g.name, before, _ms(r["s"]["median"]), _ms(r["floor_s"]["median"]),
+                     _x(r["ratio"]), "<= 1.5x", _verdict(r["ratio"] <= 1.5))
+        out.append(g)
+    tails = results.get("tails")
+    se = tails.get("search") if isinstance(tails, dict) else None
+    g = Goal("3. hybrid p95 / p50 (20k chunks)", BEFORE["tails"][0])
+    if isinstance(se, dict) and "hybrid" in se:
+        hy = se["hybrid"]
+        g = Goal(g.name, g.before, f"{hy['p95_ms']:.0f} ms", f"p50 {hy['p50_ms']:.0f} ms",
+                 _x(hy["p95_over_p50"]), "<= 2x", _verdict(hy["p95_over_p50"] <= 2.0))
+    out.append(g)
+    g = Goal("3. filtered / unfiltered p50, worst filter (10k docs)", BEFORE["filters"][0])
+    if isinstance(se, dict) and "hybrid" in se:
+        worst = max((v["p50_ms"], k[len("hybrid_"):]) for k, v in se.items()
+                    if k.startswith("hybrid_") and k != "hybrid_new_filter")
+        ratio = worst[0] / se["hybrid"]["p50_ms"]
+        g = Goal(g.name, g.before, f"{worst[0]:.0f} ms ({worst[1]})",
+                 f"unfiltered {se['hybrid']['p50_ms']:.0f} ms", _x(ratio), "<= 1x",
+                 _verdict(ratio <= 1.0))
+    out.append(g)
+    an = tails.get("ann") if isinstance(tails, dict) else None
+    g = Goal("4. ANN recall@10 at 100k chunks", BEFORE["ann"][0])
+    if isinstance(an, dict) and "ann" in an:
+        g = Goal(g.name, f"exact p50 {an['exact']['p50_ms']:.0f} ms", f"{an['recall_at_10']:.3f}",
+                 f"ANN p50 {an['ann']['p50_ms']:.0f} ms", "", ">= 0.95",
+                 _verdict(an["recall_at_10"] >= 0.95))
+    out.append(g)
+    full = results.get("full_index")
+    g = Goal("5. full index / embed-only (real model)", BEFORE["full"][0])
+    r = Goal("5. peak RSS while indexing", BEFORE["rss"][0])
+    if isinstance(full, dict) and "index_s" in full:
+        ratio = full["ratio_of_medians"]
+        g = Goal(g.name, g.before, _ms(full["index_s"]["median"]),
+                 _ms(full["embed_only_s"]["median"]), _x(ratio), "<= 1.15x",
+                 _verdict(ratio <= 1.15))
+        peak = full["peak_rss_mb"]["max"]
+        r = Goal(r.name, r.before, f"{peak:.0f} MB", "", "", "<= 1024 MB",
+                 _verdict(peak <= 1024))
+    out += [g, r]
+    return out
+
+
+def table(rows: list[Goal]) -> str:
+    """The goals as an aligned text table, with the sources of the "before" figures."""
+    head = ("goal", "before", "now", "floor", "ratio", "target", "")
+    cells = [head] + [(g.name, g.before, g.now, g.floor, g.ratio, g.target, g.result)
+                      for g in rows]
+    widths = [max(len(c[i]) for c in cells) for i in range(len(head))]
+    lines = ["  ".join(c[i].ljust(widths[i]) for i in range(len(head))).rstrip()
+             for c in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    sources = [f"  {key}: {text}" for key, (_, text) in BEFORE.items()]
+    return "\n".join(["Issue 14 goals", *lines, "before, from:", *sources])
