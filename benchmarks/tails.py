@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -96,7 +96,8 @@ def build(db: Path, vectors: Path | None, docs: int, chunks_per_doc: int,
             "build_seconds": time.perf_counter() - started}
 
 
-def _latencies(fn: Callable[[str], object], texts: list[str], warmup: int) -> dict[str, float]:
+def _latencies(fn: Callable[[Any], object], texts: Sequence[Any], warmup: int
+               ) -> dict[str, float]:
     for q in texts[:warmup]:
         fn(q)
     samples = []
@@ -166,15 +167,20 @@ def _new_window(i: int) -> dict[str, Any]:
 
 def search_tails(db: Path, vectors: Path, n_queries: int, warmup: int) -> dict[str, Any]:
     """Hybrid and lexical p50/p95 unfiltered, and hybrid under each filter kind."""
-    from kbmcp_core.search import SearchRequest
+    from kbmcp_core.search import Mode, SearchRequest
 
     s = searcher(db, vectors)
     texts = queries(n_queries, seed=23)
+    def with_mode(mode: Mode) -> Callable[[str], object]:
+        return lambda q: s.search(SearchRequest(q, 10, mode=mode))
+
+    def with_filter(kwargs: dict[str, Any]) -> Callable[[str], object]:
+        return lambda q: s.search(SearchRequest(q, 10, **kwargs))
+
     variants: dict[str, Callable[[str], object]] = {
-        mode: lambda q, m=mode: s.search(SearchRequest(q, 10, mode=m))
-        for mode in ("hybrid", "lexical")}
+        "hybrid": with_mode("hybrid"), "lexical": with_mode("lexical")}
     for name, kwargs in FILTERS.items():
-        variants[f"hybrid_{name}"] = lambda q, k=kwargs: s.search(SearchRequest(q, 10, **k))
+        variants[f"hybrid_{name}"] = with_filter(kwargs)
     # a new filter for every query: the first search under a filter (informational)
     fresh = iter(range(10**6))
     variants["hybrid_new_filter"] = lambda q: s.search(

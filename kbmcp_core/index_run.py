@@ -76,10 +76,11 @@ META_COPY = "copy_from"
 #: In model batches: the chunks phase two hands to one embedding call (length-bucketed
 #: inside).
 FLUSH_BATCHES = 8
-#: In model batches: the chunks whose rows phase one writes in one transaction (2,048 at
-#: the default batch size). The lexical index writes a segment per transaction and merges
-#: them later: fewer, larger transactions cost less (0017).
-WRITE_BATCHES = 64
+#: In model batches: the chunks whose rows phase one writes in one transaction (32,768 at
+#: the default batch size; a run killed in phase one parses at most that much again). The
+#: lexical index writes a segment per transaction and merges them later: fewer, larger
+#: transactions cost less (0017).
+WRITE_BATCHES = 1024
 
 
 @dataclass(slots=True)

@@ -73,11 +73,13 @@ class WordPieceCounter:
             text = _CONTROLS.sub("", text)
         pieces = _PIECES.findall(text)
         words = self._words
-        distinct = set(pieces)
-        missing = [p for p in distinct if p not in words]
-        if missing:
+        try:  # most texts hold only words already counted: no set, no list
+            return self._special + sum(map(words.__getitem__, pieces))
+        except KeyError:
+            distinct = set(pieces)
+            missing = [p for p in distinct if p not in words]
             words = self._learn(missing, {p: words[p] for p in distinct if p in words})
-        return self._special + sum(map(words.__getitem__, pieces))
+            return self._special + sum(map(words.__getitem__, pieces))
 
     def _learn(self, missing: list[str], known: dict[str, int]) -> dict[str, int]:
         """Count ``missing`` words with the tokenizer and remember them; the table

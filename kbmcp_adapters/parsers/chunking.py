@@ -230,8 +230,6 @@ def split_range(
     Blank lines at the edges are left out; a range with no text gives no unit.
     """
     limit = budget.max_tokens
-    special = _trail_count(budget, ())  # the special tokens: the count of ""
-    base = token_count(budget, heading_path, "")
     cache: dict[tuple[int, int], int] = {}
 
     def measure(first: int, last: int) -> int:
@@ -265,6 +263,9 @@ def split_range(
     )
     if short and measure(*whole) <= limit:
         return unit(*whole)
+    # Only a section that does not fit whole needs these (the trail alone is a count).
+    special = _trail_count(budget, ())  # the special tokens: the count of ""
+    base = token_count(budget, heading_path, "")
 
     def block_cost(b: int) -> int:
         return measured(budget, join_lines(lines, *blocks[b])) - special
@@ -348,13 +349,21 @@ def fit_heading_path(heading_path: tuple[str, ...], budget: ChunkBudget) -> tupl
         return token_count(budget, path, "")
 
     path = heading_path
-    if cost(path) <= limit:
+    if _surely_fits(budget, embed_text(path, ""), limit) or cost(path) <= limit:
         return path
     while len(path) > 1 and cost(path) > limit:
         path = path[1:]
     last = path[-1] if path else ""
     n = _largest_fitting(0, len(last), lambda _, n: cost((last[:n].rstrip(),)) <= limit)
     return (last[:n].rstrip(),)
+
+
+def _surely_fits(budget: ChunkBudget, text: str, limit: int) -> bool:
+    """True when ``text`` certainly counts at most ``limit``, without counting it: ASCII
+    text is never more tokens than characters, plus one (a SentencePiece word-start mark)
+    and the special tokens. A heading trail is checked for every section, and nearly all
+    are far inside half the budget, so this spares a count per section."""
+    return text.isascii() and len(text) + 1 + _trail_count(budget, ()) <= limit
 
 
 def merge_tiny(

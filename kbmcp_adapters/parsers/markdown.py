@@ -85,43 +85,74 @@ class _Section:
     path_lines: frozenset[int]
 
 
+#: The first characters (after spaces and tabs) of every line that can open or close a
+#: fence, be an ATX heading or underline a setext one. Every other line is plain text.
+_MARK_CHARS = frozenset("`~#=-")
+_UNDERLINE_CHARS = frozenset("=-")
+#: Characters some rule of ``clean_heading`` acts on; a heading without any is only
+#: whitespace-collapsed.
+_HEADING_MARKUP = re.compile(r"[#{`\\!\[<*_~\x00]")
+_WHITESPACE = re.compile(r"\s+")
+
+
+def _clean(text: str) -> str:
+    """``clean_heading``, without its fifteen passes for the usual heading of plain words."""
+    if _HEADING_MARKUP.search(text):
+        return clean_heading(text)
+    return _WHITESPACE.sub(" ", text).strip()
+
+
+def _marked(lines: Sequence[str], first: int) -> list[int]:
+    """The lines, from ``first`` on, that ``_scan`` must look at: those that start with a
+    mark character, and the line above each possible setext underline."""
+    marks = [k for k in range(first, len(lines)) if lines[k].lstrip(" \t")[:1] in _MARK_CHARS]
+    above = [k - 1 for k in marks
+             if k > first and lines[k].lstrip(" \t")[0] in _UNDERLINE_CHARS]
+    return sorted({*marks, *above}) if above else marks
+
+
 def _scan(lines: Sequence[str], first: int) -> tuple[list[bool], list[_Heading]]:
-    """Mark fenced lines and find headings outside fences, from line ``first`` on."""
+    """Mark fenced lines and find headings outside fences, from line ``first`` on.
+
+    Only the lines ``_marked`` returns can change anything (a line of plain text is no
+    fence, no heading and no underline), so only those are classified; the lines between
+    a fence's opening and closing lines are marked fenced in one step."""
     fenced = [False] * len(lines)
     headings: list[_Heading] = []
     fence: str | None = None
-    i = first
-    while i < len(lines):
-        line = lines[i]
+    opened = 0
+    i = first  # the first line not yet consumed (a setext heading consumes two)
+    for k in _marked(lines, first):
+        if k < i:
+            continue
+        line = lines[k]
         match = _FENCE.match(line)
+        i = k + 1
         if fence is not None:
-            fenced[i] = True
             if (
                 match
                 and match.group(1)[0] == fence[0]
                 and len(match.group(1)) >= len(fence)
                 and not match.group(2).strip()
             ):
+                fenced[opened : k + 1] = [True] * (k + 1 - opened)
                 fence = None
-            i += 1
             continue
         if match and not (match.group(1)[0] == "`" and "`" in match.group(2)):
             fence = match.group(1)
-            fenced[i] = True
-            i += 1
+            opened = k
             continue
         atx = _ATX.match(line)
         if atx:
             text = _ATX_CLOSING.sub("", atx.group(2)).strip()
-            headings.append(_Heading(i, 1, len(atx.group(1)), clean_heading(text)))
-            i += 1
+            headings.append(_Heading(k, 1, len(atx.group(1)), _clean(text)))
             continue
-        if _is_setext(lines, i, first, headings):
-            level = 1 if lines[i + 1].strip().startswith("=") else 2
-            headings.append(_Heading(i, 2, level, clean_heading(line.strip())))
-            i += 2
-            continue
-        i += 1
+        if _is_setext(lines, k, first, headings):
+            level = 1 if lines[k + 1].strip().startswith("=") else 2
+            headings.append(_Heading(k, 2, level, _clean(line.strip())))
+            i = k + 2
+    if fence is not None:  # never closed: fenced to the end
+        fenced[opened:] = [True] * (len(lines) - opened)
     return fenced, headings
 
 
@@ -306,6 +337,9 @@ def _read_frontmatter(lines: Sequence[str]) -> tuple[_Frontmatter, int]:
             reason = "frontmatter not closed (no second '---' line); read as ordinary text"
             return _Frontmatter(warnings=(reason,)), 0
         return _Frontmatter(), 0
+    simple = _simple_block(lines[1:close])
+    if simple is not None:  # what YAML would load, read without it
+        return _fields(simple), close + 1
     try:
         loaded = yaml.load("\n".join(lines[1:close]), Loader=_FrontmatterLoader)
     except yaml.MarkedYAMLError as exc:
@@ -322,6 +356,69 @@ def _read_frontmatter(lines: Sequence[str]) -> tuple[_Frontmatter, int]:
         reason = "frontmatter ignored: it is not a mapping of keys to values"
         return _Frontmatter(warnings=(reason,)), close + 1
     return _fields(loaded), close + 1
+
+
+#: One line of the usual frontmatter: ``key: value``, the value plain text, one quoted
+#: string without escapes, a one-line list of plain words, or nothing.
+_SIMPLE_LINE = re.compile(
+    r"([A-Za-z_][\w-]*):(?: +(?:"
+    r"\"([^\"\\]*)\"|'([^']*)'|\[([^\[\]{}#\"'`]*)\]"
+    r"|([^-?:,\[\]{}#&*!|>'\"%@` ][^#\[\]{}]*?)"
+    r"))? *",
+    re.ASCII,
+)
+_PRINTABLE_ASCII = re.compile(r"[ -~]*")
+#: A plain list item: no indicator first, no ``:`` at all (a flow context ends on it).
+_SIMPLE_ITEM = re.compile(r"[^-?:,\[\]{}#&*!|>'\"%@` ][^:]*")
+#: A plain scalar that is text only when no ``: `` and no trailing ``:`` are in it.
+_MAPPING_INSIDE = re.compile(r":(?: |$)")
+
+
+def _plain_text(value: str) -> bool:
+    """True when YAML reads the plain scalar ``value`` as a string: none of the loader's
+    own implicit resolvers (numbers, booleans, null, ...) claims it."""
+    table = _FrontmatterLoader.yaml_implicit_resolvers
+    resolvers = [*table.get(value[0] if value else "", []), *table.get(None, [])]
+    return (
+        bool(value)
+        and _MAPPING_INSIDE.search(value) is None
+        and not any(regexp.match(value) for _, regexp in resolvers)
+    )
+
+
+def _simple_block(lines: Sequence[str]) -> dict[object, object] | None:
+    """The mapping of a frontmatter block whose every line is a simple ``key: value`` (see
+    ``_SIMPLE_LINE``) of printable ASCII, exactly as the YAML loader gives it; None for
+    anything else, which the loader then reads. Most frontmatter is this simple, and the
+    loader builds every value through a chain of Python calls."""
+    out: dict[object, object] = {}
+    for line in lines:
+        if not line.strip(" "):
+            continue
+        match = _SIMPLE_LINE.fullmatch(line)
+        if match is None or not _PRINTABLE_ASCII.fullmatch(line):
+            return None
+        key, double, single, items, plain = match.groups()
+        if not _plain_text(key):
+            return None
+        value: object
+        if double is not None:
+            value = double
+        elif single is not None:
+            value = single
+        elif items is not None:
+            words = [w.strip(" ") for w in items.split(",")] if items.strip(" ") else []
+            if not all(_SIMPLE_ITEM.fullmatch(w) and _plain_text(w) for w in words):
+                return None
+            value = words
+        elif plain is not None:
+            value = plain.rstrip(" ")
+            if not _plain_text(value):
+                return None
+        else:
+            value = None
+        out[key] = value
+    return out or None
 
 
 def _text(value: object) -> str | None:

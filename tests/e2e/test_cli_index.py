@@ -75,7 +75,7 @@ def test_a_killed_run_leaves_an_index_the_next_run_completes(
 ) -> None:
     kb = tmp_path / "kb"
     corpus(kb, 60)
-    (kb / "kb-mcp.toml").write_text("[embedding]\nbatch_size = 4\n")  # commit every 32 chunks
+    (kb / "kb-mcp.toml").write_text("[embedding]\nbatch_size = 4\n")
     db = kb / ".kb-mcp" / "index.db"
     proc = subprocess.Popen(
         [*KB_MCP, "index", "--kb-path", str(kb), "--config", str(kb / "kb-mcp.toml")],

@@ -14,9 +14,12 @@ from pathlib import Path
 from kbmcp_adapters.app.bootstrap import bootstrap, settings_for
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 from kbmcp_adapters.embedding.hashing import HashingEmbedder
+from kbmcp_core.index_run import WRITE_BATCHES
 from tests.conftest import write_files
 
-FILES = 120
+#: Two-chunk notes at batch_size 1: WRITE_BATCHES chunks (PER_BATCH notes) a transaction.
+PER_BATCH = WRITE_BATCHES // 2
+FILES = 2 * PER_BATCH + 56
 
 #: Indexes with a model-free embedder; in its second write transaction, once the last
 #: lexical rows are inserted but before the commit, the process kills itself.
@@ -65,8 +68,8 @@ def test_a_writer_killed_inside_a_batch_leaves_whole_documents_and_is_completed(
     tmp_path: Path,
 ) -> None:
     kb, config = tmp_path / "kb", tmp_path / "kb-mcp.toml"
-    config.write_text("[embedding]\nbatch_size = 1\n")  # 64 chunks (32 notes) a transaction
-    write_files(kb, {f"n{i:03d}.md": note(i) for i in range(FILES)})
+    config.write_text("[embedding]\nbatch_size = 1\n")
+    write_files(kb, {f"n{i:04d}.md": note(i) for i in range(FILES)})
     repo = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [
         repo, os.environ.get("PYTHONPATH")]))}
@@ -76,20 +79,20 @@ def test_a_writer_killed_inside_a_batch_leaves_whole_documents_and_is_completed(
     assert proc.returncode == -signal.SIGKILL, proc.stderr.decode(errors="replace")[-2000:]
 
     after_kill = counts(kb / ".kb-mcp" / "index.db")
-    # the first transaction's 32 notes, whole; nothing of the second
-    assert after_kill == {"documents": 32, "chunks": 64, "short": 0, "words": 64,
-                          "grams": 64}
+    # the first transaction's notes, whole; nothing of the second
+    assert after_kill == {"documents": PER_BATCH, "chunks": 2 * PER_BATCH, "short": 0,
+                          "words": 2 * PER_BATCH, "grams": 2 * PER_BATCH}
 
     container = bootstrap(settings_for(kb, config), embedder=HashingEmbedder())
     try:
         summary = KnowledgeBase(container).index()
-        assert (summary.added, summary.unchanged) == (FILES - 32, 32)
+        assert (summary.added, summary.unchanged) == (FILES - PER_BATCH, PER_BATCH)
         facts = container.store.consistency()
         assert facts.chunk_ids == facts.lexical_ids and not facts.documents_without_chunks
         assert container.store.chunk_ids() == container.vectors.ids()
         hits = container.store.lexical_search("note77", 5)
         assert [container.store.get_chunks([cid])[cid].document_path for cid, _ in hits][:1] \
-            == ["n077.md"]
+            == ["n0077.md"]
     finally:
         container.close()
     assert counts(kb / ".kb-mcp" / "index.db") == {

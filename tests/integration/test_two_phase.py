@@ -73,7 +73,7 @@ def test_killed_between_phases_every_file_is_found_and_the_next_run_embeds_the_r
 ) -> None:
     kb = tmp_path / "kb"
     config = tmp_path / "kb-mcp.toml"
-    config.write_text("[embedding]\nbatch_size = 4\n")  # rows in batches of 32 chunks
+    config.write_text("[embedding]\nbatch_size = 4\n")  # small embedding batches
     at = ["--kb-path", str(kb), "--config", str(config)]
     write_files(kb, {f"old/n{i:03d}.md": note(i) for i in range(6)})
     first = cli(["index", *at, "--quiet"], kb_env)

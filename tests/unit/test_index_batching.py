@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import pytest
 
 from kbmcp_core.errors import StoreError
-from kbmcp_core.index_run import ChunkIds, IndexDeps, run_index
+from kbmcp_core.index_run import WRITE_BATCHES, ChunkIds, IndexDeps, run_index
 from kbmcp_core.ports import ChunkBudget, DocumentWrite
 from tests.fakes import (
     FakeClock,
@@ -20,12 +20,12 @@ from tests.fakes import (
     FakeVectorStore,
 )
 
-#: One-chunk files; batch_size 1 makes 64 chunks per write transaction.
-FILES = 150
+#: One-chunk files; batch_size 1 makes WRITE_BATCHES chunks per write transaction.
+FILES = 2 * WRITE_BATCHES + 22
 
 
 def corpus(n: int = FILES) -> FakeFileSystem:
-    return FakeFileSystem({f"n{i:03d}.md": f"# Note {i}\nnote{i} shared words\n".encode()
+    return FakeFileSystem({f"n{i:05d}.md": f"# Note {i}\nnote{i} shared words\n".encode()
                            for i in range(n)})
 
 
@@ -66,12 +66,12 @@ def test_many_documents_share_a_transaction_and_progress_still_counts_each_file(
     summary = run_index(deps(fs, store), progress=lambda *event: seen.append(event))
 
     assert summary.added == FILES and sorted(store.docs) == sorted(fs.files)
-    # 150 documents of one chunk in 3 transactions of at most 64 chunks, not 150 of one
-    assert [len(t) for t in store.transactions] == [64, 64, 22]
+    # one-chunk documents in 3 transactions of at most WRITE_BATCHES chunks, not one each
+    assert [len(t) for t in store.transactions] == [WRITE_BATCHES, WRITE_BATCHES, 22]
     text = [e for e in seen if e[0] == "text"]
     assert text[0] == ("text", 0, FILES, "")
     assert [(done, item) for _, done, _, item in text[1:]] == [
-        (i, f"n{i - 1:03d}.md") for i in range(1, FILES + 1)]
+        (i, f"n{i - 1:05d}.md") for i in range(1, FILES + 1)]
 
 
 def test_phase_one_ends_only_when_every_batch_is_written() -> None:
@@ -114,7 +114,7 @@ def test_a_run_stopped_mid_phase_keeps_every_batch_it_handed_over_whole() -> Non
         pass
 
     def progress(phase: str, done: int, _total: int, _item: str) -> None:
-        if phase == "text" and done == 100:  # in the middle of the second batch
+        if phase == "text" and done == WRITE_BATCHES + WRITE_BATCHES // 2:  # mid second batch
             raise Stop
 
     with pytest.raises(Stop):
@@ -122,7 +122,7 @@ def test_a_run_stopped_mid_phase_keeps_every_batch_it_handed_over_whole() -> Non
     assert sorted(store.docs) == sorted(store.transactions[0]) and whole(store)
 
     summary = run_index(deps(fs, store))
-    assert summary.added == FILES - 64 and sorted(store.docs) == sorted(fs.files)
+    assert summary.added == FILES - WRITE_BATCHES and sorted(store.docs) == sorted(fs.files)
     assert whole(store)
 
 
