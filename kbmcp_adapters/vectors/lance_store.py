@@ -56,6 +56,8 @@ KEEP_OLD_VERSIONS = timedelta(minutes=5)
 #: From this many rows on, ``compact`` keeps an approximate (IVF_PQ) index on the vectors;
 #: below it exact search is fast enough (measured: docs/decisions/0019-flat-tails-and-ann.md).
 ANN_MIN_ROWS = 20_000
+#: The environment variable that sets the level of LanceDB's native log (stderr).
+LANCEDB_LOG_ENV = "LANCEDB_LOG"
 #: The share of the IVF partitions (√rows at training) probed per query, at least
 #: ``ANN_MIN_PROBES``; candidates re-ranked by exact distance (× k).
 ANN_PROBE_SHARE = 0.5
@@ -363,6 +365,10 @@ class LanceVectorStore:
 
     def _connect(self) -> DBConnection:
         if self._db is None:
+            # LanceDB's native logger prints warnings straight to stderr, mostly its KMeans
+            # training on small tables ("clusters are empty"), harmless: errors only,
+            # unless the user chose a level (docs/configuration.md)
+            os.environ.setdefault(LANCEDB_LOG_ENV, "error")
             import lancedb
 
             self._db = lancedb.connect(

@@ -108,3 +108,37 @@ def test_the_index_is_built_kept_right_through_changes_and_retrained(
     store.compact()
     assert store.ann_state() is None
     assert _recall(store, rows, queries) == 1.0
+
+
+BUILD_SMALL_INDEX = """
+import sys
+import numpy as np
+from kbmcp_adapters.vectors.lance_store import LanceVectorStore
+m = np.random.default_rng(3).normal(size=(700, 16)).astype(np.float32)
+m /= np.linalg.norm(m, axis=1, keepdims=True)
+store = LanceVectorStore(sys.argv[1], 16, ann_min_rows=600)
+store.add(list(range(1, 701)), m.tolist())
+store.compact()
+assert store.ann_state() is not None
+"""
+
+
+def test_training_the_index_on_a_small_table_prints_no_lancedb_warnings(tmp_path: Path) -> None:
+    """LanceDB's KMeans complains on stderr about empty clusters when it trains on a small
+    table; kb-mcp's stderr (the server's log) stays free of that noise unless the user asks
+    for LanceDB's warnings with LANCEDB_LOG."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "LANCEDB_LOG"}
+    repo = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [repo, env.get("PYTHONPATH")]))
+    quiet = subprocess.run([sys.executable, "-c", BUILD_SMALL_INDEX, str(tmp_path / "a")],
+                           env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert quiet.returncode == 0, quiet.stderr[-2000:]
+    assert "WARN" not in quiet.stderr, quiet.stderr[-2000:]
+    loud = subprocess.run([sys.executable, "-c", BUILD_SMALL_INDEX, str(tmp_path / "b")],
+                          env={**env, "LANCEDB_LOG": "warn"}, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert loud.returncode == 0 and "WARN" in loud.stderr  # the user's choice is kept
