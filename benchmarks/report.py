@@ -188,6 +188,7 @@ def rows(results: dict[str, Any]) -> list[Row]:
             out.append(
                 Row("search via MCP stdio", "-", se.get("mcp_error", "")[:60], "<= 2x", "ERROR")
             )
+    out += rerank_rows(results.get("rerank"))
     ini = results.get("initialize")
     if isinstance(ini, dict) and "initialize_s" in ini:
         s = ini["initialize_s"]
@@ -224,6 +225,26 @@ def rows(results: dict[str, Any]) -> list[Row]:
     for step, value in results.items():
         if isinstance(value, dict) and "error" in value:
             out.append(Row(f"{step}: failed", "-", value["error"][:70], "", "ERROR"))
+    return out
+
+
+def rerank_rows(rr: Any) -> list[Row]:
+    """What the cross-encoder adds to a warm search, against the bare model's own time."""
+    if not isinstance(rr, dict) or "added_s" not in rr:
+        return []
+    add, bare = rr["added_s"], rr["bare_s"]
+    out = [
+        Row(f"search p50 with rerank ({rr['candidates']} candidates)",
+            ms(rr["reranked_s"]["median"]), spread(rr["reranked_s"], p95=True)),
+        Row("  same searches without rerank", ms(rr["plain_s"]["median"]),
+            spread(rr["plain_s"], p95=True)),
+        Row("  added by rerank", ms(add["median"]), spread(add, p95=True)),
+        Row("  bare cross-encoder, same passages, one batch", ms(bare["median"]),
+            spread(bare, p95=True)),
+    ]
+    if "added_ratio" in rr:
+        out.append(Row("  added p50 / bare model p50", f"{rr['added_ratio']:.2f}x", "",
+                       "<= 1.2x", verdict(rr["added_ratio"] <= 1.2)))
     return out
 
 

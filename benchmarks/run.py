@@ -15,13 +15,23 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks import fast_cli, goals, report, steps, tails, team, two_phase, ui_bench
+from benchmarks import (
+    fast_cli,
+    goals,
+    report,
+    rerank_bench,
+    steps,
+    tails,
+    team,
+    two_phase,
+    ui_bench,
+)
 from benchmarks.measure import REPO
 
 #: A 1-minute load average above this at the start earns a warning.
 BUSY_LOAD = 1.0
-STEPS = ("full", "two_phase", "reindex", "search", "fastcli", "initialize", "listings", "team",
-         "ui", "tails")
+STEPS = ("full", "two_phase", "reindex", "search", "rerank", "fastcli", "initialize", "listings",
+         "team", "ui", "tails")
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -92,7 +102,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     if "two_phase" in wanted:
         step("two_phase", lambda: two_phase.keyword_ready(
             work, files=cfg.large_files, repeats=cfg.full_repeats, seed=cfg.seed + 3))
-    if wanted & {"reindex", "search", "fastcli", "initialize"}:
+    if wanted & {"reindex", "search", "rerank", "fastcli", "initialize"}:
         large: dict[str, Path] = {}
 
         def build() -> dict[str, Any]:
@@ -104,6 +114,10 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             kb = large["kb"]
             if "search" in wanted:  # before the edits of the re-index step
                 step("search", lambda: steps.search(cfg, kb, errlog))
+            if "rerank" in wanted:  # what the cross-encoder adds (issue 13.3)
+                step("rerank", lambda: rerank_bench.measure(
+                    steps.corpus.queries(cfg.rerank_queries + cfg.warmup, seed=17),
+                    cfg.warmup, kb))
             if "reindex" in wanted:
                 step("reindex", lambda: steps.reindex(cfg, kb))
             if "initialize" in wanted:

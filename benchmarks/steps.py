@@ -30,6 +30,7 @@ class Config:
     queries: int = 100
     warmup: int = 10
     mcp_queries: int = 100
+    rerank_queries: int = 40
     initialize_starts: int = 7
     listing_calls: int = 30
     team_files: int = 300
@@ -53,6 +54,7 @@ class Config:
             queries=5,
             warmup=1,
             mcp_queries=5,
+            rerank_queries=3,
             initialize_starts=1,
             listing_calls=2,
             team_files=12,

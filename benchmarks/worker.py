@@ -14,6 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from benchmarks import rerank_bench
 from benchmarks.corpus import edit_one
 from benchmarks.measure import write_result
 
@@ -231,6 +232,7 @@ TASKS: dict[str, Callable[..., dict[str, Any]]] = {
     "nochange": nochange,
     "single_change": single_change,
     "search": search,
+    "rerank": rerank_bench.latency,
 }
 
 

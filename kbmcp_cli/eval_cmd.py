@@ -34,6 +34,9 @@ def _run_name(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 @click.option("--limit", type=click.IntRange(min=1), default=50,
               help="Results fetched per query, at least 1.")
 @click.option("--show-misses/--no-misses", default=True, help="List the queries missed.")
+@click.option("--rerank/--no-rerank", default=None,
+              help="Measure with the cross-encoder reranker on or off (default "
+                   "[search].rerank).")
 @click.option("--save", "save_name", metavar="NAME", default=None, callback=_run_name,
               help="Store this run's metrics as <index_dir>/evals/NAME.json.")
 @click.option("--overwrite", is_flag=True, default=False,
@@ -43,7 +46,8 @@ def _run_name(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 @click.option("--threshold", type=click.FloatRange(min=0), default=0.01, show_default=True,
               help="--compare: a metric that dropped by more than this is a regression.")
 def eval_cmd(kb_path: Path | None, config: Path | None, golden: Path | None, fmt: str,
-             mode: str, limit: int, show_misses: bool, save_name: str | None,
+             mode: str, limit: int, show_misses: bool, rerank: bool | None,
+             save_name: str | None,
              overwrite: bool, compare_name: str | None, threshold: float) -> None:
     """Measure retrieval on golden queries: recall@1/5/10, MRR@10, nDCG@10.
 
@@ -70,7 +74,7 @@ def eval_cmd(kb_path: Path | None, config: Path | None, golden: Path | None, fmt
         model = kb.settings.embedding_model
 
         def retrieve(query: str, m: str) -> list[Ranked]:
-            res = kb.search(query, limit=limit, mode=m)
+            res = kb.search(query, limit=limit, mode=m, rerank=rerank)
             return [Ranked(h.path, h.heading) for h in res.results]
 
         reports = evaluate_modes(queries, ["hybrid", "vector", "lexical"] if mode == "all"

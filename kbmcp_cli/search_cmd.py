@@ -42,8 +42,8 @@ if TYPE_CHECKING:
 @click.option("--context-chunks", type=click.IntRange(1, 5), default=None,
               help="Neighbours on each side for --context adjacent, 1-5 (default 1).")
 @click.option("--rerank/--no-rerank", default=None,
-              help="Reorder the best candidates with a reranker (default [search].rerank; "
-                   "kb-mcp ships none, so --rerank is an error until one is installed).")
+              help="Reorder the best 20 candidates with the cross-encoder of "
+                   "[search].reranker (default [search].rerank; needs kb-mcp[rerank]).")
 @click.option("--no-server", is_flag=True, envvar=NO_SERVER_ENV, show_envvar=True,
               help="Search in this process even when a `kb-mcp serve` or `kb-mcp watch` of "
                    "the same index could answer (it is asked over kb-mcp.sock in the index "

@@ -41,6 +41,8 @@ CHECKS: tuple[CheckInfo, ...] = (
     CheckInfo("schema-behind", "error", "the index schema is older than this kb-mcp"),
     CheckInfo("copy-unfinished", "error",
               "a `kb-mcp migrate-store` copy into this index has not finished"),
+    CheckInfo("reranker-unavailable", "error",
+              "[search].rerank is on but the cross-encoder's package is missing or damaged"),
     CheckInfo("extension-not-enabled", "warning",
               "indexed documents whose format is no longer in [parsers].enabled"),
     CheckInfo("larger-than-read-cap", "warning",
@@ -122,12 +124,15 @@ def diagnose(
     store_location: str,
     check_budget_s: float = CHECK_BUDGET_S,
     copied_from: str | None = None,
+    reranker_problem: str | None = None,
 ) -> DoctorReport:
     """Run every check; touches nothing. ``store_location`` names what to delete when
     the database is damaged; ``copied_from`` names the source of a `kb-mcp migrate-store`
-    copy into this index that has not finished (its marker), if there is one."""
+    copy into this index that has not finished (its marker), if there is one;
+    ``reranker_problem`` why the reranker ``[search].rerank`` turns on cannot run."""
+    extra = _reranker_findings(reranker_problem)
     if not store.has_integrity_check():
-        report = _diagnose(store, vectors, registry, configured_model, copied_from)
+        report = _diagnose(store, vectors, registry, configured_model, copied_from, extra)
         return DoctorReport(report.documents, report.chunks, report.findings, "not applicable")
     problems = store.quick_check(check_budget_s)
     if problems:
@@ -137,12 +142,23 @@ def diagnose(
             return damaged_store_report(problems, store_location)
         return damaged_store_report(problems, store_location, stats.documents, stats.chunks)
     try:
-        report = _diagnose(store, vectors, registry, configured_model, copied_from)
+        report = _diagnose(store, vectors, registry, configured_model, copied_from, extra)
     except StoreCorrupt as exc:  # damage the quick check did not reach, or did not finish
         return damaged_store_report([exc.detail], store_location)
     if problems is None:
         return DoctorReport(report.documents, report.chunks, report.findings, "unfinished")
     return report
+
+
+def _reranker_findings(problem: str | None) -> list[Finding]:
+    if problem is None:
+        return []
+    return [Finding(
+        "reranker-unavailable", "error",
+        "[search].rerank is on, but its cross-encoder cannot run: every search fails", 1,
+        (problem,),
+        "run the pip command the sample names (or pip install 'kb-mcp[rerank]'), or set "
+        "[search].rerank = false in the configuration; then check with `kb-mcp doctor`")]
 
 
 def _diagnose(
@@ -151,8 +167,9 @@ def _diagnose(
     registry: ParserRegistry,
     configured_model: str,
     copied_from: str | None = None,
+    extra: Sequence[Finding] = (),
 ) -> DoctorReport:
-    findings: list[Finding] = []
+    findings: list[Finding] = list(extra)
     facts = store.consistency()
     chunk_ids = facts.chunk_ids
     reindex = "run `kb-mcp index --force` to rebuild the chunks, vectors and lexical rows"
@@ -239,4 +256,6 @@ def _diagnose(
         "{n} documents have no recorded size (indexed before sizes were recorded); they "
         "stay offered",
         "run `kb-mcp index` once: it records the sizes from its scan without re-embedding")
-    return DoctorReport(stats.documents, stats.chunks, tuple(findings))
+    order = {c.id: i for i, c in enumerate(CHECKS)}
+    return DoctorReport(stats.documents, stats.chunks,
+                        tuple(sorted(findings, key=lambda f: order[f.check])))

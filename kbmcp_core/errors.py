@@ -95,6 +95,13 @@ class EmbeddingUnavailable(KbError):
     code = "embedding_unavailable"
 
 
+class RerankerUnavailable(KbError):
+    """The configured reranker cannot run: its package is missing, or its files are
+    damaged; the message names the ``pip`` command that fixes it."""
+
+    code = "reranker_unavailable"
+
+
 class StoreError(KbError):
     code = "store_error"
 

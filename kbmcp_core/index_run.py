@@ -62,6 +62,9 @@ Phase = Literal["text", "vectors"]
 #: ``progress(phase, done, total, item)``: ``item`` is the file just written in phase one,
 #: "" in phase two. Called once with ``done == 0`` when a phase starts.
 Progress = Callable[[Phase, int, int, str], None]
+#: ``yield_to()``: asked between two embedding calls of phase two (never before the first,
+#: so every run makes progress); True ends the run there, as a stopped run ends (0017).
+YieldTo = Callable[[], bool]
 
 META_MODEL = "embedding_model"
 META_DIMENSION = "embedding_dimension"
@@ -184,6 +187,7 @@ class IndexRun:
         prune_disabled: bool = False,
         progress: Progress | None = None,
         paths: Collection[str] | None = None,
+        yield_to: YieldTo | None = None,
     ) -> None:
         self.deps = deps
         #: None: the whole knowledge base; otherwise only these paths (the watcher)
@@ -191,6 +195,11 @@ class IndexRun:
         self.force = force
         self.prune_disabled = prune_disabled
         self.progress = progress
+        #: the watcher's "are file events waiting?"; such a run embeds one model batch
+        #: per call and may hand phase two over to the next run (0017)
+        self.yield_to = yield_to
+        #: chunks phase two left without vectors because ``yield_to`` said so
+        self.handed_over = 0
         self.summary = RunSummary()
         self._pending: list[_Pending] = []
         self._pending_texts = 0
@@ -238,6 +247,11 @@ class IndexRun:
         self._apply_cheap_actions(p)
         self._text_phase(p)
         self._vector_phase(repair)
+        if self.handed_over:
+            # ended like a stopped run: `run_in_progress` stays set and the next run
+            # embeds exactly the chunks still without a vector (0008, 0017)
+            self.summary.seconds = time.monotonic() - started
+            return self.summary
         if self._vectors_written:
             d.vectors.compact()
         self.summary.seconds = time.monotonic() - started
@@ -268,18 +282,29 @@ class IndexRun:
         finish (``repair``) that includes the chunks it left without one."""
         d = self.deps
         fresh = len(self._unembedded)
-        todo = sorted(d.store.chunk_ids() - d.vectors.ids()) if repair else self._unembedded
+        todo = self._unembedded
+        if repair:  # this run's own chunks first: the file just saved gets its vectors soon
+            missing = d.store.chunk_ids() - d.vectors.ids()
+            todo = [c for c in todo if c in missing]
+            todo += sorted(missing.difference(todo))
         self._unembedded = []
         if not todo:
             return
         left_over = len(todo) - fresh
         step = max(d.batch_size * FLUSH_BATCHES, 32)
+        if self.yield_to is not None:
+            step = max(d.batch_size, 1)  # a hand-over point after every model batch
         self._report("vectors", 0, len(todo), "")
         for start in range(0, len(todo), step):
             found = d.store.get_chunks(todo[start : start + step])
             texts = [(c.id, embed_text_of(c.heading_path, c.content)) for c in found.values()]
             self._write_vectors([(cid, text_hash(t), t) for cid, t in texts], {})
             self._report("vectors", min(start + step, len(todo)), len(todo), "")
+            if start + step < len(todo) and self.yield_to is not None and self.yield_to():
+                self.handed_over = len(todo) - (start + step)
+                log.info("phase two hands over to new changes; %d chunks wait for vectors",
+                         self.handed_over)
+                return
         if repair and left_over > 0:
             log.info("embedded %d chunks an interrupted run had left without vectors",
                      left_over)
@@ -472,10 +497,13 @@ def run_index(
     prune_disabled: bool = False,
     progress: Progress | None = None,
     paths: Collection[str] | None = None,
+    yield_to: YieldTo | None = None,
 ) -> RunSummary:
-    """Index the whole knowledge base, or only ``paths`` (files or folders)."""
+    """Index the whole knowledge base, or only ``paths`` (files or folders). With
+    ``yield_to``, phase two may end early when it says so (the watcher's syncs)."""
     return IndexRun(deps, force=force, prune_disabled=prune_disabled, progress=progress,
-                    paths=paths).run()
+                    paths=paths, yield_to=yield_to).run()
 
 
-__all__ = ["ChunkIds", "IndexDeps", "IndexRun", "check_model", "index_file", "run_index"]
+__all__ = ["ChunkIds", "IndexDeps", "IndexRun", "YieldTo", "check_model", "index_file",
+           "run_index"]

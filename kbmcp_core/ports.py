@@ -303,14 +303,20 @@ class IndexStore(IndexWriter, IndexReader, StoreDiagnostics, Protocol):
 
 
 class Reranker(Protocol):
-    """Scores (query, passage) pairs together, as a cross-encoder does: higher is more
-    relevant. Scores compare within one call only."""
+    """Scores (query, passage) pairs together, as a cross-encoder does."""
 
     @property
     def model_id(self) -> str: ...
 
+    def coverage(self, text: str) -> float:
+        """How much of ``text`` the model can read, from 0 to 1 (as ``Embedder.coverage``):
+        search lets the reranker reorder a query only as far as it can read it."""
+        ...
+
     def score(self, query: str, passages: Sequence[str]) -> list[float]:
-        """One score per passage, in the passages' order."""
+        """One score per passage, in the passages' order: the probability, from 0 to 1,
+        that the passage answers the query (a cross-encoder's sigmoid). Search trusts the
+        order these scores give as far as the best of them is confident."""
         ...
 
 

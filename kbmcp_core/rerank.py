@@ -3,12 +3,21 @@
 A cross-encoder reads the query and a passage together and scores the pair; that is
 more accurate than comparing two separately embedded texts, and far slower, so it only
 reorders the top ``RERANK_CANDIDATES`` of the fused ranking. The rest keep their order
-after them. kb-mcp ships no reranker model (decision 0016): this is the seam one plugs
-into, with the time it took measured so its cost is visible.
+after them.
+
+The reranker does not get the last word unconditionally (decision 0016): its say, the
+*trust* ``t``, is how confident it is that its best candidate answers the query, times how
+much of the query it can read. Each candidate is then ordered by
+``t × reranker score + (1 − t) × fused score``, both rescaled to 0–1 over the candidates.
+A cross-encoder that finds nothing relevant (every score near 0: a paraphrase it does not
+recognise, an identifier it cannot judge) or that cannot read the query (Japanese for an
+English model) leaves the fused order as it was; one that is sure of its best candidate
+decides the order.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -18,6 +27,11 @@ from kbmcp_core.ports import Reranker
 
 #: How many of the best fused candidates the reranker reads.
 RERANK_CANDIDATES = 20
+#: The log-odds of the best candidate's probability at which the reranker gets half the
+#: say (measured on the dev sets: decision 0016); each unit of log-odds above or below
+#: moves the trust along a logistic curve.
+TRUST_MIDPOINT = -2.0
+_EDGE = 1e-9
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,9 +41,45 @@ class RerankOutcome:
     model_id: str
     candidates: int
     ms: float
+    #: how much say the reranker had over the order, 0 to 1
+    trust: float = 1.0
 
     def as_dict(self) -> dict[str, object]:
-        return {"model": self.model_id, "candidates": self.candidates, "ms": round(self.ms, 1)}
+        return {"model": self.model_id, "candidates": self.candidates, "ms": round(self.ms, 1),
+                "trust": round(self.trust, 3)}
+
+
+def log_odds(p: float) -> float:
+    """The logit of a probability, kept finite at 0 and 1."""
+    q = min(max(float(p), _EDGE), 1.0 - _EDGE)
+    return math.log(q / (1.0 - q))
+
+
+def trust(best: float, readable: float) -> float:
+    """The reranker's say: confidence in its best candidate (a logistic of its log-odds
+    around ``TRUST_MIDPOINT``) times the share of the query it reads."""
+    confidence = 1.0 / (1.0 + math.exp(-(log_odds(best) - TRUST_MIDPOINT)))
+    return confidence * min(max(float(readable), 0.0), 1.0)
+
+
+def _rescaled(values: Sequence[float]) -> list[float]:
+    lo, hi = min(values), max(values)
+    span = hi - lo
+    return [(v - lo) / span if span > 0 else 0.0 for v in values]
+
+
+def blend(fused: Sequence[float], probabilities: Sequence[float], say: float) -> list[int]:
+    """Positions of the candidates in their new order: by ``say`` × the reranker's log-odds
+    plus (1 − ``say``) × the fused score, each rescaled over the candidates; ties keep the
+    fused order."""
+    if len(fused) != len(probabilities):
+        raise ValueError("one fused score and one reranker score per candidate")
+    if not fused:
+        return []
+    mine = _rescaled([log_odds(p) for p in probabilities])
+    theirs = _rescaled(list(fused))
+    key = [say * m + (1.0 - say) * t for m, t in zip(mine, theirs, strict=True)]
+    return sorted(range(len(key)), key=lambda i: (-key[i], i))
 
 
 def rerank(
@@ -39,8 +89,8 @@ def rerank(
     reranker: Reranker,
     candidates: int = RERANK_CANDIDATES,
 ) -> RerankOutcome:
-    """``ranked`` with its first ``candidates`` existing chunks reordered by the
-    reranker's score (ties keep the fused order); scores are returned per chunk id."""
+    """``ranked`` with its first ``candidates`` existing chunks reordered as the module
+    docstring says; the reranker's score is returned per chunk id."""
     known = [(cid, s) for cid, s in ranked if cid in chunks]
     head, tail = known[:candidates], known[candidates:]
     started = time.perf_counter()
@@ -49,11 +99,15 @@ def rerank(
     ms = (time.perf_counter() - started) * 1000.0
     if len(scores) != len(head):
         raise ValueError(f"the reranker returned {len(scores)} scores for {len(head)} passages")
-    order = sorted(range(len(head)), key=lambda i: (-scores[i], i))
+    if any(not 0.0 <= s <= 1.0 for s in scores):
+        raise ValueError("the reranker returned a score outside 0..1")
+    say = trust(max(scores), reranker.coverage(query)) if scores else 0.0
+    order = blend([s for _, s in head], scores, say)
     return RerankOutcome(
         ranked=[head[i] for i in order] + tail,
         scores={head[i][0]: float(scores[i]) for i in range(len(head))},
         model_id=reranker.model_id,
         candidates=len(head),
         ms=ms,
+        trust=say,
     )

@@ -34,6 +34,8 @@ FAIL_SAFE_DIRS: tuple[str, ...] = (".git", ".svn", ".hg", "node_modules")
 INDEX_DIR_NAME = ".kb-mcp"
 IGNORE_FILE_NAME = ".kb-mcpignore"
 CONFIG_FILE_NAME = "kb-mcp.toml"
+#: The cross-encoder ``[search].reranker`` names unless configured (a packaged model).
+DEFAULT_RERANKER = "kb-mcp/ms-marco-MiniLM-L-12-v2-int8"
 
 
 #: Storage options shown as they are by ``repr``; every other value may be a secret.
@@ -123,6 +125,8 @@ class Settings:
     search_context: str = "none"
     search_context_chunks: int = 1
     search_rerank: bool = False
+    #: the cross-encoder ``rerank`` runs (a packaged model's name): decision 0016
+    search_reranker: str = DEFAULT_RERANKER
     #: how the two legs are fused (``fusion`` property): decision 0015
     search_fusion: str = DEFAULT_FUSION.method
     search_lexical_weight: float = DEFAULT_FUSION.lexical_weight

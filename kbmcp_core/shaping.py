@@ -74,9 +74,8 @@ def reorder(
     outcome: RerankOutcome | None = None
     if options.rerank:
         if reranker is None:
-            raise InvalidQuery("rerank was asked for but no reranker is installed: kb-mcp "
-                               "ships no reranker model (see docs/search.md); search without "
-                               "rerank or set [search].rerank = false")
+            raise InvalidQuery("rerank was asked for but this searcher was given no "
+                               "reranker; search without rerank")
         outcome = rerank(query, ranked, chunks, reranker)
         ranked = outcome.ranked
     if options.diversity < 1.0 and len(ranked) > 1:

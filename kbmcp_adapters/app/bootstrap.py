@@ -87,8 +87,7 @@ class Container:
         reranker: Reranker | None = None,
     ) -> None:
         self.settings = settings
-        #: the cross-encoder behind ``rerank``: only a given one (kb-mcp ships none, 0016)
-        self.reranker = reranker
+        self._reranker: _Part[Reranker] = _Part(reranker, self._build_reranker)
         self._given_store = store
         self._store: OpenedStore | None = store
         self._open_lock = threading.Lock()
@@ -142,6 +141,12 @@ class Container:
     @property
     def vectors(self) -> VectorStore:
         return self._vectors.get()
+
+    @property
+    def reranker(self) -> Reranker:
+        """The cross-encoder behind ``rerank``: the given one, else ``[search].reranker``
+        (its weights are read on its first use, decision 0016)."""
+        return self._reranker.get()
 
     @property
     def store(self) -> OpenedStore:
@@ -204,6 +209,12 @@ class Container:
 
     def _build_vectors(self) -> VectorStore:
         return real_vectors(self.settings, self.embedder.dimension)
+
+    def _build_reranker(self) -> Reranker:
+        from kbmcp_adapters.embedding.cross_encoder import make_reranker
+
+        return make_reranker(self.settings.search_reranker,
+                             threads=self.settings.embedding_threads)
 
     def _build_store(self, create: bool, migrate: bool) -> OpenedStore:
         return real_store(self.settings, create=create, migrate=migrate)

@@ -50,6 +50,7 @@ _SCHEMA: dict[str, dict[str, tuple[str, tuple[type, ...]]]] = {
         "context": ("search_context", (str,)),
         "context_chunks": ("search_context_chunks", (int,)),
         "rerank": ("search_rerank", (bool,)),
+        "reranker": ("search_reranker", (str,)),
         "fusion": ("search_fusion", (str,)),
         "lexical_weight": ("search_lexical_weight", (int, float)),
         "lexical_weight_min": ("search_lexical_weight_min", (int, float)),
@@ -220,6 +221,13 @@ def _validate_numbers(values: Mapping[str, Any]) -> None:
         raise ConfigError("index.chunk_max_tokens must be at least 32")
     _validate_search_shape(values)
     _validate_fusion(values)
+    if "search_reranker" in values:
+        from kbmcp_adapters.embedding.cross_encoder import check_reranker_name
+
+        try:
+            check_reranker_name(str(values["search_reranker"]))
+        except ConfigError as exc:
+            raise ConfigError(f"[search].reranker: {exc}") from None
 
 
 def _validate_fusion(values: Mapping[str, Any]) -> None:

@@ -26,9 +26,15 @@ from kbmcp_adapters.app.write_guard import (
 from kbmcp_adapters.app.writer_lock import writer_lock
 from kbmcp_core.context import ContextKind
 from kbmcp_core.doctor import DoctorReport, damaged_store_report, diagnose
-from kbmcp_core.errors import InvalidQuery, NotServable, PathRefused, StoreCorrupt
+from kbmcp_core.errors import (
+    InvalidQuery,
+    NotServable,
+    PathRefused,
+    RerankerUnavailable,
+    StoreCorrupt,
+)
 from kbmcp_core.graph import ConnectionGraph, GraphBounds, build_graph
-from kbmcp_core.index_run import Phase, Progress, check_model, run_index
+from kbmcp_core.index_run import Phase, Progress, YieldTo, check_model, run_index
 from kbmcp_core.models import DiskScan, IndexStats, RunSummary, StoredDocument
 from kbmcp_core.offer import (
     ServableRules,
@@ -153,13 +159,17 @@ class KnowledgeBase:
               progress: Progress | None = None,
               paths: Collection[str] | None = None,
               stop: threading.Event | None = None,
-              purpose: str = "an index run") -> RunSummary:
+              purpose: str = "an index run",
+              yield_to: YieldTo | None = None) -> RunSummary:
         """Index everything, or only ``paths`` (the watcher's single-file route).
 
         Waits at most ``[lock].timeout_seconds`` in all for the other writers (of this
         process, then of any process), then raises ``WriterBusy``. Once ``stop`` is set
         (or ``stop_writers()`` was called) the run ends at its next safe point with
-        ``IndexRunStopped``; the next run completes what it left.
+        ``IndexRunStopped``; the next run completes what it left. With ``yield_to`` (the
+        watcher's "file events are waiting"), phase two embeds one model batch per call
+        and ends between two calls once it returns True: the run returns normally, with
+        ``run_in_progress`` still set, and the next run embeds the rest (0017).
         """
         check = stop_check(self._stopping, stop)
         check()
@@ -181,7 +191,7 @@ class KnowledgeBase:
                 check()  # between two documents, or two embedding calls
 
             return run_index(deps, force=force, prune_disabled=prune, progress=step,
-                             paths=paths)
+                             paths=paths, yield_to=yield_to)
 
     def stop_writers(self) -> None:
         """For shutdown: every index run stops at its next safe point (between documents
@@ -316,7 +326,21 @@ class KnowledgeBase:
 
         return diagnose(store, c.vectors, c.registry, c.settings.embedding_model,
                         store_location=where, copied_from=marked_source(
-                            store.get_meta(META_COPY)))
+                            store.get_meta(META_COPY)),
+                        reranker_problem=self._reranker_problem())
+
+    def _reranker_problem(self) -> str | None:
+        """Why the reranker that ``[search].rerank`` turns on cannot run, if it cannot."""
+        from kbmcp_adapters.embedding.cross_encoder import CrossEncoderReranker
+
+        reranker = self._container.reranker
+        if not self.settings.search_rerank or not isinstance(reranker, CrossEncoderReranker):
+            return None
+        try:
+            reranker.verify()
+        except RerankerUnavailable as exc:
+            return str(exc)
+        return None
 
     def stats(self) -> IndexStats:
         return self._container.store.stats()

@@ -128,19 +128,25 @@ def packaged_model(name: str) -> PackagedModel | None:
     return PACKAGED_MODELS.get(name.strip().lower())
 
 
-def package_dir(model: PackagedModel) -> Path:
-    """The installed package's folder, found without running its code."""
+def installed_dir(module: str) -> Path | None:
+    """The folder of an installed top-level package, found without running its code."""
     try:
-        spec = importlib.util.find_spec(model.module)
+        spec = importlib.util.find_spec(module)
     except (ImportError, ValueError):
         spec = None
     locations = list(spec.submodule_search_locations or []) if spec is not None else []
-    if not locations:
+    return Path(locations[0]) if locations else None
+
+
+def package_dir(model: PackagedModel) -> Path:
+    """The installed package's folder, found without running its code."""
+    found = installed_dir(model.module)
+    if found is None:
         raise EmbeddingUnavailable(
             f"embedding model {model.name!r} ships in the package {model.distribution!r}, "
             f"which is not installed: {model.install}"
         )
-    return Path(locations[0])
+    return found
 
 
 def make_embedder(
@@ -172,6 +178,7 @@ __all__ = [
     "PACKAGED_MODELS",
     "PackagedFile",
     "PackagedModel",
+    "installed_dir",
     "make_embedder",
     "package_dir",
     "packaged_model",

