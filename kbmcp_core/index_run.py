@@ -30,6 +30,7 @@ from kbmcp_core.errors import (
 )
 from kbmcp_core.index_plan import IndexPlan, plan
 from kbmcp_core.models import (
+    EMBED_TEXT,
     INDEX_CAP_BYTES,
     SKIP_NO_TEXT,
     SKIP_OVERSIZE,
@@ -40,6 +41,7 @@ from kbmcp_core.models import (
     Vector,
     embed_text_of,
     extension_of,
+    vector_text_of,
 )
 from kbmcp_core.offer import topic_of
 from kbmcp_core.ports import (
@@ -73,6 +75,8 @@ META_LAST_RUN = "last_run"
 META_VECTORS = "vector_fingerprint"
 #: set while a run writes (cleared at its end): search then says vectors may be missing
 META_IN_PROGRESS = "run_in_progress"
+#: what text the stored vectors were made from (``models.EMBED_TEXT``); absent before 0020
+META_EMBED_TEXT = "embed_text"
 #: Set while `kb-mcp migrate-store` copies into this index (the copy's source, as JSON).
 META_COPY = "copy_from"
 
@@ -220,6 +224,8 @@ class IndexRun:
         if self.force:
             d.vectors.reset()
             self._record_model()
+        if d.store.get_meta(META_EMBED_TEXT) != EMBED_TEXT:
+            self._renew_vectors()
         repair = self._needs_repair()
         if repair:
             self._repair()
@@ -297,8 +303,10 @@ class IndexRun:
         self._report("vectors", 0, len(todo), "")
         for start in range(0, len(todo), step):
             found = d.store.get_chunks(todo[start : start + step])
-            texts = [(c.id, embed_text_of(c.heading_path, c.content)) for c in found.values()]
-            self._write_vectors([(cid, text_hash(t), t) for cid, t in texts], {})
+            # keyed by the chunk's hash (its whole text), embedded from its prose
+            self._write_vectors([(c.id, text_hash(embed_text_of(c.heading_path, c.content)),
+                                  vector_text_of(c.heading_path, c.content))
+                                 for c in found.values()], {})
             self._report("vectors", min(start + step, len(todo)), len(todo), "")
             if start + step < len(todo) and self.yield_to is not None and self.yield_to():
                 self.handed_over = len(todo) - (start + step)
@@ -325,6 +333,20 @@ class IndexRun:
             return True
         current = d.vectors.fingerprint()
         return current is None or current != d.store.get_meta(META_VECTORS)
+
+    def _renew_vectors(self) -> None:
+        """The stored vectors were made from other text than ``vector_text_of`` gives now
+        (an index from before decision 0020): drop them all, so that this run's phase two
+        embeds every chunk again; keyword search goes on meanwhile. The mark that says
+        which text the vectors come from is written only after they are dropped, so a run
+        killed in between drops them again."""
+        d = self.deps
+        if d.store.indexed_states() and not self.force:
+            log.info("the text given to the model changed (code blocks are left out): "
+                     "every chunk is embedded again; keyword search works meanwhile")
+            d.store.set_meta(META_IN_PROGRESS, d.clock.now_iso())
+            d.vectors.reset()
+        d.store.set_meta(META_EMBED_TEXT, EMBED_TEXT)
 
     def _repair(self) -> None:
         """Before the run: drop rows and vectors without owners (or every vector, when

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -286,10 +287,39 @@ def extension_of(path: str) -> str:
     return name[dot + 1 :].lower()
 
 
+#: What ``vector_text_of`` gives the model, recorded in the index: an index whose vectors
+#: were made from other text has them all re-embedded by its next run (decision 0020).
+EMBED_TEXT = "prose-1"
+#: Fenced code blocks, and lines that are nothing but one inline code span (a command).
+_FENCED = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]{0,3}\1[^\n]*$|\Z)",
+                     re.S | re.M)
+_CODE_LINE = re.compile(r"^[ \t]*`[^`\n]+`[ \t]*$", re.M)
+_BLANK_RUNS = re.compile(r"\n{3,}")
+#: Below this many characters of prose a chunk is embedded whole (it is mostly code).
+MIN_PROSE_CHARS = 20
+
+
+def prose_of(content: str) -> str:
+    """The chunk's text without its code blocks and command-only lines: what a sentence
+    embedding model reads well. A chunk that is (nearly) all code stays whole."""
+    if "`" not in content and "~~~" not in content:
+        return content
+    prose = _BLANK_RUNS.sub("\n\n", _CODE_LINE.sub("", _FENCED.sub("", content))).strip()
+    return prose if len(prose) >= MIN_PROSE_CHARS else content
+
+
 def embed_text_of(heading_path: tuple[str, ...], content: str) -> str:
-    """Heading trail plus body: what is embedded for a chunk and what its hash covers."""
+    """Heading trail plus the whole body: what a chunk's size is measured on (so the model
+    never truncates it), what its hash covers, and what a reader or reranker is shown."""
     trail = " > ".join(h for h in heading_path if h)
     return f"{trail}\n{content}" if trail else content
+
+
+def vector_text_of(heading_path: tuple[str, ...], content: str) -> str:
+    """Heading trail plus the body's prose (``prose_of``): what the embedding model is
+    given for a chunk. Two chunks with the same ``embed_text_of`` have the same one, so a
+    vector reused by that hash is still the right vector."""
+    return embed_text_of(heading_path, prose_of(content))
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,7 @@ from kbmcp_core.errors import ConfigError, IndexNotFound, ModelMismatch, StoreEr
 from kbmcp_core.index_run import (
     META_COPY,
     META_DIMENSION,
+    META_EMBED_TEXT,
     META_IN_PROGRESS,
     META_LAST_RUN,
     META_MODEL,
@@ -244,6 +245,8 @@ class _Copy:
         dst.set_meta(META_IN_PROGRESS, "copy from " + self.source_name)
         dst.set_meta(META_MODEL, model)
         dst.set_meta(META_DIMENSION, str(dimension))
+        # the vectors copied were made from the source's text: its mark comes with them
+        dst.set_meta(META_EMBED_TEXT, self.source.get_meta(META_EMBED_TEXT) or "")
         removed = self._clear(replace_target and not resumed, set(paths))
         have = set() if self.target_vectors is None else self.target_vectors.ids()
         chunks = vectors = skipped = 0

@@ -20,16 +20,29 @@ BATCH_TOKENS_PER_TEXT = 96
 
 
 @contextlib.contextmanager
-def translated(model: str, action: str) -> Iterator[None]:
-    """Turn any library failure into ``EmbeddingUnavailable`` naming the model."""
+def translated(model: str, action: str, error: type[KbError] = EmbeddingUnavailable,
+               noun: str = "embedding model") -> Iterator[None]:
+    """Turn any library failure into ``error`` (``EmbeddingUnavailable``) naming the model."""
     try:
         yield
     except KbError:
         raise
     except Exception as exc:
-        raise EmbeddingUnavailable(
-            f"embedding model {model!r} could not {action}: {reason(exc)}"
-        ) from exc
+        raise error(f"{noun} {model!r} could not {action}: {reason(exc)}") from exc
+
+
+def onnx_session(data: bytes, threads: int | None, extensions: str | None = None) -> Any:
+    """An onnxruntime CPU session on the (already checked) model bytes: ``threads`` for
+    one operator (None: every core), one operator at a time; ``extensions`` is the path of
+    a custom-operator library to register."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads or 0
+    options.inter_op_num_threads = 1
+    if extensions is not None:
+        options.register_custom_ops_library(extensions)
+    return ort.InferenceSession(data, sess_options=options, providers=["CPUExecutionProvider"])
 
 
 def reason(exc: BaseException) -> str:

