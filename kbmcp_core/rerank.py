@@ -25,8 +25,10 @@ from dataclasses import dataclass
 from kbmcp_core.models import StoredChunk, embed_text_of
 from kbmcp_core.ports import Reranker
 
-#: How many of the best fused candidates the reranker reads.
+#: How many of the best fused candidates the reranker reads unless ``[search]`` says.
 RERANK_CANDIDATES = 20
+#: The most ``[search].rerank_candidates`` may ask for (each costs ~30 ms on 2 cores).
+MAX_RERANK_CANDIDATES = 50
 #: The log-odds of the best candidate's probability at which the reranker gets half the
 #: say (measured on the dev sets: decision 0016); each unit of log-odds above or below
 #: moves the trust along a logistic curve.

@@ -275,6 +275,7 @@ class Searcher:
             context=d.context if req.context is None else cast(ContextKind, req.context),
             context_chunks=req.context_chunks or d.context_chunks,
             rerank=d.rerank if req.rerank is None else req.rerank,
+            rerank_candidates=d.rerank_candidates,
         )
 
     def _indexing_notice(self, mode: Mode) -> str | None:

@@ -10,6 +10,7 @@ from typing import cast
 from urllib.parse import quote, urlsplit, urlunsplit
 
 from kbmcp_core.fusion import DEFAULT_FUSION, Fusion, FusionMethod, VectorScale
+from kbmcp_core.rerank import RERANK_CANDIDATES
 
 DEFAULT_EXCLUDE_DIRS: tuple[str, ...] = (
     ".venv",
@@ -127,6 +128,7 @@ class Settings:
     search_rerank: bool = False
     #: the cross-encoder ``rerank`` runs (a packaged model's name): decision 0016
     search_reranker: str = DEFAULT_RERANKER
+    search_rerank_candidates: int = RERANK_CANDIDATES
     #: how the two legs are fused (``fusion`` property): decision 0015
     search_fusion: str = DEFAULT_FUSION.method
     search_lexical_weight: float = DEFAULT_FUSION.lexical_weight

@@ -18,7 +18,7 @@ from kbmcp_core.diversity import cosine_similarity, mmr, word_similarity
 from kbmcp_core.errors import InvalidQuery, VectorsUnreadable
 from kbmcp_core.models import StoredChunk
 from kbmcp_core.ports import IndexReader, Reranker, VectorStore
-from kbmcp_core.rerank import RerankOutcome, rerank
+from kbmcp_core.rerank import RERANK_CANDIDATES, RerankOutcome, rerank
 from kbmcp_core.spans import Span, match_spans, query_terms
 
 #: MMR λ when neither the call nor ``[search].diversity`` says: measured on the dev sets,
@@ -37,6 +37,8 @@ class ShapeOptions:
     context: ContextKind = "none"
     context_chunks: int = 1
     rerank: bool = False
+    #: how many of the best fused candidates the reranker reads (``[search]``; 0016)
+    rerank_candidates: int = RERANK_CANDIDATES
 
 
 def check_options(diversity: object, context: object, context_chunks: object,
@@ -76,7 +78,7 @@ def reorder(
         if reranker is None:
             raise InvalidQuery("rerank was asked for but this searcher was given no "
                                "reranker; search without rerank")
-        outcome = rerank(query, ranked, chunks, reranker)
+        outcome = rerank(query, ranked, chunks, reranker, options.rerank_candidates)
         ranked = outcome.ranked
     if options.diversity < 1.0 and len(ranked) > 1:
         pool = ranked[: max(limit * MMR_POOL_FACTOR, 2)]

@@ -12,6 +12,7 @@ from urllib.parse import unquote, urlsplit
 from kbmcp_adapters.store.urls import check_database_url
 from kbmcp_core.errors import ConfigError, InvalidQuery
 from kbmcp_core.fusion import DEFAULT_FUSION
+from kbmcp_core.rerank import MAX_RERANK_CANDIDATES
 from kbmcp_core.settings import (
     CONFIG_FILE_NAME,
     DEFAULT_EXCLUDE_DIRS,
@@ -51,6 +52,7 @@ _SCHEMA: dict[str, dict[str, tuple[str, tuple[type, ...]]]] = {
         "context_chunks": ("search_context_chunks", (int,)),
         "rerank": ("search_rerank", (bool,)),
         "reranker": ("search_reranker", (str,)),
+        "rerank_candidates": ("search_rerank_candidates", (int,)),
         "fusion": ("search_fusion", (str,)),
         "lexical_weight": ("search_lexical_weight", (int, float)),
         "lexical_weight_min": ("search_lexical_weight_min", (int, float)),
@@ -221,6 +223,10 @@ def _validate_numbers(values: Mapping[str, Any]) -> None:
         raise ConfigError("index.chunk_max_tokens must be at least 32")
     _validate_search_shape(values)
     _validate_fusion(values)
+    candidates = values.get("search_rerank_candidates")
+    if candidates is not None and not 1 <= int(candidates) <= MAX_RERANK_CANDIDATES:
+        raise ConfigError(f"[search].rerank_candidates must be from 1 to "
+                          f"{MAX_RERANK_CANDIDATES}, got {candidates}")
     if "search_reranker" in values:
         from kbmcp_adapters.embedding.cross_encoder import check_reranker_name
 

@@ -213,7 +213,8 @@ class KnowledgeBase:
             chunks_per_document=s.search_chunks_per_document,
             shape=ShapeOptions(diversity=float(s.search_diversity),
                                context=cast(ContextKind, s.search_context),
-                               context_chunks=s.search_context_chunks, rerank=s.search_rerank),
+                               context_chunks=s.search_context_chunks, rerank=s.search_rerank,
+                               rerank_candidates=s.search_rerank_candidates),
             reranker=self._container.reranker,
             fusion=s.fusion,
         )

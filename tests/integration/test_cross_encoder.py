@@ -92,6 +92,12 @@ def test_the_config_names_a_reranker_kb_mcp_knows(tmp_path: Path) -> None:
                                       f'reranker = "{DEFAULT_RERANKER.upper()}"\n')
     settings = build_settings(tmp_path / "kb.toml")
     assert settings.search_rerank is True
+    assert settings.search_rerank_candidates == 20
+    (tmp_path / "kb.toml").write_text('kb_path = "kb"\n[search]\nrerank_candidates = 10\n')
+    assert build_settings(tmp_path / "kb.toml").search_rerank_candidates == 10
+    (tmp_path / "kb.toml").write_text('kb_path = "kb"\n[search]\nrerank_candidates = 0\n')
+    with pytest.raises(ConfigError, match=r"rerank_candidates must be from 1 to 50, got 0"):
+        build_settings(tmp_path / "kb.toml")
     (tmp_path / "kb.toml").write_text('kb_path = "kb"\n[search]\nreranker = "bge-reranker"\n')
     with pytest.raises(ConfigError, match=r"\[search\]\.reranker: unknown reranker "
                                           r"'bge-reranker'.*ms-marco-MiniLM-L-12-v2-int8"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pytest
 
@@ -121,3 +122,14 @@ def test_blend_between_the_two_orders() -> None:
 def test_scores_outside_probabilities_are_refused() -> None:
     with pytest.raises(ValueError, match="outside 0..1"):
         order_with(FixedReranker({"backups of": 3.5}))
+
+
+def test_the_configured_number_of_candidates_is_reranked() -> None:
+    files = {f"n{i:02d}.md": f"# N\nbackup note {i}\n".encode() for i in range(40)}
+    searcher, _ = build(files)
+    reranker = TermOverlapReranker()
+    searcher.reranker = reranker
+    searcher.shape = replace(searcher.shape, rerank_candidates=7)
+    response = searcher.search(SearchRequest("backup note", rerank=True))
+    assert len(reranker.calls[0][1]) == 7
+    assert response.rerank is not None and response.rerank.candidates == 7
