@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from kbmcp_adapters.embedding.hashing import HashingEmbedder
 from kbmcp_core.errors import ParseError, PathRefused, StoreError, VectorsUnreadable
+from kbmcp_core.index_run import IndexDeps
 from kbmcp_core.models import (
     ChunkDraft,
     ChunkRecord,
@@ -397,6 +398,26 @@ class FakeVectorStore:
 
 def with_size(record: DocumentRecord, size: int) -> DocumentRecord:
     return replace(record, size_bytes=size)
+
+
+def fake_deps(
+    fs: FakeFileSystem,
+    *,
+    embedder: Embedder | None = None,
+    store: FakeIndexStore | None = None,
+    vectors: VectorStore | None = None,
+    max_tokens: int = 64,
+    batch_size: int = 32,
+) -> IndexDeps:
+    """An index run's adapters, all fakes over ``fs``: chunks of at most ``max_tokens``
+    words, ``batch_size`` chunks per embedding call."""
+    return IndexDeps(
+        store=FakeIndexStore() if store is None else store,
+        vectors=FakeVectorStore() if vectors is None else vectors,
+        embedder=FakeEmbedder() if embedder is None else embedder, registry=FakeRegistry(), fs=fs,
+        scanner=FakeScanner(fs), clock=FakeClock(),
+        budget=ChunkBudget(max_tokens, 1, lambda t: len(t.split())), batch_size=batch_size,
+    )
 
 
 if TYPE_CHECKING:  # mypy checks every fake against the port it stands in for

@@ -6,29 +6,33 @@ import hashlib
 import threading
 from pathlib import Path
 
-from kbmcp_core.errors import EmbeddingUnavailable
+from kbmcp_core.errors import EmbeddingUnavailable, KbError
 
 # Files already found intact in this process (path, expected digest): checked once.
 _lock = threading.Lock()
 _verified: set[tuple[str, str]] = set()
 
 
-def read_verified(path: Path, expected: str, what: str, fix: str) -> bytes:
+def read_verified(path: Path, expected: str, what: str, fix: str,
+                  error: type[KbError] = EmbeddingUnavailable) -> bytes:
     """The bytes of ``path``, read through one handle and hashed: the bytes returned are
-    the bytes checked, so a file swapped after the check cannot slip through."""
-    data = _read(path, what, fix)
+    the bytes checked, so a file swapped after the check cannot slip through. Every
+    failure is ``error`` (a reranker's files raise ``RerankerUnavailable``)."""
+    data = _read(path, what, fix, error)
     if hashlib.sha256(data).hexdigest() != expected:
-        raise EmbeddingUnavailable(_damaged(what, fix))
+        raise error(_damaged(what, fix))
     return data
 
 
-def verify(path: Path, expected: str, what: str, fix: str) -> None:
-    """Check a file's sha256 once per process; ``EmbeddingUnavailable`` if it differs."""
-    if not sha256_matches(path, expected, what, fix):
-        raise EmbeddingUnavailable(_damaged(what, fix))
+def verify(path: Path, expected: str, what: str, fix: str,
+           error: type[KbError] = EmbeddingUnavailable) -> None:
+    """Check a file's sha256 once per process; ``error`` if it differs."""
+    if not sha256_matches(path, expected, what, fix, error):
+        raise error(_damaged(what, fix))
 
 
-def sha256_matches(path: Path, expected: str, what: str, fix: str) -> bool:
+def sha256_matches(path: Path, expected: str, what: str, fix: str,
+                   error: type[KbError] = EmbeddingUnavailable) -> bool:
     """Whether ``path`` hashes to ``expected``; a missing or unreadable file is an error."""
     key = (str(path), expected)
     with _lock:
@@ -40,9 +44,9 @@ def sha256_matches(path: Path, expected: str, what: str, fix: str) -> bool:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
     except FileNotFoundError:
-        raise EmbeddingUnavailable(f"{what} is missing; {fix}") from None
+        raise error(f"{what} is missing; {fix}") from None
     except OSError as exc:
-        raise EmbeddingUnavailable(f"{what} cannot be read ({exc.strerror}); {fix}") from None
+        raise error(f"{what} cannot be read ({exc.strerror}); {fix}") from None
     if digest.hexdigest() != expected:
         return False
     with _lock:
@@ -50,13 +54,13 @@ def sha256_matches(path: Path, expected: str, what: str, fix: str) -> bool:
     return True
 
 
-def _read(path: Path, what: str, fix: str) -> bytes:
+def _read(path: Path, what: str, fix: str, error: type[KbError]) -> bytes:
     try:
         return path.read_bytes()
     except FileNotFoundError:
-        raise EmbeddingUnavailable(f"{what} is missing; {fix}") from None
+        raise error(f"{what} is missing; {fix}") from None
     except OSError as exc:
-        raise EmbeddingUnavailable(f"{what} cannot be read ({exc.strerror}); {fix}") from None
+        raise error(f"{what} cannot be read ({exc.strerror}); {fix}") from None
 
 
 def _damaged(what: str, fix: str) -> str:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from kbmcp_adapters.embedding.checksums import read_verified, verify
 from kbmcp_adapters.embedding.common import length_batches, onnx_session, translated
 from kbmcp_adapters.embedding.registry import PackageCarried, PackagedFile, package_dir
-from kbmcp_core.errors import ConfigError, EmbeddingUnavailable, RerankerUnavailable
+from kbmcp_core.errors import ConfigError, RerankerUnavailable
 from kbmcp_core.search import readable_share
 from kbmcp_core.settings import DEFAULT_RERANKER
 
@@ -137,11 +137,8 @@ class CrossEncoderReranker:
         folder = _package_dir(self._spec)
         for packaged, what in ((self._spec.weights, "model file"),
                                (self._spec.tokenizer, "tokenizer")):
-            try:
-                verify(folder / packaged.path, packaged.sha256,
-                       f"the {what} of {self.model_id}", self._fix())
-            except EmbeddingUnavailable as exc:
-                raise RerankerUnavailable(str(exc)) from None
+            verify(folder / packaged.path, packaged.sha256, f"the {what} of {self.model_id}",
+                   self._fix(), RerankerUnavailable)
 
     # -- lazy loading ------------------------------------------------------------------------
     def _fix(self) -> str:
@@ -150,11 +147,8 @@ class CrossEncoderReranker:
 
     def _file(self, packaged: PackagedFile, what: str) -> bytes:
         path = _package_dir(self._spec) / packaged.path
-        try:
-            return read_verified(path, packaged.sha256, f"the {what} of {self.model_id}",
-                                 self._fix())
-        except EmbeddingUnavailable as exc:  # the shared checker speaks of embeddings
-            raise RerankerUnavailable(str(exc)) from None
+        return read_verified(path, packaged.sha256, f"the {what} of {self.model_id}",
+                             self._fix(), RerankerUnavailable)
 
     def _load_tokenizer(self) -> Tokenizer:
         with self._lock:

@@ -120,3 +120,25 @@ def test_the_cli_reranks_and_reports_what_it_cost(tmp_path: Path) -> None:
     assert body["results"][0]["path"] == "deploy.md"
     assert body["rerank"]["model"] == DEFAULT_RERANKER
     assert body["rerank"]["candidates"] == 2 and body["rerank"]["ms"] > 0
+
+
+def test_eval_measures_with_the_reranker_when_asked(tmp_path: Path) -> None:
+    """The words favour a page about birds; with --rerank the canary release is found."""
+    root = tmp_path / "kb"
+    root.mkdir()
+    (root / "deploy.md").write_text("# Deploying\n\n## Canary\n\nRoute five percent of "
+                                    "traffic to the canary first.\n")
+    (root / "birds.md").write_text("# Canary birds\n\nCanary owners share tips: a canary "
+                                   "canary hates traffic noise.\n")
+    golden = tmp_path / "golden.yml"
+    golden.write_text("queries:\n  - id: q1\n    query: what share of traffic goes to the "
+                      "canary\n    expected:\n      - path: deploy.md\n")
+    runner = CliRunner()
+    assert runner.invoke(cli, ["index", "--kb-path", str(root)]).exit_code == 0
+    recall = {}
+    for flag in ("--no-rerank", "--rerank"):
+        done = runner.invoke(cli, ["eval", "--kb-path", str(root), "--golden", str(golden),
+                                   "--mode", "lexical", "--format", "json", flag])
+        assert done.exit_code == 0, done.output
+        recall[flag] = json.loads(done.stdout)["document"]["recall@1"]
+    assert recall == {"--no-rerank": 0.0, "--rerank": 1.0}

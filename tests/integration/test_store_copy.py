@@ -17,8 +17,8 @@ from kbmcp_adapters.app.store_copy import CopyReport, migrate_store
 from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
 from kbmcp_adapters.store.sql_store import SqlIndexStore
 from kbmcp_core.errors import ConfigError, IndexNotFound, ModelMismatch
-from kbmcp_core.index_run import META_IN_PROGRESS, META_MODEL, META_VECTORS
-from kbmcp_core.models import Vector
+from kbmcp_core.index_run import META_EMBED_TEXT, META_IN_PROGRESS, META_MODEL, META_VECTORS
+from kbmcp_core.models import EMBED_TEXT, Vector
 from kbmcp_core.settings import Settings
 from tests.conftest import write_files
 from tests.s3_server import S3Server
@@ -145,6 +145,9 @@ def assert_same_index(source: Settings, target: Settings, embedder: FastEmbedEmb
         assert d_store.stats().last_run == s_store.stats().last_run
         # the next index run there trusts the vectors without listing them
         assert d_store.get_meta(META_VECTORS) == dst._container.vectors.fingerprint()
+        # and knows which text its vectors were made from (decision 0020)
+        assert d_store.get_meta(META_EMBED_TEXT) == s_store.get_meta(META_EMBED_TEXT) \
+            == EMBED_TEXT
         assert answers(dst, same_scores) == answers(src, same_scores)
         report = dst.doctor()
         assert report.healthy, report.as_dict()

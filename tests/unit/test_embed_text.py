@@ -8,15 +8,12 @@ from collections.abc import Sequence
 
 from kbmcp_core.index_run import META_EMBED_TEXT, META_IN_PROGRESS, IndexDeps, run_index
 from kbmcp_core.models import EMBED_TEXT, Vector, embed_text_of, prose_of, vector_text_of
-from kbmcp_core.ports import ChunkBudget
 from tests.fakes import (
-    FakeClock,
     FakeEmbedder,
     FakeFileSystem,
     FakeIndexStore,
-    FakeRegistry,
-    FakeScanner,
     FakeVectorStore,
+    fake_deps,
 )
 
 TLDR = """# tar
@@ -96,11 +93,7 @@ def world() -> tuple[IndexDeps, TextsEmbedder]:
     fs = FakeFileSystem({"tar.md": TLDR.encode(), "guide.md": ("# Setup\n" + GUIDE).encode(),
                          "plain.md": b"# Plain\nNo code in this note at all.\n"})
     emb = TextsEmbedder()
-    deps = IndexDeps(
-        store=FakeIndexStore(), vectors=FakeVectorStore(), embedder=emb,
-        registry=FakeRegistry(), fs=fs, scanner=FakeScanner(fs), clock=FakeClock(),
-        budget=ChunkBudget(512, 1, lambda t: len(t.split())), batch_size=8,
-    )
+    deps = fake_deps(fs, embedder=emb, max_tokens=512, batch_size=8)
     return deps, emb
 
 

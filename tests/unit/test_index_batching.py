@@ -9,15 +9,12 @@ import pytest
 
 from kbmcp_core.errors import StoreError
 from kbmcp_core.index_run import WRITE_BATCHES, ChunkIds, IndexDeps, run_index
-from kbmcp_core.ports import ChunkBudget, DocumentWrite
+from kbmcp_core.ports import DocumentWrite
 from tests.fakes import (
-    FakeClock,
-    FakeEmbedder,
     FakeFileSystem,
     FakeIndexStore,
-    FakeRegistry,
-    FakeScanner,
     FakeVectorStore,
+    fake_deps,
 )
 
 #: One-chunk files; batch_size 1 makes WRITE_BATCHES chunks per write transaction.
@@ -47,11 +44,7 @@ class CountingStore(FakeIndexStore):
 
 def deps(fs: FakeFileSystem, store: FakeIndexStore, vectors: FakeVectorStore | None = None
          ) -> IndexDeps:
-    return IndexDeps(
-        store=store, vectors=vectors or FakeVectorStore(), embedder=FakeEmbedder(),
-        registry=FakeRegistry(), fs=fs, scanner=FakeScanner(fs), clock=FakeClock(),
-        budget=ChunkBudget(64, 1, lambda t: len(t.split())), batch_size=1,
-    )
+    return fake_deps(fs, store=store, vectors=vectors, batch_size=1)
 
 
 def whole(store: FakeIndexStore) -> bool:

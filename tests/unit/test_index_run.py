@@ -6,15 +6,14 @@ import pytest
 
 from kbmcp_core.errors import ModelMismatch
 from kbmcp_core.index_run import IndexDeps, run_index
-from kbmcp_core.ports import ChunkBudget
 from tests.fakes import (
-    FakeClock,
     FakeEmbedder,
     FakeFileSystem,
     FakeIndexStore,
     FakeRegistry,
     FakeScanner,
     FakeVectorStore,
+    fake_deps,
 )
 
 
@@ -30,11 +29,7 @@ def world() -> IndexDeps:
         "a.md": b"title: A\n# One\nalpha text\n# Two\nbeta text\n",
         "b.md": b"# Only\ngamma text\n",
     })
-    return IndexDeps(
-        store=FakeIndexStore(), vectors=FakeVectorStore(), embedder=FakeEmbedder(),
-        registry=FakeRegistry(), fs=fs, scanner=FakeScanner(fs), clock=FakeClock(),
-        budget=ChunkBudget(64, 1, lambda t: len(t.split())),
-    )
+    return fake_deps(fs)
 
 
 def test_first_run_indexes_and_embeds_every_chunk(world: IndexDeps) -> None:

@@ -10,16 +10,13 @@ from collections.abc import Sequence
 from kbmcp_core.index_run import META_IN_PROGRESS, IndexDeps, run_index
 from kbmcp_core.models import Vector
 from kbmcp_core.offer import ServableRules
-from kbmcp_core.ports import ChunkBudget
 from kbmcp_core.search import Searcher, SearchRequest
 from tests.fakes import (
-    FakeClock,
     FakeEmbedder,
     FakeFileSystem,
     FakeIndexStore,
     FakeRegistry,
-    FakeScanner,
-    FakeVectorStore,
+    fake_deps,
 )
 
 #: One-chunk files; with a batch size of 4 a handing-over run embeds 4 chunks per call.
@@ -48,11 +45,7 @@ def world(n: int = FILES) -> tuple[IndexDeps, CallsEmbedder, FakeFileSystem]:
     fs = FakeFileSystem({f"n{i:03d}.md": f"# Note {i}\n{word(i)} shared\n".encode()
                          for i in range(n)})
     emb = CallsEmbedder()
-    deps = IndexDeps(
-        store=FakeIndexStore(), vectors=FakeVectorStore(), embedder=emb,
-        registry=FakeRegistry(), fs=fs, scanner=FakeScanner(fs), clock=FakeClock(),
-        budget=ChunkBudget(64, 1, lambda t: len(t.split())), batch_size=BATCH,
-    )
+    deps = fake_deps(fs, embedder=emb, batch_size=BATCH)
     return deps, emb, fs
 
 

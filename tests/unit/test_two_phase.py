@@ -10,16 +10,13 @@ import pytest
 from kbmcp_core.index_run import IndexDeps, run_index
 from kbmcp_core.models import Vector
 from kbmcp_core.offer import ServableRules
-from kbmcp_core.ports import ChunkBudget
 from kbmcp_core.search import Searcher, SearchRequest
 from tests.fakes import (
-    FakeClock,
     FakeEmbedder,
     FakeFileSystem,
     FakeIndexStore,
     FakeRegistry,
-    FakeScanner,
-    FakeVectorStore,
+    fake_deps,
 )
 
 #: More one-chunk files than one batch of rows (batch_size 1: 32 chunks per batch).
@@ -37,11 +34,7 @@ def corpus(n: int = FILES) -> FakeFileSystem:
 
 
 def deps(fs: FakeFileSystem, embedder: FakeEmbedder) -> IndexDeps:
-    return IndexDeps(
-        store=FakeIndexStore(), vectors=FakeVectorStore(), embedder=embedder,
-        registry=FakeRegistry(), fs=fs, scanner=FakeScanner(fs), clock=FakeClock(),
-        budget=ChunkBudget(64, 1, lambda t: len(t.split())), batch_size=1,
-    )
+    return fake_deps(fs, embedder=embedder, batch_size=1)
 
 
 def searcher(world: IndexDeps) -> Searcher:
