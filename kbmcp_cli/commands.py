@@ -21,9 +21,10 @@ from kbmcp_cli.search_cmd import search
 from kbmcp_cli.serve_cmd import serve
 from kbmcp_cli.status_cmd import status
 from kbmcp_cli.token_cmd import token
+from kbmcp_cli.trust_cmd import trust
 from kbmcp_cli.tune_cmd import tune
 from kbmcp_cli.watch_cmd import watch
-from kbmcp_core.errors import ConfigError, IndexNotFound, KbError, ModelMismatch
+from kbmcp_core.errors import ConfigError, IndexNotFound, KbError, ModelMismatch, StoreUnreachable
 
 
 class KbGroup(click.Group):
@@ -32,7 +33,7 @@ class KbGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (ConfigError, IndexNotFound, ModelMismatch) as exc:
+        except (ConfigError, IndexNotFound, ModelMismatch, StoreUnreachable) as exc:
             click.echo(f"kb-mcp: error: {exc}", err=True)
             sys.exit(EXIT_CANNOT_RUN)
         except KbError as exc:
@@ -51,6 +52,6 @@ def cli() -> None:
 
 
 for _command in (index, status, search, doctor, eval_cmd, serve, watch, migrate_store,
-                 token, graph, tune):
+                 token, trust, graph, tune):
     cli.add_command(_command)
 

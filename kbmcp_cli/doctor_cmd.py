@@ -42,9 +42,13 @@ def doctor(kb_path: Path | None, config: Path | None, fmt: str) -> None:
     except KbError as exc:
         click.echo(f"kb-mcp: doctor could not run: {exc}", err=True)
         sys.exit(EXIT_CANNOT_RUN)
+    from kbmcp_adapters.app.bootstrap import store_location
+
+    where = {"config": kb.settings.config_origin.describe(), "store": store_location(kb.settings)}
     if fmt == "json":
-        click.echo(json.dumps(report.as_dict(), ensure_ascii=False, indent=2))
+        click.echo(json.dumps({**report.as_dict(), **where}, ensure_ascii=False, indent=2))
     else:
+        click.echo(f"config: {where['config']}\nstore: {where['store']}")
         click.echo(f"documents: {report.documents}  chunks: {report.chunks}  "
                    f"store check: {report.store_check}")
         if report.store_check == "unfinished":

@@ -80,10 +80,16 @@ class _Progress:
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no warnings; summary only.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               help="Summary format.")
+@click.option("--strict", is_flag=True,
+              help="Exit 1 when any file failed (by default failures are warned about and "
+                   "counted, and the run still exits 0).")
+@click.option("--verbose", "-v", is_flag=True,
+              help="Name the files behind every skip and failure reason (JSON: skipped_files "
+                   "and failed_files; text: one line per file on stderr); debug logging.")
 def index(kb_path: Path | None, config: Path | None, force: bool, prune: bool, quiet: bool,
-          fmt: str) -> None:
+          fmt: str, strict: bool, verbose: bool) -> None:
     """Index the knowledge base (incremental: unchanged files cost a hash)."""
-    setup_logging(quiet=quiet)
+    setup_logging(quiet=quiet, verbose=verbose)
     kb = open_kb(kb_path, config)
     progress = _Progress(quiet)
     try:
@@ -92,6 +98,14 @@ def index(kb_path: Path | None, config: Path | None, force: bool, prune: bool, q
         progress.close()
         kb.close()
     if fmt == "json":
-        click.echo(json.dumps(summary.as_dict(), ensure_ascii=False))
+        click.echo(json.dumps(summary.as_dict(files=verbose), ensure_ascii=False))
     else:
+        if verbose:
+            for what, files in (("skipped", summary.skipped_files),
+                                ("failed", summary.failed_files)):
+                for reason, paths in sorted(files.items()):
+                    for path in sorted(paths):
+                        click.echo(f"kb-mcp: {what} ({reason}): {path}", err=True)
         click.echo(summary.line())
+    if strict and summary.failed:
+        sys.exit(1)

@@ -76,3 +76,5 @@ def migrate_store(kb_path: Path | None, config: Path | None, to_url: str,
     for line in done.config_lines:
         click.echo(line)
     click.echo("\nThen `kb-mcp doctor` there should report: healthy: no findings")
+    click.echo("(Name that file with --config, or run `kb-mcp trust` on it once: a "
+               "kb-mcp.toml found in the knowledge base may not set these keys untrusted.)")

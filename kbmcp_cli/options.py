@@ -17,16 +17,30 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: Exit code for "could not run at all" (bad config, no index): shared by every command.
 EXIT_CANNOT_RUN = 2
+#: ``ctx.meta`` key set by ``-v``: setup_logging then logs at debug level.
+_VERBOSE = "kb_mcp.verbose"
 
 
 def kb_options(func: F) -> F:
-    """--kb-path and --config, shared by every command."""
+    """--kb-path, --config and -v, shared by every command. ``-v`` makes the config file
+    in use (and whether it is trusted) appear on stderr before anything else runs; a
+    command with its own --verbose keeps it and gains that."""
+    params = getattr(func, "__click_params__", [])
+    own = next((p for p in params if p.name == "verbose"), None)
+    if own is None:
+        func = click.option("--verbose", "-v", is_flag=True, expose_value=False,
+                            callback=_verbose,
+                            help="Debug logging on stderr, starting with the config file "
+                            "used and whether it is trusted.")(func)
+    elif own.callback is None:
+        own.callback = _verbose
     func = click.option(
         "--config",
         "config",
         type=click.Path(path_type=Path, dir_okay=False),
         default=None,
-        help="Config file (default: ./kb-mcp.toml when present).",
+        help="Config file (default: $KB_MCP_CONFIG, else kb-mcp.toml in the knowledge "
+        "base, else $XDG_CONFIG_HOME/kb-mcp/config.toml, ~/.config by default).",
     )(func)
     func = click.option(
         "--kb-path",
@@ -52,8 +66,18 @@ def open_kb(kb_path: Path | None, config: Path | None) -> KnowledgeBase:
     return open_knowledge_base(kb_path, config=config)
 
 
+def _verbose(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+    """-v: debug logging from now on (the config file is read after the options)."""
+    if value:
+        ctx.meta[_VERBOSE] = True
+        setup_logging(verbose=True)
+    return value
+
+
 def setup_logging(quiet: bool = False, verbose: bool = False) -> None:
     """All logs go to stderr; stdout is reserved for results (and the MCP protocol)."""
+    ctx = click.get_current_context(silent=True)
+    verbose = verbose or bool(ctx is not None and ctx.meta.get(_VERBOSE))
     level = logging.ERROR if quiet else (logging.DEBUG if verbose else logging.WARNING)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("kb-mcp: %(levelname)s: %(message)s"))

@@ -194,7 +194,7 @@ def answer(argv: list[str]) -> int | None:
     if got is None or got.get("no_server") or stdout is None or not _utf8(stdout.encoding):
         return None
     try:
-        reply = _ask(got)
+        reply, config = _ask(got)
     except Exception:  # a bad configuration, a missing folder...: the click route reports it
         return None
     if reply.response is None:
@@ -206,31 +206,38 @@ def answer(argv: list[str]) -> int | None:
     if "\x1b" in text and not stdout.isatty():  # click strips them from piped output
         return None
     if got.get("verbose"):
+        print(f"kb-mcp: INFO: config: {config}", file=sys.stderr)
         print(f"kb-mcp: search: {reply.note}", file=sys.stderr, flush=True)
     stdout.write(text + "\n")
     stdout.flush()
     return 0
 
 
-def _ask(got: Mapping[str, Any]) -> Reply:
-    """Ask the server of the index these parameters name. With only --kb-path (no config
-    file given or in the working folder) the configuration is left to the server to read
-    from the same inputs: this process then imports nothing but the socket client."""
-    from kbmcp_adapters.app import local_socket
+def _ask(got: Mapping[str, Any]) -> tuple[Reply, str]:
+    """Ask the server of the index these parameters name; its reply and the config file
+    used. With only --kb-path and no config file at all (none named, in the environment,
+    in the knowledge base or in the user's config folder) the configuration is left to
+    the server to read from the same inputs: this process then imports nothing but the
+    socket client and the trust list's paths."""
+    from kbmcp_adapters.app import local_socket, trust
 
     kb_path, config, cwd = got.get("kb_path"), got.get("config"), os.getcwd()
-    if (config is None and kb_path is not None
-            and not os.path.isfile(os.path.join(cwd, local_socket.CONFIG_FILE_NAME))):
+    if (config is None and kb_path is not None and not os.environ.get(trust.CONFIG_ENV)
+            and not os.path.isfile(os.path.join(cwd, os.path.expanduser(kb_path),
+                                                local_socket.CONFIG_FILE_NAME))
+            and not (trust.user_config_dir() / trust.USER_CONFIG_NAME).is_file()):
         root = Path(kb_path).expanduser()
         if not root.is_dir():
             raise NotADirectoryError(str(root))
         index_dir = root.resolve() / local_socket.INDEX_DIR_NAME
         return _remember(index_dir, local_socket.ask_with_inputs(
-            index_dir, str(root.absolute()), cwd, got["query"], search_params(got, None)))
+            index_dir, str(root.absolute()), cwd, got["query"], search_params(got, None))
+        ), "no config file"
     from kbmcp_adapters.app.config import build_settings
 
     settings = build_settings(config, kb_path=kb_path)
-    return ask_server(settings, got["query"], search_params(got, settings.search_default_limit))
+    params = search_params(got, settings.search_default_limit)
+    return ask_server(settings, got["query"], params), settings.config_origin.describe()
 
 
 def _utf8(encoding: str | None) -> bool:

@@ -11,7 +11,7 @@ import click
 from kbmcp_cli.options import kb_options, setup_logging
 
 if TYPE_CHECKING:
-    from kbmcp_adapters.mcp_server import BackgroundTask
+    from kbmcp_adapters.mcp_server import BackgroundTask, KbRuntime
     from kbmcp_adapters.mcp_server.auth import HashedTokenVerifier
     from kbmcp_core.settings import Settings
 
@@ -45,21 +45,24 @@ log = logging.getLogger("kbmcp_adapters.mcp_server")
     "--allow-remote",
     is_flag=True,
     help="HTTP: allow a non-loopback --host. Refused unless a token exists (`kb-mcp token "
-    "create`) or --insecure-no-auth is given.",
+    "create`) or --insecure-no-auth is given; with --read-only a token is always needed.",
 )
 @click.option(
     "--insecure-no-auth",
     is_flag=True,
     help="HTTP: serve a non-loopback --host with no token configured, so that anyone who "
-    "can reach the port reads every document (logged as a warning at start).",
+    "can reach the port reads every document (logged as a warning at start). Not "
+    "accepted with --read-only.",
 )
 @click.option(
     "--tokens-file",
     type=click.Path(path_type=Path, dir_okay=False),
     default=None,
     help="HTTP: the file of token hashes `kb-mcp token create` writes (default: "
-    "tokens.json in the index folder). Whenever it or --token-hashes holds a token, /mcp "
-    "needs one as `Authorization: Bearer TOKEN`.",
+    "[server].tokens_file of the config, else tokens.json in the index folder). Whenever "
+    "it or --token-hashes holds a token, /mcp and /ui/api need one as `Authorization: "
+    "Bearer TOKEN`, until the server stops. It must be a regular file of yours that "
+    "nobody else can write.",
 )
 @click.option(
     "--token-hashes",
@@ -82,7 +85,9 @@ log = logging.getLogger("kbmcp_adapters.mcp_server")
     "allowed_hosts",
     multiple=True,
     metavar="NAME",
-    help="HTTP: another host name clients may use (Host/Origin checks); repeatable.",
+    help="HTTP: another host name clients may use (Host/Origin checks); repeatable. A bare "
+    "name (kb.internal) is accepted on any port, as a load balancer forwards it; "
+    "NAME:PORT only on that port.",
 )
 @click.option(
     "--body-timeout",
@@ -111,6 +116,32 @@ log = logging.getLogger("kbmcp_adapters.mcp_server")
     "Retry-After. Unused with --read-only (no sessions).",
 )
 @click.option(
+    "--header-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=10.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="HTTP: longest wait for a request's headers, from its first byte (or from the "
+    "connection); a client that has not sent them all gets 408 and is disconnected.",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(min=1),
+    default=256,
+    show_default=True,
+    help="HTTP: connections open at once in total (lowered to fit the open-file limit); past it a "
+    "new connection is answered 503 and closed.",
+)
+@click.option(
+    "--max-connections-per-client",
+    type=click.IntRange(min=1),
+    default=64,
+    show_default=True,
+    help="HTTP: connections open at once from one client address; past it that client's "
+    "new connections are answered 503. Behind a reverse proxy every client shares the "
+    "proxy's address: raise it there.",
+)
+@click.option(
     "--no-watch",
     is_flag=True,
     help="Do not watch the knowledge base for file changes while serving.",
@@ -132,6 +163,9 @@ def serve(
     body_timeout: float,
     session_idle_timeout: float,
     max_sessions: int,
+    header_timeout: float,
+    max_connections: int,
+    max_connections_per_client: int,
     no_watch: bool,
     verbose: bool,
     quiet: bool,
@@ -159,7 +193,11 @@ def serve(
         log.setLevel(logging.INFO)
 
     from kbmcp_adapters.mcp_server import KbRuntime, serve_http, serve_stdio
+    from kbmcp_adapters.mcp_server.server import StopSignals
 
+    # SIGINT and SIGTERM stop the server cleanly (exit 0), from here on
+    signals = StopSignals()
+    signals.install()
     if settings.database_url is None and not settings.sqlite_path.exists():
         log.warning(
             "no index yet at %s: tools will ask for `kb-mcp index` (or the "
@@ -170,43 +208,62 @@ def serve(
     if transport == "http":
         verifier = token_verifier(settings, tokens_file, token_hashes)
     runtime = KbRuntime(settings, read_only=read_only)
-    from kbmcp_adapters.mcp_server.local_socket import local_search_task
-
-    # `kb-mcp search` asks this server over a local socket (decision 0018)
-    background: list[BackgroundTask] = [local_search_task]
+    if settings.database_url is not None and not settings.database_url.startswith("sqlite"):
+        reach_store(runtime)
+    background: list[BackgroundTask] = [signals.stop_server]
     if read_only:
-        log.info("read-only: this server never writes the index (no watcher); its writer "
-                 "is `kb-mcp watch` or `kb-mcp index`")
-    elif settings.watch and not no_watch:
+        log.info("read-only: this server never writes the index (no watcher, no local "
+                 "search socket); its writer is `kb-mcp watch` or `kb-mcp index`")
+    else:
+        from kbmcp_adapters.mcp_server.local_socket import local_search_task
+
+        # `kb-mcp search` asks this server over a local socket (decision 0018)
+        background.append(local_search_task)
+    if not read_only and settings.watch and not no_watch:
         from kbmcp_adapters.live.serve_task import watch_task
 
         background.append(watch_task)
         if not verbose:
             logging.getLogger("watchfiles").setLevel(logging.WARNING)
-    try:
-        if transport == "http":
-            from kbmcp_adapters.mcp_server.http_limits import HttpLimits
+    if transport == "http":
+        from kbmcp_adapters.mcp_server.http_limits import HttpLimits
 
-            limits = HttpLimits(body_timeout_s=body_timeout,
-                                session_idle_s=session_idle_timeout, max_sessions=max_sessions)
-            serve_http(
-                runtime, host=host, port=port, allow_remote=allow_remote,
-                extra_hosts=allowed_hosts, background=background, limits=limits,
-                verifier=verifier, insecure_no_auth=insecure_no_auth,
-            )
-        else:
-            serve_stdio(runtime, wire=wire, background=background)
-    except KeyboardInterrupt:
-        log.info("stopped")
+        limits = HttpLimits(body_timeout_s=body_timeout,
+                            session_idle_s=session_idle_timeout, max_sessions=max_sessions,
+                            header_timeout_s=header_timeout, max_connections=max_connections,
+                            max_connections_per_client=max_connections_per_client)
+        serve_http(
+            runtime, host=host, port=port, allow_remote=allow_remote,
+            extra_hosts=allowed_hosts, background=background, limits=limits,
+            verifier=verifier, insecure_no_auth=insecure_no_auth,
+        )
+    else:
+        serve_stdio(runtime, wire=wire, background=background)
+    log.info("stopped")
+
+
+def reach_store(runtime: KbRuntime) -> None:
+    """A database server holding the index that cannot be reached stops ``serve`` at
+    start, as it stops every other command (``StoreUnreachable``: one line, exit 2).
+    Anything else (no index yet, an older schema) is for each request to report."""
+    from kbmcp_core.errors import KbError, StoreUnreachable
+
+    try:
+        runtime.open_index()
+    except StoreUnreachable:
+        raise
+    except KbError as exc:
+        log.warning("%s", exc)
 
 
 def token_verifier(
     settings: Settings, tokens_file: Path | None, token_hashes: str | None
 ) -> HashedTokenVerifier:
-    """The tokens this server accepts: the tokens file (default: in the index folder) and
-    the hashes given by --token-hashes / KB_MCP_TOKEN_HASHES."""
+    """The tokens this server accepts: the tokens file (--tokens-file, else
+    ``[server].tokens_file``, else tokens.json in the index folder) and the hashes given
+    by --token-hashes / KB_MCP_TOKEN_HASHES."""
     from kbmcp_adapters.mcp_server.auth import HashedTokenVerifier
-    from kbmcp_adapters.mcp_server.tokens import TOKENS_FILE_NAME, hashes_from_env
+    from kbmcp_adapters.mcp_server.tokens import default_tokens_file, hashes_from_env
 
-    path = tokens_file or settings.index_dir / TOKENS_FILE_NAME
+    path = tokens_file or default_tokens_file(settings)
     return HashedTokenVerifier(path, hashes_from_env(token_hashes))

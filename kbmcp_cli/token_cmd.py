@@ -21,8 +21,8 @@ ACTIONS = ("create", "list", "revoke", "hash")
     "--tokens-file",
     type=click.Path(path_type=Path, dir_okay=False),
     default=None,
-    help="The file of token hashes (default: tokens.json in the index folder); the same "
-    "as `kb-mcp serve --tokens-file`.",
+    help="The file of token hashes (default: [server].tokens_file of the config, else "
+    "tokens.json in the index folder); the same as `kb-mcp serve --tokens-file`.",
 )
 def token(
     kb_path: Path | None,
@@ -62,15 +62,25 @@ def token(
             raise click.UsageError("revoke needs the NAME of the token (see `kb-mcp token list`)")
         tokens.revoke_token(path, name)
         click.echo(f"kb-mcp: token {name!r} revoked; servers refuse it from their next "
-                   "request.", err=True)
+                   "request and end its open streams.", err=True)
+        if not tokens.read_tokens(path):
+            click.echo(f"kb-mcp: warning: that was the last token in {path}. A running "
+                       "server that required tokens keeps refusing every request (except "
+                       "with a KB_MCP_TOKEN_HASHES token) until it is restarted; restarted "
+                       "on loopback it serves WITHOUT authentication (with a warning), and "
+                       "beyond loopback it will not start. Create a new token with `kb-mcp "
+                       "token create`.", err=True)
 
 
 def _default_file(kb_path: Path | None, config: Path | None, *, create: bool) -> Path:
-    """``tokens.json`` in the knowledge base's index folder (made when creating a token)."""
+    """``[server].tokens_file`` when the config sets it, else ``tokens.json`` in the
+    knowledge base's index folder (that folder is made when creating a token)."""
     from kbmcp_adapters.app.bootstrap import settings_for
     from kbmcp_adapters.mcp_server.tokens import TOKENS_FILE_NAME
 
     settings = settings_for(kb_path, config)
+    if settings.server_tokens_file is not None:
+        return settings.server_tokens_file
     if create:
         try:
             settings.index_dir.mkdir(parents=True, exist_ok=True)

@@ -29,6 +29,9 @@ class CheckInfo:
 CHECKS: tuple[CheckInfo, ...] = (
     CheckInfo("store-corrupt", "error",
               "the index database fails SQLite's integrity check (damaged file)"),
+    CheckInfo("index-incomplete", "error",
+              "no index run has finished reading the folder yet (search answers "
+              "index_not_ready)"),
     CheckInfo("vectors-unreadable", "error",
               "the vector files cannot be read (search falls back to keywords)"),
     CheckInfo("missing-vector", "error", "a chunk has no vector (the vector leg cannot find it)"),
@@ -125,12 +128,14 @@ def diagnose(
     check_budget_s: float = CHECK_BUDGET_S,
     copied_from: str | None = None,
     reranker_problem: str | None = None,
+    ready: bool | None = True,
 ) -> DoctorReport:
     """Run every check; touches nothing. ``store_location`` names what to delete when
     the database is damaged; ``copied_from`` names the source of a `kb-mcp migrate-store`
     copy into this index that has not finished (its marker), if there is one;
-    ``reranker_problem`` why the reranker ``[search].rerank`` turns on cannot run."""
-    extra = _reranker_findings(reranker_problem)
+    ``reranker_problem`` why the reranker ``[search].rerank`` turns on cannot run;
+    ``ready`` whether a run has read the whole folder into the index (None: unknown)."""
+    extra = _incomplete_findings(ready) + _reranker_findings(reranker_problem)
     if not store.has_integrity_check():
         report = _diagnose(store, vectors, registry, configured_model, copied_from, extra)
         return DoctorReport(report.documents, report.chunks, report.findings, "not applicable")
@@ -148,6 +153,23 @@ def diagnose(
     if problems is None:
         return DoctorReport(report.documents, report.chunks, report.findings, "unfinished")
     return report
+
+
+def empty_store_report() -> DoctorReport:
+    """The report for an index database nothing was ever written into (an empty file, no
+    schema): the index is incomplete, and nothing else can be checked."""
+    return DoctorReport(0, 0, tuple(_incomplete_findings(False)))
+
+
+def _incomplete_findings(ready: bool | None) -> list[Finding]:
+    if ready is not False:
+        return []
+    return [Finding(
+        "index-incomplete", "error",
+        "no index run has finished reading the folder into this index (the first run "
+        "failed, was stopped, or is still running): search answers index_not_ready", 1, (),
+        "run `kb-mcp index`: it reads the whole folder, completing what an earlier run "
+        "left (unless one is running now: then let it finish)")]
 
 
 def _reranker_findings(problem: str | None) -> list[Finding]:

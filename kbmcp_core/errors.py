@@ -4,13 +4,17 @@
     ├── ConfigError             bad settings, unknown keys, bad kb_path
     │   └── IndexReadOnly       a writer met an index (or folder) it may not write
     ├── IndexNotFound           no index yet: run `kb-mcp index`
+    │   └── IndexNotReady       an index whose first run has not completed phase one
     ├── ModelMismatch           the index was built with another embedding model
     ├── EmbeddingUnavailable    the embedding model cannot be loaded (offline, bad file)
     ├── StoreError              the index store or vector store failed
+    │   ├── StoreUnreachable    the database server holding the index does not answer
+    │   ├── StoreFailed         the database server holding the index refused a statement
     │   ├── StoreCorrupt        the index store file is damaged
     │   └── VectorsUnreadable   the vector data cannot be read (search uses keywords)
     │       └── VectorsUnreachable  the object store holding them does not answer
     ├── WriterBusy              another process holds the writer lock
+    ├── ReadBusy                every conversion slot of the server stayed taken
     ├── ParseError              a file could not be parsed (kept per file, never fatal)
     ├── PathRefused             a read was refused by the guard chain
     │   └── NotServable         the document is not offered as a resource
@@ -79,6 +83,25 @@ class IndexNotFound(KbError):
         return "no index yet: run `kb-mcp index` first"
 
 
+class IndexNotReady(IndexNotFound):
+    """The index exists but no run has yet finished phase one over the whole folder (the
+    first run failed, was stopped, or is still parsing): an empty answer would be a lie.
+    Ready means every file of the folder was searchable by keywords at least once."""
+
+    code = "index_not_ready"
+
+    def __init__(self, location: str) -> None:
+        KbError.__init__(
+            self, f"the index at {location} is not ready: no index run has finished "
+            "reading the folder yet; run `kb-mcp index` (it completes what was left)")
+        self.location = location
+
+    @property
+    def public_message(self) -> str:
+        return ("the index is not ready: no index run has finished reading the folder yet; "
+                "run `kb-mcp index` or call rebuild_index, then try again")
+
+
 class ModelMismatch(KbError):
     code = "model_mismatch"
 
@@ -104,6 +127,31 @@ class RerankerUnavailable(KbError):
 
 class StoreError(KbError):
     code = "store_error"
+
+
+class StoreUnreachable(StoreError):
+    """The database server holding the index cannot be reached, or refuses the connection
+    (down, wrong port, wrong password, no such database). The message names the server
+    (password hidden) for the terminal and the server's log; a client of the server is
+    told only that the store is unreachable."""
+
+    PUBLIC = "the index store is unreachable; the details are in the kb-mcp server's log"
+
+    @property
+    def public_message(self) -> str:
+        return self.PUBLIC
+
+
+class StoreFailed(StoreError):
+    """The database server holding the index refused or broke off a statement. The
+    driver's words go to the terminal and the server's log; a client is told only that
+    the store failed."""
+
+    PUBLIC = "the index store failed; the details are in the kb-mcp server's log"
+
+    @property
+    def public_message(self) -> str:
+        return self.PUBLIC
 
 
 class StoreCorrupt(StoreError):
@@ -153,6 +201,13 @@ class VectorsUnreachable(VectorsUnreadable):
 
 class WriterBusy(KbError):
     code = "writer_busy"
+
+
+class ReadBusy(KbError):
+    """A read that must convert a document (HTML, Office, EPUB, PDF) waited its deadline
+    for one of the server's conversion slots; the client may try again shortly."""
+
+    code = "server_busy"
 
 
 class ParseError(KbError):

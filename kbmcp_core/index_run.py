@@ -31,9 +31,11 @@ from kbmcp_core.errors import (
 from kbmcp_core.index_plan import IndexPlan, plan
 from kbmcp_core.models import (
     EMBED_TEXT,
+    FAIL_PARSE,
     INDEX_CAP_BYTES,
     SKIP_NO_TEXT,
     SKIP_OVERSIZE,
+    SKIP_UNREADABLE,
     ChunkRecord,
     DocumentRecord,
     ParsedDocument,
@@ -47,6 +49,7 @@ from kbmcp_core.offer import topic_of
 from kbmcp_core.ports import (
     ChunkBudget,
     Clock,
+    ConvertedText,
     DocumentWrite,
     Embedder,
     FileSystem,
@@ -56,6 +59,7 @@ from kbmcp_core.ports import (
     Scanner,
     VectorStore,
 )
+from kbmcp_core.reading import BINARY_FORMATS, conversion_of
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +83,13 @@ META_IN_PROGRESS = "run_in_progress"
 META_EMBED_TEXT = "embed_text"
 #: Set while `kb-mcp migrate-store` copies into this index (the copy's source, as JSON).
 META_COPY = "copy_from"
+#: set once a whole-folder run has kept the converted text of every unchanged document
+#: an older kb-mcp indexed without one (decision 0023)
+META_CONVERSIONS = "converted_text_filled"
+#: When phase one of a whole-folder run first ended (every file searchable by keywords):
+#: the index is *ready*. "" from the start of an index's first run until then; absent in
+#: indexes from before this mark (``index_ready`` decides those).
+META_READY = "ready_since"
 
 #: In model batches: the chunks phase two hands to one embedding call (length-bucketed
 #: inside).
@@ -110,6 +121,8 @@ class _Pending:
     chunks: list[ChunkRecord]
     replaces: str | None
     kind: str  # "added" | "updated" | "renamed"
+    #: the text a read serves, kept with the document (converted formats; decision 0023)
+    converted: ConvertedText | None = None
 
 
 def content_hash(data: bytes) -> str:
@@ -148,6 +161,18 @@ class ChunkIds:
         return issued
 
 
+def index_ready(store: IndexMeta) -> bool:
+    """Whether a run has read the whole folder into this index at least once (phase one
+    ended; vectors may still be missing, search then says so). An index from before the
+    ``ready_since`` mark counts as ready once a run recorded a model or a summary: one
+    left by a run that failed before writing anything has neither."""
+    ready = store.get_meta(META_READY)
+    if ready is None:
+        return (store.get_meta(META_MODEL) is not None
+                or store.get_meta(META_LAST_RUN) is not None)
+    return bool(ready)
+
+
 def check_model(store: IndexMeta, embedder: Embedder, force: bool) -> None:
     """Refuse to mix vectors of two models in one index (``--force`` rebuilds)."""
     indexed = store.get_meta(META_MODEL)
@@ -178,6 +203,15 @@ def index_file(deps: IndexDeps, path: str) -> tuple[DocumentRecord, ParsedDocume
         last_indexed=deps.clock.now_iso(),
     )
     return record, parsed, data
+
+
+def kept_conversion(record: DocumentRecord, parsed: ParsedDocument) -> ConvertedText | None:
+    """What the index keeps of a converted document's text, so that reads serve it instead
+    of converting the file again (decision 0023); None for the formats a read serves as
+    they are (Markdown, text), and for a parser that made no text."""
+    if parsed.text is None or extension_of(record.path) not in BINARY_FORMATS:
+        return None
+    return conversion_of(record.content_hash, parsed.text)
 
 
 class IndexRun:
@@ -221,6 +255,10 @@ class IndexRun:
         started = time.monotonic()
         d = self.deps
         check_model(d.store, d.embedder, self.force)
+        if d.store.get_meta(META_READY) is None:
+            # before anything is written: an older index keeps its readiness, a new one
+            # is not ready until phase one ends below
+            d.store.set_meta(META_READY, d.clock.now_iso() if index_ready(d.store) else "")
         if self.force:
             d.vectors.reset()
             self._record_model()
@@ -239,9 +277,12 @@ class IndexRun:
             indexed = {p: s for p, s in indexed.items() if _within(p, self.paths)}
         for refusal in scan.refused:
             self._warn(f"{refusal.path}: {refusal.reason}")
-            self.summary.skip(refusal.category)
+            if refusal.kind == "failed":  # could not be read: its old rows are kept
+                self.summary.fail(refusal.category, refusal.path)
+            else:
+                self.summary.skip(refusal.category, 1, (refusal.path,))
         for reason, count in scan.skipped.items():  # quiet skips: counted, not warned
-            self.summary.skip(reason, count)
+            self.summary.skip(reason, count, scan.skipped_paths.get(reason, ()))
         p = plan(
             scan,
             indexed,
@@ -249,9 +290,14 @@ class IndexRun:
             force=self.force,
             prune_disabled=self.prune_disabled,
         )
-        self.summary.scanned = len(scan.files)
+        # every path accounted for once: added + updated + renamed + unchanged + skipped
+        # + failed == scanned (docs/usage.md)
+        self.summary.scanned = scan.entries()
         self._apply_cheap_actions(p)
         self._text_phase(p)
+        listed = not any(r.path == "." for r in scan.refused)  # the root could be read
+        if self.paths is None and listed and not d.store.get_meta(META_READY):
+            d.store.set_meta(META_READY, d.clock.now_iso())  # keyword search covers it all
         self._vector_phase(repair)
         if self.handed_over:
             # ended like a stopped run: `run_in_progress` stays set and the next run
@@ -275,13 +321,53 @@ class IndexRun:
         it ends, every document of the folder is searchable by keywords."""
         work: list[tuple[str, str | None]] = [(path, None) for path in p.to_index]
         work += [(new, old) for old, new in p.renames]
-        if work:
-            self._report("text", 0, len(work), "")
+        fill = self._conversions_to_fill(p)  # older indexes: unchanged files, once (0023)
+        total = len(work) + len(fill)
+        if total:
+            self._report("text", 0, total, "")
         for done, (path, replaces) in enumerate(work, start=1):
             self._index_one(path, replaces)
             if done == len(work):
                 self._write_rows()  # the last rows commit before the phase says it is done
-            self._report("text", done, len(work), path)
+            self._report("text", done, total, path)
+        for done, (path, digest) in enumerate(fill, start=len(work) + 1):
+            self._fill_conversion(path, digest)
+            self._report("text", done, total, path)
+        if self.paths is None and not self.deps.store.get_meta(META_CONVERSIONS):
+            self.deps.store.set_meta(META_CONVERSIONS, "filled")
+
+    def _conversions_to_fill(self, p: IndexPlan) -> list[tuple[str, str]]:
+        """(path, content hash) of the unchanged converted documents whose text the index
+        does not keep: an index written before decision 0023. Asked once per index, by
+        the first whole-folder run that completes the text phase; a file that cannot be
+        kept then (it fails to convert, or its text holds a NUL) is converted by each
+        read instead of by every run."""
+        d = self.deps
+        if self.paths is not None or d.store.get_meta(META_CONVERSIONS):
+            return []
+        states = d.store.indexed_states()
+        wanted = {states[path].content_hash: path for path in p.unchanged
+                  if path in states and extension_of(path) in BINARY_FORMATS}
+        kept = d.store.converted_hashes(wanted)
+        return sorted((path, digest) for digest, path in wanted.items() if digest not in kept)
+
+    def _fill_conversion(self, path: str, digest: str) -> None:
+        """Keep the converted text of an unchanged document, read through the guarded
+        reader; bytes that no longer hash to ``digest`` are left to the next run."""
+        d = self.deps
+        parser = d.registry.parser_for(extension_of(path))
+        try:
+            with d.fs.open_file(path) as handle:
+                data = handle.read(INDEX_CAP_BYTES)
+            if parser is None or data is None or content_hash(data) != digest:
+                return
+            text = parser.extract_text(path, data)
+        except Exception as exc:  # a read converts it instead; the run goes on
+            log.info("%s: its text is not kept for reads (%s)", path, type(exc).__name__)
+            return
+        converted = conversion_of(digest, text)
+        if converted is not None:
+            d.store.keep_conversions([converted])
 
     def _vector_phase(self, repair: bool) -> None:
         """Phase two: embed every chunk that has no vector yet. After a run that did not
@@ -376,29 +462,33 @@ class IndexRun:
             self._warn(f"{path}: larger than the 50 MiB index cap ({size} bytes); skipped")
         for path in p.oversize_new:
             self._warn(f"{path}: larger than the 50 MiB index cap; skipped")
-        self.summary.skip(SKIP_OVERSIZE, len(p.oversize_sizes) + len(p.oversize_new))
+        self.summary.skip(SKIP_OVERSIZE, len(p.oversize_sizes) + len(p.oversize_new),
+                          [*p.oversize_sizes, *p.oversize_new])
         self.summary.sizes_backfilled = d.store.backfill_sizes(p.backfill_sizes)
         self.summary.unchanged = len(p.unchanged)
-        self.summary.failed += len(p.kept_after_failure)
+        # ``p.kept_after_failure`` (rows kept for paths the walk could not read) is not
+        # counted again: the refusal behind it already counts as one failed path
 
     def _index_one(self, path: str, replaces: str | None) -> None:
         d = self.deps
         try:
             record, parsed, _ = index_file(d, path)
         except KbError as exc:
-            self.summary.failed += 1
+            refused = isinstance(exc, PathRefused)
+            self.summary.fail(SKIP_UNREADABLE if refused else FAIL_PARSE, path)
             self._warn(f"{path}: {exc.reason if isinstance(exc, PathRefused) else exc}")
             return
         except Exception as exc:  # a hostile file must never abort the run
-            self.summary.failed += 1
+            self.summary.fail(FAIL_PARSE, path)
             self._warn(f"{path}: unexpected error while parsing ({type(exc).__name__})")
             log.debug("parse failure", exc_info=True)
             return
         for w in parsed.warnings:
             self._warn(f"{path}: {w}")
+        converted = kept_conversion(record, parsed)
         if not parsed.chunks:
             self._warn(f"{path}: no text to index; skipped")
-            self.summary.skip(SKIP_NO_TEXT)
+            self.summary.skip(SKIP_NO_TEXT, 1, (path,))
             if replaces is not None or d.store.document_chunk_hashes(path) is not None:
                 d.vectors.delete(d.store.delete_documents([path]))
             return
@@ -407,7 +497,7 @@ class IndexRun:
         if replaces is None and path in self._known:
             old = d.store.document_chunk_hashes(path)
         if old is not None and old == hashes and not self.force:
-            d.store.update_document_metadata(record)
+            d.store.update_document_metadata(record, converted)
             self.summary.updated += 1
             self.summary.metadata_only += 1
             self.summary.chunks_reused += len(hashes)
@@ -430,7 +520,7 @@ class IndexRun:
         paths = {path, replaces or path}
         if paths & self._pending_paths:
             self._write_rows()
-        self._pending.append(_Pending(record, chunks, replaces, kind))
+        self._pending.append(_Pending(record, chunks, replaces, kind, converted))
         self._pending_paths |= paths
         self._pending_texts += len(chunks)
         if self._pending_texts >= max(self.deps.batch_size * WRITE_BATCHES, 32):
@@ -456,7 +546,7 @@ class IndexRun:
         if d.store.get_meta(META_MODEL) is None:
             self._record_model()
         removed = d.store.write_documents(
-            [DocumentWrite(p.record, p.chunks, p.replaces) for p in batch])
+            [DocumentWrite(p.record, p.chunks, p.replaces, p.converted) for p in batch])
         for p in batch:
             if p.kind == "renamed":
                 self.summary.renamed += 1
@@ -528,4 +618,4 @@ def run_index(
 
 
 __all__ = ["ChunkIds", "IndexDeps", "IndexRun", "YieldTo", "check_model", "index_file",
-           "run_index"]
+           "index_ready", "run_index"]

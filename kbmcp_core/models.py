@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -33,6 +33,10 @@ SKIP_BAD_NAME = "name not valid UTF-8"
 SKIP_UNREADABLE = "unreadable"
 SKIP_OVERSIZE = "over the 50 MiB index cap"
 SKIP_NO_TEXT = "no text to index"
+# Why a file failed: the keys of ``RunSummary.failed_reasons``. A walk refusal of kind
+# "failed" (``SKIP_UNREADABLE``: a file or folder that could not be read or listed) counts
+# under its category; a file its parser refused or could not read, under this one.
+FAIL_PARSE = "could not be read as its format"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +73,9 @@ class ParsedDocument:
     category: str | None = None
     metadata: Mapping[str, object] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    #: the text a read serves (``Parser.extract_text``), when the parser made it on the
+    #: way: the converted formats do, and the index keeps it for reads (decision 0023)
+    text: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +111,14 @@ class DiskScan:
     refused: tuple[Refusal, ...] = ()
     #: paths the walk met and quietly did not take, counted per reason (``SKIP_*``)
     skipped: Mapping[str, int] = field(default_factory=dict)
+    #: the paths behind ``skipped``, per reason (a scanner may leave them out)
+    skipped_paths: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def entries(self) -> int:
+        """Every path the walk met and accounted for: the files it took, each path it
+        refused (a file, a link, a folder it could not list) and each it skipped (a file
+        of a disabled format, an excluded file or folder)."""
+        return len(self.files) + len(self.refused) + sum(self.skipped.values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,32 +231,55 @@ class RunSummary:
     warnings: list[str] = field(default_factory=list)
     #: why each skipped path was skipped: reason -> count (they add up to ``skipped``)
     skipped_reasons: dict[str, int] = field(default_factory=dict)
+    #: why each failed path failed: reason -> count (they add up to ``failed``)
+    failed_reasons: dict[str, int] = field(default_factory=dict)
+    #: the paths behind ``skipped_reasons`` and ``failed_reasons``, per reason
+    skipped_files: dict[str, list[str]] = field(default_factory=dict)
+    failed_files: dict[str, list[str]] = field(default_factory=dict)
 
-    def skip(self, reason: str, count: int = 1) -> None:
-        """Count ``count`` paths skipped for ``reason``."""
+    def skip(self, reason: str, count: int = 1, paths: Sequence[str] = ()) -> None:
+        """Count ``count`` paths skipped for ``reason`` (``paths``: those known by name)."""
         if count:
             self.skipped += count
             self.skipped_reasons[reason] = self.skipped_reasons.get(reason, 0) + count
+            if paths:
+                self.skipped_files.setdefault(reason, []).extend(paths)
 
-    def skipped_detail(self) -> str:
-        """``" (format not enabled: 12, symbolic link: 1)"``, most frequent first."""
-        if not self.skipped_reasons:
+    def fail(self, reason: str, path: str) -> None:
+        """Count ``path`` as failed for ``reason`` (it never changes the exit status, unless
+        ``kb-mcp index --strict``)."""
+        self.failed += 1
+        self.failed_reasons[reason] = self.failed_reasons.get(reason, 0) + 1
+        self.failed_files.setdefault(reason, []).append(path)
+
+    def total(self) -> int:
+        """added + updated + renamed + unchanged + skipped + failed: equals ``scanned``."""
+        return (self.added + self.updated + self.renamed + self.unchanged + self.skipped
+                + self.failed)
+
+    def skipped_detail(self, reasons: Mapping[str, int] | None = None) -> str:
+        """``" (format not enabled: 12, symbolic link: 1)"``, most frequent first (of
+        ``reasons``, by default the skip reasons)."""
+        counts = self.skipped_reasons if reasons is None else reasons
+        if not counts:
             return ""
-        ranked = sorted(self.skipped_reasons.items(), key=lambda kv: (-kv[1], kv[0]))
+        ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
         return " (" + ", ".join(f"{reason}: {n}" for reason, n in ranked) + ")"
 
     def line(self) -> str:
         return (
-            f"indexed {self.scanned} files: {self.added} added, {self.updated} updated "
+            f"scanned {self.scanned}: {self.added} added, {self.updated} updated "
             f"({self.metadata_only} metadata-only), {self.renamed} renamed, "
-            f"{self.deleted} deleted, {self.unchanged} unchanged, "
-            f"{self.skipped} skipped{self.skipped_detail()}, "
-            f"{self.failed} failed; {self.chunks_embedded} chunks embedded, "
+            f"{self.unchanged} unchanged, {self.skipped} skipped{self.skipped_detail()}, "
+            f"{self.failed} failed{self.skipped_detail(self.failed_reasons)}; "
+            f"{self.deleted} deleted; {self.chunks_embedded} chunks embedded, "
             f"{self.chunks_reused} reused; {self.seconds:.1f}s"
         )
 
-    def as_dict(self) -> dict[str, object]:
-        return {
+    def as_dict(self, files: bool = False) -> dict[str, object]:
+        """The summary for JSON; ``files`` adds the paths behind each skip and failure
+        reason (``kb-mcp index -v``)."""
+        found: dict[str, object] = {
             "scanned": self.scanned,
             "added": self.added,
             "updated": self.updated,
@@ -252,12 +290,17 @@ class RunSummary:
             "skipped": self.skipped,
             "skipped_reasons": dict(sorted(self.skipped_reasons.items())),
             "failed": self.failed,
+            "failed_reasons": dict(sorted(self.failed_reasons.items())),
             "chunks_embedded": self.chunks_embedded,
             "chunks_reused": self.chunks_reused,
             "sizes_backfilled": self.sizes_backfilled,
             "seconds": round(self.seconds, 3),
             "warnings": list(self.warnings),
         }
+        if files:
+            found["skipped_files"] = {k: sorted(v) for k, v in sorted(self.skipped_files.items())}
+            found["failed_files"] = {k: sorted(v) for k, v in sorted(self.failed_files.items())}
+        return found
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import quote
@@ -38,27 +39,22 @@ class ServableRules:
     """Offered = indexed AND extension registered AND recorded size within its read cap.
 
     A NULL size (never recorded) is offered. The size lookup asks the store only for rows
-    past the smallest read cap, so a corpus with no large document pays nothing. If that
-    lookup fails, nothing is offered and the failure is logged.
+    past the smallest read cap, so a corpus with no large document pays nothing. A store
+    that fails (a server down) raises its ``StoreError``: a failure is never reported as
+    "not offered".
     """
 
     def __init__(self, store: DocumentCatalog, registry: ParserRegistry) -> None:
         self.store = store
         self.registry = registry
 
-    def _refused_by_size(self) -> set[str] | None:
-        try:
-            rows = self.store.sizes_over(smallest_read_cap())
-        except Exception:
-            log.error("size lookup failed; offering nothing", exc_info=True)
-            return None
+    def _refused_by_size(self) -> set[str]:
+        rows = self.store.sizes_over(smallest_read_cap())
         return {p for p, size in rows if size > max_bytes_for(extension_of(p))}
 
     def servable(self, paths: Iterable[str]) -> set[str]:
         """The subset of ``paths`` (taken as indexed) that is offered."""
         too_big = self._refused_by_size()
-        if too_big is None:
-            return set()
         exts = self.registry.extensions()
         return {p for p in paths if extension_of(p) in exts and p not in too_big}
 
@@ -123,10 +119,38 @@ def topic_groups(rules: ServableRules) -> list[TopicGroup]:
 
 
 def topic_body(group: TopicGroup) -> str:
-    """Markdown list of a group's offered documents with their URIs."""
-    title = group.prefix or "(top level)"
+    """Markdown list of a group's offered documents with their URIs.
+
+    Titles come from the documents (front matter, file names): they are text, never
+    Markdown, so each is flattened to one line and escaped before it is pasted in.
+    """
+    title = markdown_text(group.prefix) if group.prefix else "(top level)"
     n = len(group.documents)
     lines = [f"# {title}", "", f"{n} document{'s' if n != 1 else ''}.", ""]
     for d in group.documents:
-        lines.append(f"- [{d.title}]({doc_uri(d.path)}) — `{d.path}`")
+        label = markdown_text(d.title) or markdown_text(d.path)
+        lines.append(f"- [{label}]({doc_uri(d.path)}) — {code_span(d.path)}")
     return "\n".join(lines) + "\n"
+
+
+_LINE_BREAKS = re.compile(r"[\x00-\x1f\x7f\u0085\u2028\u2029]+")
+_MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_\[\]()<>#!~&])")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(_LINE_BREAKS.sub(" ", text).split())
+
+
+def markdown_text(text: str) -> str:
+    """``text`` as literal Markdown inline text: one line, every punctuation mark that
+    could open a link, emphasis, HTML or a heading escaped with a backslash."""
+    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", _one_line(text))
+
+
+def code_span(text: str) -> str:
+    """``text`` as one Markdown code span, fenced by more backticks than it holds."""
+    flat = _one_line(text)
+    longest = max((len(run) for run in re.findall(r"`+", flat)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if flat.startswith("`") or flat.endswith("`") else ""
+    return f"{fence}{pad}{flat}{pad}{fence}"

@@ -144,13 +144,40 @@ class IndexMeta(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class ConvertedText:
+    """The text a read serves for a converted document (HTML, Office, EPUB, PDF), made by
+    the index run that parsed it and kept with the index. Keyed by ``content_hash``, the
+    sha256 of the exact bytes it was made from: it is served only for those bytes
+    (docs/decisions/0023)."""
+
+    content_hash: str
+    #: what a read serves: the conversion, cut at the read cap of extracted text
+    text: str
+    #: characters in the whole conversion; more than ``len(text)`` when it was cut
+    chars: int
+
+    @property
+    def truncated(self) -> bool:
+        return len(self.text) < self.chars
+
+
+class ConvertedTexts(Protocol):
+    """Where a read looks for the text an index run already converted."""
+
+    def converted_text(self, content_hash: str) -> ConvertedText | None:
+        """The conversion of the bytes whose sha256 is ``content_hash``, or None."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
 class DocumentWrite:
-    """One document of a ``write_documents`` batch: its row, its chunks, and the path it
-    was renamed from (whose rows it replaces), if any."""
+    """One document of a ``write_documents`` batch: its row, its chunks, the path it was
+    renamed from (whose rows it replaces), if any, and its converted text, if it has one."""
 
     document: DocumentRecord
     chunks: Sequence[ChunkRecord]
     replaces: str | None = None
+    converted: ConvertedText | None = None
 
 
 def batch_paths(batch: Sequence[DocumentWrite]) -> set[str]:
@@ -173,8 +200,10 @@ class IndexWriter(IndexMeta, Protocol):
     def write_documents(self, batch: Sequence[DocumentWrite]) -> list[int]:
         """Write a batch of documents in one transaction: all of them or, on any error,
         none. Each replaces the rows at its path (and at ``replaces``) with its document,
-        chunks and lexical rows, exactly as ``write_document`` would one by one. No path
-        may appear twice in a batch (as a document or a ``replaces``): ``ValueError``.
+        chunks and lexical rows, exactly as ``write_document`` would one by one, and keeps
+        its ``converted`` text; a converted text no document's hash refers to any more is
+        removed in the same transaction. No path may appear twice in a batch (as a
+        document or a ``replaces``): ``ValueError``.
         Returns the ids of chunks that existed before and are gone now."""
         ...
 
@@ -189,12 +218,26 @@ class IndexWriter(IndexMeta, Protocol):
         Returns the ids of chunks that were removed."""
         ...
 
-    def update_document_metadata(self, document: DocumentRecord) -> None:
-        """Rewrite only the document row (title, tags, size, ...) and its lexical rows."""
+    def update_document_metadata(
+        self, document: DocumentRecord, converted: ConvertedText | None = None
+    ) -> None:
+        """Rewrite only the document row (title, tags, size, hash, ...) and its lexical
+        rows; keep ``converted`` and drop converted texts no document refers to any more,
+        in the same transaction."""
         ...
 
     def delete_documents(self, paths: Iterable[str]) -> list[int]:
-        """Remove documents with their chunks and lexical rows; returns chunk ids."""
+        """Remove documents with their chunks and lexical rows, and the converted texts no
+        remaining document refers to; returns chunk ids."""
+        ...
+
+    def keep_conversions(self, texts: Sequence[ConvertedText]) -> int:
+        """Keep (or replace) these converted texts, each only while a document carries its
+        hash (one no document carries is not kept); returns how many were kept."""
+        ...
+
+    def converted_hashes(self, hashes: Collection[str]) -> set[str]:
+        """Which of ``hashes`` have a converted text kept."""
         ...
 
     def backfill_sizes(self, sizes: Mapping[str, int]) -> int:
@@ -218,7 +261,8 @@ class IndexWriter(IndexMeta, Protocol):
     def get_chunks(self, ids: Collection[int]) -> dict[int, StoredChunk]: ...
 
     def prune_dangling(self) -> int:
-        """Remove lexical rows and chunks whose owner is gone; returns rows removed."""
+        """Remove lexical rows and chunks whose owner is gone, and converted texts no
+        document refers to; returns rows removed."""
         ...
 
 
@@ -238,8 +282,9 @@ class DocumentCatalog(Protocol):
         ...
 
 
-class IndexReader(DocumentCatalog, Protocol):
-    """What search and the facade read: documents, chunks, the lexical leg, counts."""
+class IndexReader(DocumentCatalog, ConvertedTexts, Protocol):
+    """What search and the facade read: documents, chunks, the lexical leg, counts, and
+    the converted texts a read serves."""
 
     def get_meta(self, key: str) -> str | None: ...
 

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from kbmcp_core.errors import KbError, PathRefused
+from kbmcp_core.errors import IndexNotFound, KbError, PathRefused, ReadBusy, StoreError
 from kbmcp_core.models import INDEX_CAP_BYTES, MIB, extension_of
-from kbmcp_core.ports import FileSystem, ParserRegistry
+from kbmcp_core.ports import ConvertedText, ConvertedTexts, FileSystem, ParserRegistry
+
+log = logging.getLogger(__name__)
 
 #: How much text kb-mcp hands a client in one response.
 TEXT_READ_CAP = 1 * MIB
@@ -25,6 +32,12 @@ TRUNCATION_NOTICE = (
     "\n\n---\n[kb-mcp: this document's extracted text is longer than {cap} MiB; only the "
     "first {cap} MiB is shown. Use the search tool to find passages further in.]\n"
 )
+
+#: Conversions one server runs at once (reads of a converted document whose text the
+#: index does not hold); a read that needs one more waits for a slot.
+CONVERSION_SLOTS = 2
+#: How long such a read waits for a slot before it is refused with ``server_busy``.
+CONVERSION_WAIT_S = 30.0
 
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
@@ -88,7 +101,59 @@ def decode_uri_path(encoded: str) -> str:
     return clean_request_path(unquote(encoded, errors="strict"))
 
 
-def load_document(path: str, fs: FileSystem, registry: ParserRegistry) -> LoadedDocument:
+class ConversionGate:
+    """At most ``slots`` conversions at once in one process: converting a large page or
+    workbook can take a gigabyte and a minute, so concurrent reads of such documents queue
+    here. A read waits ``wait_s`` seconds for a slot, then is refused with ``ReadBusy``
+    (``server_busy``); reads the index already holds the text of never queue."""
+
+    def __init__(self, slots: int = CONVERSION_SLOTS, wait_s: float = CONVERSION_WAIT_S) -> None:
+        if slots < 1:
+            raise ValueError("a conversion gate needs at least one slot")
+        self.slots = slots
+        self.wait_s = wait_s
+        self._free = threading.BoundedSemaphore(slots)
+        self._count = threading.Lock()
+        self._waiting = 0
+
+    @property
+    def waiting(self) -> int:
+        """Reads waiting for a slot right now."""
+        return self._waiting
+
+    @contextmanager
+    def slot(self, path: str) -> Iterator[None]:
+        with self._count:
+            self._waiting += 1
+        try:
+            got = self._free.acquire(timeout=self.wait_s)
+        finally:
+            with self._count:
+                self._waiting -= 1
+        if not got:
+            raise ReadBusy(f"{path!r}: the server is already converting {self.slots} "
+                           "documents and none finished within "
+                           f"{self.wait_s:g} s; try again in a moment")
+        try:
+            yield
+        finally:
+            self._free.release()
+
+
+def conversion_of(content_hash: str, text: str) -> ConvertedText | None:
+    """What the index keeps of a conversion of the bytes hashing to ``content_hash``: the
+    text a read serves (cut at ``EXTRACTED_TEXT_CAP``) and the length of the whole. None
+    for a text holding a NUL character, which PostgreSQL cannot store: such a document is
+    converted on every read instead."""
+    served, _ = cut_utf8(text, EXTRACTED_TEXT_CAP)
+    if "\x00" in served:
+        return None
+    return ConvertedText(content_hash, served, len(text))
+
+
+def load_document(path: str, fs: FileSystem, registry: ParserRegistry,
+                  conversions: ConvertedTexts | None = None,
+                  gate: ConversionGate | None = None) -> LoadedDocument:
     """THE guard chain, shared by ``get_document`` and ``resources/read``.
 
     1. Path syntax: no NUL or control characters, backslash, absolute path or ``..``.
@@ -96,6 +161,9 @@ def load_document(path: str, fs: FileSystem, registry: ParserRegistry) -> Loaded
        path, a missing path, a folder, a special file and more than one hard link.
     3. On that same handle: the extension must be registered, the size (``fstat``) must
        fit ``max_bytes_for(ext)``, and at most cap+1 bytes are read.
+    4. A converted format (``BINARY_FORMATS``): the sha256 of those bytes finds the text
+       the index run kept for exactly them in ``conversions``; only without one is the
+       file converted, inside one of ``gate``'s slots. A read never writes the index.
 
     There is no check on the path before the open for an attacker to race: every fact
     comes from the one descriptor the bytes are read from.
@@ -116,14 +184,42 @@ def load_document(path: str, fs: FileSystem, registry: ParserRegistry) -> Loaded
         except UnicodeDecodeError:
             raise PathRefused(rel, "not valid UTF-8 text") from None
         return LoadedDocument(rel, text.removeprefix("\ufeff"), False, media_type_for(ext))
-    try:
-        text = parser.extract_text(rel, data)
-    except KbError as exc:
-        raise PathRefused(rel, f"its text cannot be extracted ({exc})") from None
-    except Exception as exc:  # a hostile file costs its own read, never the server
-        raise PathRefused(rel, f"its text cannot be extracted ({type(exc).__name__})") from None
+    digest = hashlib.sha256(data).hexdigest()
+    kept = _kept_conversion(conversions, digest)
+    if kept is not None:
+        return LoadedDocument(rel, kept.text, kept.truncated, media_type_for(ext))
+    with gate.slot(rel) if gate is not None else _no_gate():
+        try:
+            text = parser.extract_text(rel, data)
+        except KbError as exc:
+            raise PathRefused(rel, f"its text cannot be extracted ({exc})") from None
+        except Exception as exc:  # a hostile file costs its own read, never the server
+            raise PathRefused(rel, f"its text cannot be extracted ({type(exc).__name__})"
+                              ) from None
+    del data
     text, truncated = cut_utf8(text, EXTRACTED_TEXT_CAP)
     return LoadedDocument(rel, text, truncated, media_type_for(ext))
+
+
+def _kept_conversion(conversions: ConvertedTexts | None, digest: str) -> ConvertedText | None:
+    """The text the index keeps for ``digest``; None when there is none, no index yet, or
+    the store cannot answer (the file is then converted: a read never fails for want of
+    a kept text)."""
+    if conversions is None:
+        return None
+    try:
+        return conversions.converted_text(digest)
+    except IndexNotFound:
+        return None
+    except StoreError as exc:
+        log.warning("the index store did not answer for a kept conversion (%s); converting "
+                    "the file instead", exc)
+        return None
+
+
+@contextmanager
+def _no_gate() -> Iterator[None]:
+    yield
 
 
 def cut_utf8(text: str, limit: int) -> tuple[str, bool]:

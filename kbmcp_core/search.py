@@ -27,6 +27,8 @@ MAX_FILTER_ITEMS = 64
 _DATE = re.compile(DATE_PATTERN)
 _NOT_TEXT = re.compile("[\x00\ud800-\udfff]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+#: NUL, the other C0 controls and DEL: no tag, category, topic or served path holds one
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,12 +156,16 @@ def validate(req: SearchRequest, max_limit: int) -> SearchRequest:
             raise InvalidQuery(f"{name} items must be non-empty strings")
         if any(_SURROGATE.search(i) for i in items):
             raise InvalidQuery(f"{name} items must be valid Unicode text (no lone surrogates)")
+        for item in items:
+            check_filter_text(f"{name} items", item)
     for name in ("category", "topic"):
         value = getattr(req, name)
         if value is not None and not isinstance(value, str):
             raise InvalidQuery(f"{name} must be a string")
         if value is not None and _SURROGATE.search(value):
             raise InvalidQuery(f"{name} must be valid Unicode text (no lone surrogates)")
+        if value is not None:
+            check_filter_text(name, value)
     for name in ("date_from", "date_to"):
         _check_date(name, getattr(req, name))
     if req.date_from and req.date_to and req.date_from > req.date_to:
@@ -170,6 +176,17 @@ def validate(req: SearchRequest, max_limit: int) -> SearchRequest:
         raise InvalidQuery("chunks_per_document must be at least 1")
     check_options(req.diversity, req.context, req.context_chunks, req.rerank)
     return replace(req, query=query, limit=limit, chunks_per_document=per_doc)
+
+
+def check_filter_text(name: str, value: str) -> None:
+    """Refuse a value that names what documents to look at (a filter, the graph's start
+    document) when it holds NUL or another control character: no stored document can
+    match it, and the refusal is the same whichever store holds the index."""
+    if _SURROGATE.search(value):
+        raise InvalidQuery(f"{name} must be valid Unicode text (no lone surrogates)")
+    if found := _CONTROL.search(value):
+        raise InvalidQuery(f"{name} must not contain NUL or other control characters "
+                           f"(found U+{ord(found.group()):04X})")
 
 
 def _check_date(name: str, value: str | None) -> None:

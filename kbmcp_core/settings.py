@@ -102,6 +102,36 @@ def public_uri(uri: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class ConfigOrigin:
+    """Which config file the settings were read from, how it was found, and whether it
+    may say where data goes (decision 0021): named by the user (``--config``,
+    ``KB_MCP_CONFIG``, their own user config) or trusted with ``kb-mcp trust``."""
+
+    path: Path | None = None
+    #: "named by --config", "named by KB_MCP_CONFIG", "your user config", "found in the
+    #: knowledge base" or "found in the working folder" (empty when there is no file)
+    found_by: str = ""
+    trusted: bool = True
+
+    @property
+    def implicit(self) -> bool:
+        """Found by looking (in the knowledge base or the working folder), not chosen."""
+        return self.found_by.startswith("found in")
+
+    def describe(self) -> str:
+        """One line for ``status``, ``doctor`` and ``-v``."""
+        if self.path is None:
+            return "no config file"
+        if not self.implicit:
+            trust = "trusted"
+        elif self.trusted:
+            trust = "trusted with `kb-mcp trust`"
+        else:
+            trust = "not trusted: it may not say where data goes"
+        return f"{self.path} ({self.found_by}; {trust})"
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     kb_path: Path
     index_dir: Path
@@ -115,6 +145,13 @@ class Settings:
     embedding_threads: int | None = None
     model_cache_dir: Path | None = None
     enabled_formats: tuple[str, ...] = ("md",)
+    #: ``[parsers]`` budgets of one converted file, and its worker pool (decision 0022)
+    parsers_max_output_chars: int = 10_000_000
+    parsers_max_elements: int = 300_000
+    parsers_timeout_seconds: float = 60.0
+    parsers_isolate: bool = True
+    parsers_workers: int = 2
+    parsers_memory_limit_mb: int = 1024
     exclude_dirs: tuple[str, ...] = DEFAULT_EXCLUDE_DIRS
     chunk_max_tokens: int | None = None
     chunk_min_tokens: int = 24
@@ -138,7 +175,15 @@ class Settings:
     watch: bool = True
     watch_debounce_ms: int = 400
     writer_lock_timeout_s: float = 30.0
+    #: open the index for reading only, whatever the file permissions (``serve
+    #: --read-only``): nothing in the index folder is created or changed
+    read_only: bool = False
+    #: [server].tokens_file: the tokens file of `serve` and `kb-mcp token` (else in index_dir)
+    server_tokens_file: Path | None = None
     extra: dict[str, object] = field(default_factory=dict)
+    #: where these settings came from; not a setting (equal settings from two files are
+    #: equal, and a search answer does not depend on it)
+    config_origin: ConfigOrigin = field(default_factory=ConfigOrigin, compare=False)
 
     @property
     def fusion(self) -> Fusion:

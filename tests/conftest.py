@@ -19,6 +19,32 @@ from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
 pytest_plugins = ["tests.pg_cluster", "tests.s3_server"]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_user_config_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """No developer's own kb-mcp config (``~/.config/kb-mcp``, ``$KB_MCP_CONFIG``) reaches
+    the suite, not even through an environment copied by a module-scoped fixture."""
+    saved = {k: os.environ.get(k) for k in ("XDG_CONFIG_HOME", "KB_MCP_CONFIG")}
+    os.environ["XDG_CONFIG_HOME"] = str(tmp_path_factory.mktemp("xdg-config"))
+    os.environ.pop("KB_MCP_CONFIG", None)
+    yield
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+@pytest.fixture(autouse=True)
+def user_config_home(tmp_path_factory: pytest.TempPathFactory,
+                     monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test's own empty ``$XDG_CONFIG_HOME`` (its user config and trust list live in
+    ``<it>/kb-mcp``), and no ``$KB_MCP_CONFIG``; subprocesses inherit both."""
+    home = tmp_path_factory.mktemp("config-home")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home))
+    monkeypatch.delenv("KB_MCP_CONFIG", raising=False)
+    return home
+
+
 @pytest.fixture(scope="session")
 def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("model-cache")

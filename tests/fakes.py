@@ -31,6 +31,7 @@ from kbmcp_core.models import (
 from kbmcp_core.ports import (
     ChunkBudget,
     Clock,
+    ConvertedText,
     DocumentWrite,
     Embedder,
     FileSystem,
@@ -167,6 +168,8 @@ class FakeIndexStore:
     def __init__(self) -> None:
         self.docs: dict[str, _Doc] = {}
         self.meta: dict[str, str] = {}
+        #: converted texts by content hash, as the ``converted_text`` table
+        self.conversions: dict[str, ConvertedText] = {}
         self.row_writes: list[str] = []
         self._next = 1
 
@@ -178,7 +181,12 @@ class FakeIndexStore:
     def write_document(
         self, document: DocumentRecord, chunks: Sequence[ChunkRecord], replaces: str | None = None
     ) -> list[int]:
-        removed = self.delete_documents([p for p in (document.path, replaces) if p])
+        return self.write_documents([DocumentWrite(document, chunks, replaces)])
+
+    def _write_one(
+        self, document: DocumentRecord, chunks: Sequence[ChunkRecord], replaces: str | None
+    ) -> list[int]:
+        removed = self._delete([p for p in (document.path, replaces) if p])
         self.docs[document.path] = _Doc(document, self._next, list(chunks), document.size_bytes)
         self._next += 1
         self.row_writes.append(document.path)
@@ -193,18 +201,49 @@ class FakeIndexStore:
             raise StoreError("index store error: UNIQUE constraint failed: chunks.id")
         removed: list[int] = []
         for w in batch:
-            removed += self.write_document(w.document, w.chunks, w.replaces)
+            removed += self._write_one(w.document, w.chunks, w.replaces)
+        self._keep([w.converted for w in batch if w.converted is not None
+                    and w.converted.content_hash == w.document.content_hash])
+        self._drop_unreferenced()
         written = {c.id for w in batch for c in w.chunks}
         return [cid for cid in removed if cid not in written]
 
-    def update_document_metadata(self, document: DocumentRecord) -> None:
+    def update_document_metadata(
+        self, document: DocumentRecord, converted: ConvertedText | None = None
+    ) -> None:
         doc = self.docs.get(document.path)
         if doc is None:
             raise StoreError(f"no indexed document at {document.path!r} to update")
         doc.record, doc.size_bytes = document, document.size_bytes
         self.row_writes.append(document.path)
+        if converted is not None and converted.content_hash == document.content_hash:
+            self._keep([converted])
+        self._drop_unreferenced()
 
     def delete_documents(self, paths: Iterable[str]) -> list[int]:
+        removed = self._delete(paths)
+        self._drop_unreferenced()
+        return removed
+
+    def keep_conversions(self, texts: Sequence[ConvertedText]) -> int:
+        carried = {d.record.content_hash for d in self.docs.values()}
+        return self._keep([t for t in texts if t.content_hash in carried])
+
+    def converted_hashes(self, hashes: Collection[str]) -> set[str]:
+        return set(hashes) & set(self.conversions)
+
+    def converted_text(self, content_hash: str) -> ConvertedText | None:
+        return self.conversions.get(content_hash)
+
+    def _keep(self, texts: Sequence[ConvertedText]) -> int:
+        self.conversions.update({t.content_hash: t for t in texts})
+        return len({t.content_hash for t in texts})
+
+    def _drop_unreferenced(self) -> None:
+        carried = {d.record.content_hash for d in self.docs.values()}
+        self.conversions = {h: t for h, t in self.conversions.items() if h in carried}
+
+    def _delete(self, paths: Iterable[str]) -> list[int]:
         removed: list[int] = []
         for p in paths:
             doc = self.docs.pop(p, None)

@@ -29,6 +29,7 @@ from kbmcp_core.settings import Settings
 
 if TYPE_CHECKING:
     from kbmcp_adapters.filesystem.local import LocalFileSystem
+    from kbmcp_adapters.parsers.registry import FormatRegistry
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +97,7 @@ class Container:
         self._disk: _Part[LocalFileSystem] = _Part(None, self._local_fs)
         self._fs: _Part[FileSystem] = _Part(fs, self._disk.get)
         self._registry: _Part[ParserRegistry] = _Part(registry, self._build_registry)
+        self._built_registry: FormatRegistry | None = None
         self._embedder: _Part[Embedder] = _Part(embedder, self._build_embedder)
         self._vectors: _Part[VectorStore] = _Part(vectors, self._build_vectors)
         self._clock: _Part[Clock] = _Part(clock, SystemClock)
@@ -192,6 +194,8 @@ class Container:
             store, self._store = self._store, self._given_store
         if store is not None and store is not self._given_store:
             store.close()
+        if self._built_registry is not None:  # stops its parser worker processes
+            self._built_registry.close()
 
     # -- the real adapters -------------------------------------------------
     def _local_fs(self) -> LocalFileSystem:
@@ -200,9 +204,18 @@ class Container:
         return LocalFileSystem(self.settings.kb_path)
 
     def _build_registry(self) -> ParserRegistry:
+        from kbmcp_adapters.parsers.budget import ParserLimits
+        from kbmcp_adapters.parsers.isolation import Isolation
         from kbmcp_adapters.parsers.registry import build_registry
 
-        return build_registry(self.settings.enabled_formats)
+        s = self.settings
+        limits = ParserLimits(max_output_chars=s.parsers_max_output_chars,
+                              max_elements=s.parsers_max_elements,
+                              timeout_seconds=float(s.parsers_timeout_seconds))
+        isolation = (Isolation(workers=s.parsers_workers, memory_mb=s.parsers_memory_limit_mb)
+                     if s.parsers_isolate else None)
+        self._built_registry = build_registry(s.enabled_formats, limits, isolation)
+        return self._built_registry
 
     def _build_embedder(self) -> Embedder:
         return real_embedder(self.settings)
@@ -255,7 +268,18 @@ def real_store(settings: Settings, *, create: bool = False, migrate: bool = True
             raise IndexReadOnly(str(settings.index_dir),
                                 f"cannot create the folder: {exc.strerror}",
                                 IndexReadOnly.NO_FOLDER) from None
-    return SqlIndexStore(settings.store_url, create=create, migrate_schema=migrate)
+    return SqlIndexStore(settings.store_url, create=create, migrate_schema=migrate,
+                         read_only=settings.read_only)
+
+
+def store_location(settings: Settings) -> str:
+    """The index store as a person may see it: the PostgreSQL URL with its password shown
+    as ``***``, or the SQLite file."""
+    if settings.database_url is None:
+        return str(settings.sqlite_path)
+    from kbmcp_adapters.store.urls import safe_url
+
+    return safe_url(settings.database_url)
 
 
 def schema_revisions(settings: Settings) -> tuple[str | None, str]:
@@ -263,7 +287,7 @@ def schema_revisions(settings: Settings) -> tuple[str | None, str]:
     or creating anything; ``IndexNotFound`` when there is no index (read-only replicas)."""
     from kbmcp_adapters.store.sql_store import head_revision, schema_revision
 
-    return schema_revision(settings.store_url), head_revision()
+    return schema_revision(settings.store_url, read_only=settings.read_only), head_revision()
 
 
 def bootstrap(

@@ -1,7 +1,11 @@
-"""Settings from ``kb-mcp.toml`` plus overrides: discovery, strict keys, validation."""
+"""Settings from ``kb-mcp.toml`` plus overrides: discovery, trust, strict keys, validation."""
 
 from __future__ import annotations
 
+import hashlib
+import logging
+import os
+import shlex
 import tomllib
 from collections.abc import Mapping
 from dataclasses import replace
@@ -9,6 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from kbmcp_adapters.app import trust
 from kbmcp_adapters.store.urls import check_database_url
 from kbmcp_core.errors import ConfigError, InvalidQuery
 from kbmcp_core.fusion import DEFAULT_FUSION
@@ -17,6 +22,7 @@ from kbmcp_core.settings import (
     CONFIG_FILE_NAME,
     DEFAULT_EXCLUDE_DIRS,
     INDEX_DIR_NAME,
+    ConfigOrigin,
     Settings,
     StorageOptions,
 )
@@ -37,7 +43,15 @@ _SCHEMA: dict[str, dict[str, tuple[str, tuple[type, ...]]]] = {
         "threads": ("embedding_threads", (int,)),
         "cache_dir": ("model_cache_dir", (str,)),
     },
-    "parsers": {"enabled": ("enabled_formats", (list,))},
+    "parsers": {
+        "enabled": ("enabled_formats", (list,)),
+        "max_output_chars": ("parsers_max_output_chars", (int,)),
+        "max_elements": ("parsers_max_elements", (int,)),
+        "timeout_seconds": ("parsers_timeout_seconds", (int, float)),
+        "isolate": ("parsers_isolate", (bool,)),
+        "workers": ("parsers_workers", (int,)),
+        "memory_limit_mb": ("parsers_memory_limit_mb", (int,)),
+    },
     "index": {
         "exclude_dirs": ("exclude_dirs", (list,)),
         "chunk_max_tokens": ("chunk_max_tokens", (int,)),
@@ -64,27 +78,66 @@ _SCHEMA: dict[str, dict[str, tuple[str, tuple[type, ...]]]] = {
         "debounce_ms": ("watch_debounce_ms", (int,)),
     },
     "lock": {"timeout_seconds": ("writer_lock_timeout_s", (int, float))},
+    "server": {"tokens_file": ("server_tokens_file", (str,))},
 }
 
-_PATH_FIELDS = {"kb_path", "index_dir", "model_cache_dir"}
+_PATH_FIELDS = {"kb_path", "index_dir", "model_cache_dir", "server_tokens_file"}
 _TUPLE_FIELDS = {"enabled_formats", "exclude_dirs"}
 
+#: Names a config file, as --config does (which wins over it): decision 0021.
+CONFIG_ENV = trust.CONFIG_ENV
+#: Settings that say where data goes or comes from: a config file found by looking (in
+#: the knowledge base or the working folder) may set them only once trusted. ``index_dir``
+#: (outside kb_path) and ``embedding.model`` (outside the packaged ones) are checked too.
+_GATED_FIELDS = ("database_url", "vectors_uri", "vectors_storage_options", "model_cache_dir",
+                 "server_tokens_file")
 
-def find_config(explicit: Path | None, cwd: Path | None = None) -> Path | None:
-    """``--config`` when given (it must exist), else ``./kb-mcp.toml`` when present."""
+log = logging.getLogger(__name__)
+
+
+def find_config(explicit: Path | None, cwd: Path | None = None, *,
+                kb_path: str | Path | None = None, env: Mapping[str, str] | None = None,
+                user_config: bool = True) -> tuple[Path | None, str]:
+    """The config file in effect and how it was found (decision 0021): ``--config``, else
+    ``$KB_MCP_CONFIG``, else the knowledge base's own ``kb-mcp.toml`` (in ``kb_path``; with
+    no ``kb_path`` given, the working folder's, whose ``kb_path`` key says where the
+    knowledge base is), else the user's ``$XDG_CONFIG_HOME/kb-mcp/config.toml``."""
+    env = os.environ if env is None else env
+    base = cwd or Path.cwd()
     if explicit is not None:
-        if not explicit.is_file():
-            raise ConfigError(f"config file not found: {explicit}")
-        return explicit
-    candidate = (cwd or Path.cwd()) / CONFIG_FILE_NAME
-    return candidate if candidate.is_file() else None
+        return _named(base / explicit, "named by --config")
+    named = env.get(CONFIG_ENV, "")
+    if named:
+        return _named(base / Path(named).expanduser(), f"named by {CONFIG_ENV}")
+    if kb_path is not None:
+        candidate = base / Path(kb_path).expanduser() / CONFIG_FILE_NAME
+        found_by = "found in the knowledge base"
+    else:
+        candidate, found_by = base / CONFIG_FILE_NAME, "found in the working folder"
+    if candidate.is_file():
+        return Path(os.path.abspath(candidate)), found_by
+    mine = trust.user_config_dir(env) / trust.USER_CONFIG_NAME
+    if user_config and mine.is_file():
+        return mine, "your user config"
+    return None, ""
+
+
+def _named(path: Path, found_by: str) -> tuple[Path, str]:
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path} ({found_by})")
+    return Path(os.path.abspath(path)), found_by
 
 
 def read_config(path: Path) -> dict[str, Any]:
     """Flatten a TOML file into Settings field names; unknown keys are errors."""
+    return parse_config(path, trust.read_bytes(path, "config"))
+
+
+def parse_config(path: Path, data: bytes) -> dict[str, Any]:
+    """Flatten the TOML ``data`` read from ``path`` into Settings field names."""
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
+        raw = tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
         raise ConfigError(f"cannot read config {path}: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"invalid TOML in {path}: {exc}") from None
@@ -127,13 +180,30 @@ def build_settings(
     config_file: Path | None = None,
     *,
     cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    user_config: bool = True,
     **overrides: Any,
 ) -> Settings:
-    """Defaults, then the config file, then explicit overrides (CLI flags win)."""
+    """Defaults, then the config file (``find_config``), then explicit overrides (CLI flags
+    win). A config file found by looking may say where data goes only once trusted."""
     values: dict[str, Any] = {}
-    found = find_config(config_file, cwd)
-    if found is not None:
-        values.update(read_config(found))
+    path, found_by = find_config(config_file, cwd, kb_path=overrides.get("kb_path"), env=env,
+                                 user_config=user_config)
+    origin, from_file, changed = ConfigOrigin(), {}, False
+    unreadable: ConfigError | None = None  # a trust list that cannot be read trusts nothing
+    if path is not None:
+        data = trust.read_bytes(path, "config")  # the bytes parsed are the bytes trusted
+        from_file = parse_config(path, data)
+        origin = ConfigOrigin(path, found_by)
+        if origin.implicit:
+            try:
+                recorded = trust.trusted_digest(path, env)
+            except ConfigError as exc:
+                recorded, unreadable = None, exc
+            origin = replace(origin, trusted=recorded == hashlib.sha256(data).hexdigest())
+            changed = recorded is not None and not origin.trusted
+        values.update(from_file)
+    log.info("config: %s", origin.describe())  # shown by -v, before anything can fail
     values.update({k: v for k, v in overrides.items() if v is not None})
     unknown = set(values) - set(Settings.__dataclass_fields__)
     if unknown:
@@ -147,6 +217,11 @@ def build_settings(
     index_dir = Path(values.pop("index_dir", INDEX_DIR_NAME)).expanduser()
     if not index_dir.is_absolute():
         index_dir = kb_path / index_dir
+    if not origin.trusted:
+        unchosen = {k: v for k, v in from_file.items() if overrides.get(k) is None}
+        gated = gated_keys(unchosen, kb_path)
+        if gated:
+            raise unreadable or _untrusted(origin, gated, changed)
     for name in _TUPLE_FIELDS & values.keys():
         values[name] = tuple(values[name])
     values.setdefault("exclude_dirs", DEFAULT_EXCLUDE_DIRS)
@@ -158,7 +233,60 @@ def build_settings(
     if "vectors_storage_options" in values:
         values["vectors_storage_options"] = StorageOptions(
             _options(None, "vectors.storage_options", values["vectors_storage_options"]))
-    return Settings(kb_path=kb_path, index_dir=index_dir, **values)
+    return Settings(kb_path=kb_path, index_dir=index_dir, config_origin=origin, **values)
+
+
+def _dotted(name: str) -> str:
+    """A Settings field's key as written in the config file."""
+    for section, keys in _SCHEMA.items():
+        for key, (field, _) in keys.items():
+            if field == name:
+                return f"{section}.{key}" if section else key
+    return name
+
+
+def gated_keys(values: Mapping[str, Any], kb_path: Path) -> list[str]:
+    """The keys among ``values`` (read from a config file nobody named) that say where
+    data goes or comes from."""
+    gated = [_dotted(name) for name in _GATED_FIELDS if name in values]
+    if "index_dir" in values and not Path(values["index_dir"]).resolve().is_relative_to(
+            kb_path):
+        gated.append("index_dir")
+    gated += _loosened_parser_limits(values)
+    if "embedding_model" in values:
+        from kbmcp_adapters.embedding.registry import packaged_model
+
+        model = str(values["embedding_model"])
+        default = Settings.__dataclass_fields__["embedding_model"].default
+        if packaged_model(model) is None and model.strip().lower() != str(default).lower():
+            gated.append("embedding.model")
+    return gated
+
+
+#: Parser safety limits a config nobody named may tighten but not loosen (decision 0022).
+_PARSER_LIMITS = ("parsers_max_output_chars", "parsers_max_elements",
+                  "parsers_timeout_seconds", "parsers_memory_limit_mb")
+
+
+def _loosened_parser_limits(values: Mapping[str, Any]) -> list[str]:
+    """``[parsers]`` keys that weaken the protection against hostile files: isolation
+    turned off, or a budget raised above its default."""
+    fields = Settings.__dataclass_fields__
+    out = [_dotted(name) for name in _PARSER_LIMITS
+           if name in values and values[name] > fields[name].default]
+    if values.get("parsers_isolate") is False:
+        out.append(_dotted("parsers_isolate"))
+    return out
+
+
+def _untrusted(origin: ConfigOrigin, keys: list[str], changed: bool) -> ConfigError:
+    """The one-sentence refusal of an untrusted config file that says where data goes."""
+    names = keys[0] if len(keys) == 1 else f"{', '.join(keys[:-1])} and {keys[-1]}"
+    state = "has changed since you trusted it" if changed else "is not trusted"
+    command = f"kb-mcp trust {shlex.quote(str(origin.path))}"
+    return ConfigError(f"the config file {origin.path}, {origin.found_by}, sets {names} "
+                       f"(where data goes or comes from, or how hostile files are kept in check) but {state}: if you chose it, run "
+                       f"`{command}` or name it with --config")
 
 
 #: URI schemes LanceDB takes that are not a place to keep an index's vectors.
@@ -208,6 +336,27 @@ def _options(path: Path | None, dotted: str, value: object) -> dict[str, str]:
     return out
 
 
+#: ``[parsers]`` budgets and pool: setting field -> (key, lowest, highest).
+_PARSER_RANGES: dict[str, tuple[str, float, float]] = {
+    "parsers_max_output_chars": ("max_output_chars", 1_000, 1_000_000_000),
+    "parsers_max_elements": ("max_elements", 100, 100_000_000),
+    "parsers_timeout_seconds": ("timeout_seconds", 1, 3600),
+    "parsers_workers": ("workers", 1, 32),
+    "parsers_memory_limit_mb": ("memory_limit_mb", 64, 65_536),
+}
+
+
+def _validate_parsers(values: Mapping[str, Any]) -> None:
+    for name, (key, low, high) in _PARSER_RANGES.items():
+        value = values.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or not (
+            low <= value <= high
+        ):
+            raise ConfigError(f"[parsers].{key} must be from {low:,} to {high:,}, got {value!r}")
+
+
 def _validate_numbers(values: Mapping[str, Any]) -> None:
     positive = (
         "embedding_batch_size",
@@ -223,6 +372,7 @@ def _validate_numbers(values: Mapping[str, Any]) -> None:
         raise ConfigError("index.chunk_max_tokens must be at least 32")
     _validate_search_shape(values)
     _validate_fusion(values)
+    _validate_parsers(values)
     candidates = values.get("search_rerank_candidates")
     if candidates is not None and not 1 <= int(candidates) <= MAX_RERANK_CANDIDATES:
         raise ConfigError(f"[search].rerank_candidates must be from 1 to "

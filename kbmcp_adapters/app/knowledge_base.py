@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from kbmcp_adapters.app.bootstrap import Container, bootstrap, settings_for
+from kbmcp_adapters.app.bootstrap import Container, OpenedStore, bootstrap, settings_for
 from kbmcp_adapters.app.write_guard import (
     IndexRunStopped,
     InProcessWriter,
@@ -25,16 +25,25 @@ from kbmcp_adapters.app.write_guard import (
 )
 from kbmcp_adapters.app.writer_lock import writer_lock
 from kbmcp_core.context import ContextKind
-from kbmcp_core.doctor import DoctorReport, damaged_store_report, diagnose
+from kbmcp_core.doctor import (
+    CHECK_BUDGET_S,
+    DoctorReport,
+    damaged_store_report,
+    diagnose,
+    empty_store_report,
+)
 from kbmcp_core.errors import (
+    IndexNotFound,
+    IndexNotReady,
     InvalidQuery,
     NotServable,
     PathRefused,
     RerankerUnavailable,
     StoreCorrupt,
+    StoreError,
 )
 from kbmcp_core.graph import ConnectionGraph, GraphBounds, build_graph
-from kbmcp_core.index_run import Phase, Progress, YieldTo, check_model, run_index
+from kbmcp_core.index_run import Phase, Progress, YieldTo, check_model, index_ready, run_index
 from kbmcp_core.models import DiskScan, IndexStats, RunSummary, StoredDocument
 from kbmcp_core.offer import (
     ServableRules,
@@ -47,9 +56,15 @@ from kbmcp_core.offer import (
     topic_of,
     topic_summaries,
 )
-from kbmcp_core.ports import ExclusionPolicy
-from kbmcp_core.reading import LoadedDocument, decode_uri_path, load_document, with_notice
-from kbmcp_core.search import Searcher, SearchRequest, SearchResponse
+from kbmcp_core.ports import ConvertedText, ExclusionPolicy
+from kbmcp_core.reading import (
+    ConversionGate,
+    LoadedDocument,
+    decode_uri_path,
+    load_document,
+    with_notice,
+)
+from kbmcp_core.search import Searcher, SearchRequest, SearchResponse, check_filter_text
 from kbmcp_core.settings import Settings
 from kbmcp_core.shaping import ShapeOptions
 
@@ -88,12 +103,19 @@ class ResourceBody:
 class KnowledgeBase:
     """Use-cases over one knowledge base. Thread-safe for readers; one writer at a time."""
 
-    def __init__(self, container: Container) -> None:
+    def __init__(self, container: Container, *, conversions: ConversionGate | None = None
+                 ) -> None:
+        """``conversions``: the slots reads convert documents in (default: the documented
+        ``CONVERSION_SLOTS`` and ``CONVERSION_WAIT_S``)."""
         self._container = container
         self._writer = InProcessWriter()
         self._stopping = threading.Event()
         self._warm_lock = threading.Lock()
         self._warm = False
+        #: once a run has read the whole folder in, it stays so (``is_ready``)
+        self._ready = False
+        #: reads that must convert a document take one of its slots (decision 0023)
+        self._conversions = conversions or ConversionGate()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> KnowledgeBase:
@@ -173,6 +195,7 @@ class KnowledgeBase:
         """
         check = stop_check(self._stopping, stop)
         check()
+        self.check_configuration()  # a bad setting fails before anything is created
         timeout = self.settings.writer_lock_timeout_s
         deadline = time.monotonic() + max(timeout, 0.0)
         with (self._writer.hold(purpose, deadline, timeout, check) as now_writing,
@@ -181,7 +204,10 @@ class KnowledgeBase:
             now_writing()
             c = self._container
             # before anything asks the model for its window (which may need a download)
-            check_model(c.open_store(create=True), c.embedder, force)
+            store = c.open_store(create=True)
+            check_model(store, c.embedder, force)
+            if paths is None:
+                self._refuse_damaged_store(store)
             deps = c.index_deps()
             deps.embedder = StoppableEmbedder(deps.embedder, check, 2 * deps.batch_size)
 
@@ -192,6 +218,49 @@ class KnowledgeBase:
 
             return run_index(deps, force=force, prune_disabled=prune, progress=step,
                              paths=paths, yield_to=yield_to)
+
+    def check_configuration(self) -> None:
+        """Build what an index run needs from the settings (the formats, the exclusion
+        rules, the embedding model's name and batch settings, the reranker): a bad value
+        raises ``ConfigError`` here, before any folder, lock or index file is created."""
+        c = self._container
+        c.registry  # noqa: B018  (built now: an unknown format is refused here)
+        c.rules  # noqa: B018
+        c.embedder  # noqa: B018
+        c.reranker  # noqa: B018
+
+    def _refuse_damaged_store(self, store: OpenedStore) -> None:
+        """``StoreCorrupt`` when SQLite's quick check finds damage anywhere in the index
+        database: a whole-folder run never writes into a damaged file (pages it would not
+        touch included). A check that runs out of time lets the run go on."""
+        if not store.has_integrity_check():
+            return
+        problems = store.quick_check(CHECK_BUDGET_S)
+        if problems:  # SQLite's first complaint, on one line
+            raise StoreCorrupt(self._damaged_hint(), " ".join(problems[0].split())[:200])
+
+    def _damaged_hint(self) -> str:
+        from kbmcp_adapters.store.migrate import rebuild_hint, sqlite_file
+
+        db = sqlite_file(self.settings.store_url)
+        return rebuild_hint(db) if db is not None else "the index database"
+
+    def is_ready(self) -> bool:
+        """Whether a run has read the whole folder into the index (``index_ready``);
+        ``IndexNotFound`` when there is no index."""
+        if not self._ready:
+            self._ready = index_ready(self._container.store)
+        return self._ready
+
+    def _require_ready(self) -> None:
+        """``IndexNotReady`` unless a run has read the whole folder into the index: an
+        empty answer from an index that never got there would look like "no match"."""
+        if not self.is_ready():
+            from kbmcp_adapters.store.migrate import pg_location, sqlite_file
+
+            url = self.settings.store_url
+            db = sqlite_file(url)
+            raise IndexNotReady(str(db) if db is not None else pg_location(url) or url)
 
     def stop_writers(self) -> None:
         """For shutdown: every index run stops at its next safe point (between documents
@@ -220,6 +289,9 @@ class KnowledgeBase:
         )
 
     def search(self, query: str, **params: Any) -> SearchResponse:
+        """Hybrid search. ``IndexNotFound`` without an index, ``IndexNotReady`` while no
+        run has read the whole folder into it yet."""
+        self._require_ready()
         params.setdefault("limit", self.settings.search_default_limit)
         for key in ("path_globs", "tags_any", "tags_all"):
             if params.get(key) is not None:
@@ -231,7 +303,10 @@ class KnowledgeBase:
         return self.searcher().search(SearchRequest(query=query, **params))
 
     def load(self, path: str) -> LoadedDocument:
-        return load_document(path, self._container.fs, self._container.registry)
+        """The guard chain; a converted document's text comes from the index when it
+        holds one for the file's bytes, else from a conversion in one of the slots."""
+        c = self._container
+        return load_document(path, c.fs, c.registry, _KeptConversions(c), self._conversions)
 
     def get_document(self, path: str) -> DocumentView:
         """Any file under the root with an enabled format, indexed or not (guarded)."""
@@ -248,9 +323,11 @@ class KnowledgeBase:
         )
 
     def _row(self, path: str) -> StoredDocument | None:
+        """The document's indexed row; None when it, or the whole index, does not exist.
+        A store that fails raises: its metadata is never silently left out."""
         try:
             return self._container.store.get_document(path)
-        except Exception:
+        except IndexNotFound:
             return None
 
     def servable_paths(self) -> list[str]:
@@ -296,6 +373,8 @@ class KnowledgeBase:
 
         if (path is None) == (query is None):
             raise InvalidQuery("give exactly one of path or query")
+        if path is not None:
+            check_filter_text("path", path)
         rules = self.rules()
         offered = rules.servable_paths()
         if path is not None:
@@ -314,21 +393,26 @@ class KnowledgeBase:
 
     def doctor(self) -> DoctorReport:
         """Read-only health report; never creates or upgrades the index."""
-        from kbmcp_adapters.store.migrate import rebuild_hint, sqlite_file
-
         c = self._container
-        db = sqlite_file(c.settings.store_url)
-        where = rebuild_hint(db) if db is not None else "the index database"
+        where = self._damaged_hint()
         try:
             store = c.open_store(create=False, migrate=False)
         except StoreCorrupt as exc:  # too damaged to open at all
             return damaged_store_report([exc.detail], where)
         from kbmcp_adapters.app.store_copy import META_COPY, marked_source
 
+        try:
+            ready: bool | None = index_ready(store)
+        except StoreError:  # damaged, or no schema at all
+            from kbmcp_adapters.app.bootstrap import schema_revisions
+
+            if schema_revisions(c.settings)[0] is None:  # an empty file: nothing written
+                return empty_store_report()
+            ready = None  # damaged: the other checks report that
         return diagnose(store, c.vectors, c.registry, c.settings.embedding_model,
                         store_location=where, copied_from=marked_source(
                             store.get_meta(META_COPY)),
-                        reranker_problem=self._reranker_problem())
+                        reranker_problem=self._reranker_problem(), ready=ready)
 
     def _reranker_problem(self) -> str | None:
         """Why the reranker that ``[search].rerank`` turns on cannot run, if it cannot."""
@@ -348,6 +432,16 @@ class KnowledgeBase:
 
     def close(self) -> None:
         self._container.close()
+
+
+class _KeptConversions:
+    """The index's kept conversions, opened on first use (``IndexNotFound`` without one)."""
+
+    def __init__(self, container: Container) -> None:
+        self._container = container
+
+    def converted_text(self, content_hash: str) -> ConvertedText | None:
+        return self._container.store.converted_text(content_hash)
 
 
 def open_knowledge_base(kb_path: str | Path | None = None, *, config: Path | None = None,

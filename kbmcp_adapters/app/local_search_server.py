@@ -247,7 +247,9 @@ class LocalSearchServer:
 
     def _identity_of(self, request: dict[str, Any]) -> str | None:
         """The client's ``settings_identity``: sent, or built here from its inputs (the
-        command line's --kb-path and working folder, when it has no config file)."""
+        command line's --kb-path and working folder, when it has no config file: none
+        named, none in its environment or user config folder, so none but the knowledge
+        base's own is looked for here)."""
         inputs = request.get("inputs")
         if not isinstance(inputs, dict):
             identity = request.get("settings")
@@ -255,8 +257,8 @@ class LocalSearchServer:
         from kbmcp_adapters.app.config import build_settings
 
         try:
-            theirs = build_settings(None, cwd=Path(str(inputs["cwd"])),
-                                    kb_path=str(inputs["kb_path"]))
+            theirs = build_settings(None, cwd=Path(str(inputs["cwd"])), env={},
+                                    user_config=False, kb_path=str(inputs["kb_path"]))
         except Exception:  # their command reports a bad configuration its own way
             return None
         return settings_identity(theirs)

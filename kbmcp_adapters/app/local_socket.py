@@ -4,9 +4,12 @@ A ``kb-mcp serve`` (any transport) or ``kb-mcp watch`` listens on a Unix socket 
 index folder (``kb-mcp.sock``, mode 0600; see ``local_search_server``). The command line
 connects, checks that the peer runs as the same user (``SO_PEERCRED``), sends one request
 line and reads two answer lines: an acceptance (or the reason for a refusal), then the
-search response exactly as ``SearchResponse.as_dict()`` gives it. Anything else (no
-socket, a stale one, another user, another kb-mcp version or configuration, an error)
-means "search in this process instead" (decision 0018).
+search response exactly as ``SearchResponse.as_dict()`` gives it. A server may refuse
+before reading the request (another user, too many clients) and close at once: the
+client then reads that refusal even when its own request could no longer be written
+(``EPIPE``), so the answer never depends on who was faster. Anything else (no socket, a
+stale one, another user, another kb-mcp version or configuration, an error) means
+"search in this process instead" (decision 0018).
 
 Standard library only, and nothing heavy: the command line imports this before click.
 """
@@ -48,7 +51,7 @@ MAX_ANSWER_BYTES = 64 << 20
 #: Settings that only steer writing: a server and a command line may differ in them and
 #: still give the same search answer.
 _WRITER_ONLY = frozenset({"watch", "watch_debounce_ms", "writer_lock_timeout_s",
-                          "embedding_batch_size"})
+                          "embedding_batch_size", "read_only"})
 #: ``struct ucred`` (pid, uid, gid), as ``SO_PEERCRED`` returns it.
 _UCRED = struct.Struct("3i")
 #: Unix socket addresses hold ~108 bytes; a longer path is reached through /proc.
@@ -103,7 +106,7 @@ def settings_identity(settings: Settings) -> str:
 
     digest = hashlib.sha256()
     for field in dataclasses.fields(settings):
-        if field.name in _WRITER_ONLY:
+        if field.name in _WRITER_ONLY or not field.compare:  # not a setting (config_origin)
             continue
         value: Any = getattr(settings, field.name)
         if isinstance(value, Mapping):
@@ -194,12 +197,21 @@ def exchange(index_dir: Path, identity: Mapping[str, Any], query: str,
             pid, uid, _ = peer_credentials(sock)
             if uid != os.geteuid():
                 return Reply(None, f"the socket at {where} belongs to uid {uid}, not to you")
-            sock.sendall(encode_line(request))
+            unsent: OSError | None = None
+            try:
+                sock.sendall(encode_line(request))
+            except (BrokenPipeError, ConnectionResetError) as exc:
+                unsent = exc  # it refused (and hung up) before reading: the refusal waits
             with sock.makefile("rb") as answers:
-                head = decode_line(answers.readline(MAX_REQUEST_BYTES))
+                line = answers.readline(MAX_REQUEST_BYTES)
+                if unsent is not None and not line:
+                    raise unsent
+                head = decode_line(line)
                 if head.get("accepted") is not True:
                     return Reply(None, f"the server (pid {pid}) declined: "
                                        f"{head.get('reason', 'no reason given')}")
+                if unsent is not None:
+                    raise unsent
                 sock.settimeout(ANSWER_TIMEOUT_S)
                 body = decode_line(answers.readline(MAX_ANSWER_BYTES))
     except (OSError, ValueError, UnicodeError) as exc:

@@ -43,7 +43,7 @@ from kbmcp_core.models import (
     StoredDocument,
     embed_text_of,
 )
-from kbmcp_core.ports import IndexStore, VectorStore
+from kbmcp_core.ports import DocumentWrite, IndexStore, VectorStore
 from kbmcp_core.settings import Settings
 
 __all__ = ["META_COPY", "CopyReport", "Migration", "describe_store", "marked_source",
@@ -326,12 +326,16 @@ class _Copy:
             records = _chunk_records(by_path.get(doc.path, []),
                                      src.document_chunk_hashes(doc.path) or [])
             n_chunks += len(records)
+            converted = src.converted_text(doc.content_hash)  # the text reads serve (0023)
             old = copied.get(doc.path)
             if (old is not None and replace(old, id=0) == replace(doc, id=0)
                     and {r.id for r in records} <= in_target):
                 skipped += 1
+                if converted is not None and not dst.converted_hashes({doc.content_hash}):
+                    dst.keep_conversions([converted])  # copied by an older kb-mcp
                 continue
-            stale += dst.write_document(_document_record(doc), records)
+            stale += dst.write_documents(
+                [DocumentWrite(_document_record(doc), records, converted=converted)])
         wanted = set(found) - have
         if self.target_vectors is None:
             return n_chunks, 0, skipped

@@ -115,10 +115,13 @@ class _Found:
     files: dict[str, DiskFile] = field(default_factory=dict)
     refused: list[Refusal] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
+    #: the paths behind ``skipped`` (an excluded folder is one path: it is not entered)
+    skipped_paths: dict[str, list[str]] = field(default_factory=dict)
     folders: list[str] = field(default_factory=list)
 
     def scan(self) -> DiskScan:
-        return DiskScan(self.files, tuple(self.refused), dict(self.skipped))
+        return DiskScan(self.files, tuple(self.refused), dict(self.skipped),
+                        {k: tuple(v) for k, v in self.skipped_paths.items()})
 
 
 class DiskScanner:
@@ -152,7 +155,7 @@ class DiskScanner:
             parent = "/".join(parts[:-1])
             why = self.rules.reason(parent, is_dir=True) if parent else None
             if why is not None:
-                self._skip(found, why)
+                self._skip(found, why, rel)
                 continue
             try:
                 entry = self.fs.entry(rel)
@@ -188,7 +191,7 @@ class DiskScanner:
         if entry.kind in ("folder", "link_to_folder"):
             why = self.rules.reason(rel, is_dir=True)
             if why is not None:
-                self._skip(found, why)
+                self._skip(found, why, rel)
             elif entry.kind == "link_to_folder":
                 found.refused.append(Refusal(
                     shown(rel), "is a symbolic link to a folder; not followed", "absent",
@@ -205,9 +208,10 @@ class DiskScanner:
         elif isinstance(outcome, Refusal):
             found.refused.append(outcome)
         elif isinstance(outcome, Skip):
-            self._skip(found, outcome.reason)
+            self._skip(found, outcome.reason, rel)
 
     @staticmethod
-    def _skip(found: _Found, reason: str) -> None:
+    def _skip(found: _Found, reason: str, rel: str) -> None:
         if reason != INDEX_FOLDER:
             found.skipped[reason] += 1
+            found.skipped_paths.setdefault(reason, []).append(shown(rel))

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from kbmcp_adapters.app.write_guard import IndexRunStopped
 from kbmcp_adapters.live.watch_paths import relative_path, select_paths
-from kbmcp_core.errors import IndexNotFound, IndexReadOnly, WriterBusy
+from kbmcp_core.errors import IndexNotFound, IndexReadOnly, StoreError, WriterBusy
 from kbmcp_core.models import RunSummary
 from kbmcp_core.settings import IGNORE_FILE_NAME
 
@@ -456,7 +456,9 @@ class Watcher:
 
     def _failed(self, message: str, exc: BaseException) -> None:
         self._note_error(message)
-        log.error("%s", message, exc_info=exc)
+        # a failure kb-mcp knows (a store down) is one line; a traceback only at debug
+        known = isinstance(exc, StoreError) and not log.isEnabledFor(logging.DEBUG)
+        log.error("%s", message, exc_info=None if known else exc)
 
 
 def _backoff(attempt: int) -> float:

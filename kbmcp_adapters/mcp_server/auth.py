@@ -19,10 +19,12 @@ import logging
 import threading
 from pathlib import Path
 
+import anyio
 from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.auth.provider import AccessToken
 from starlette.middleware.authentication import AuthenticationMiddleware
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kbmcp_adapters.mcp_server.tokens import (
     FileStamp,
@@ -39,9 +41,13 @@ class HashedTokenVerifier:
 
     The file is re-read whenever it changes (a new version is a new inode, since kb-mcp
     replaces it by a rename), so a token created or revoked while the server runs is
-    accepted or refused from the next request on, without a restart. A file that turns
-    unreadable or malformed while serving counts as holding no token (the server fails
-    closed) and says so once on the log.
+    accepted or refused from the next request on, without a restart.
+
+    Once this server has required tokens (the file or the environment held one), it
+    requires them until it stops: a tokens file that turns missing, empty, malformed,
+    unreadable or unsafe (``tokens.unsafe_reason``) while serving fails *closed* (only
+    the environment's hashes are accepted, every other request is refused) and says so
+    in one ERROR line, not one per request.
     """
 
     def __init__(self, tokens_file: Path | None, env_hashes: tuple[str, ...] = ()) -> None:
@@ -50,7 +56,10 @@ class HashedTokenVerifier:
         self._lock = threading.Lock()
         self._stamp: FileStamp | None = None
         self._from_file: list[tuple[str, str]] = []
-        self._broken = False
+        self._problem: str | None = None  # why the file is not used right now
+        self._had_file = False  # the file existed at some time while serving
+        #: sticky: once tokens were required, the server never opens up again
+        self._required = bool(self._env)
         self._reload(strict=True)  # a bad file at start is a start-up error
 
     def _reload(self, *, strict: bool = False) -> list[tuple[str, str]]:
@@ -62,20 +71,48 @@ class HashedTokenVerifier:
             except ConfigError as exc:
                 if strict:
                     raise
-                if not self._broken:
-                    log.error("%s; every request now needs a token from %s", exc,
-                              "KB_MCP_TOKEN_HASHES" if self._env else "a repaired file")
-                self._broken, self._stamp, self._from_file = True, None, []
+                self._fail(str(exc))
                 return []
             if found is None:
                 self._stamp, self._from_file = None, []
-            else:
-                stamp, tokens = found
-                if tokens is not None:
-                    self._from_file = [(t.name, t.hash) for t in tokens]
-                self._stamp = stamp
-            self._broken = False
+                if self._had_file:
+                    self._fail(f"tokens file {self.tokens_file} is missing")
+                return []
+            self._had_file = True
+            stamp, tokens = found
+            if tokens is not None:
+                self._from_file = [(t.name, t.hash) for t in tokens]
+            self._stamp = stamp
+            if self._from_file:
+                self._required = True
+            if self._problem is not None:
+                log.warning("tokens file %s is usable again (%d token(s))",
+                            self.tokens_file, len(self._from_file))
+                self._problem = None
             return self._from_file
+
+    def _fail(self, problem: str) -> None:
+        """Forget the file's tokens; log the problem once (until it changes)."""
+        self._stamp, self._from_file = None, []
+        if problem != self._problem:
+            log.error("%s; every request to /mcp and /ui/api is refused except with a "
+                      "token from %s", problem,
+                      "KB_MCP_TOKEN_HASHES" if self._env else "a repaired tokens file")
+        self._problem = problem
+
+    def required(self) -> bool:
+        """Whether a request needs a token: tokens exist now, or existed at any time
+        while this server ran (revoking the last token or breaking the file never opens
+        a server that was closed)."""
+        self._reload()
+        return self._required
+
+    def accepts(self, candidate_hash: str) -> bool:
+        """Whether a token with this hash is accepted right now (constant time)."""
+        found = False
+        for _, stored in self.entries():
+            found |= hmac.compare_digest(candidate_hash, stored)
+        return found
 
     def entries(self) -> list[tuple[str, str]]:
         """(name, hash) of every token accepted right now."""
@@ -103,7 +140,7 @@ class HashedTokenVerifier:
 
 
 class AuthGate:
-    """Requires a valid token under ``protected`` whenever tokens are configured (or
+    """Requires a valid token under ``protected`` whenever tokens are required (or
     always, when the server may not run open); lets everything else through."""
 
     def __init__(self, app: ASGIApp, verifier: HashedTokenVerifier, protected: str, *,
@@ -112,19 +149,78 @@ class AuthGate:
         self.verifier = verifier
         self.protected = protected
         self.open_without_tokens = open_without_tokens
-        self.required = RequireAuthMiddleware(app, required_scopes=[])
+        self.required = RequireAuthMiddleware(RevocationWatch(app, verifier),
+                                              required_scopes=[])
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not self._guarded(str(scope.get("path", ""))):
             await self.app(scope, receive, send)
             return
-        if self.open_without_tokens and not self.verifier.has_tokens():
+        if self.open_without_tokens and not self.verifier.required():
             await self.app(scope, receive, send)
             return
         await self.required(scope, receive, send)
 
     def _guarded(self, path: str) -> bool:
         return path == self.protected or path.startswith(self.protected.rstrip("/") + "/")
+
+
+class RevocationWatch:
+    """Runs an authenticated request while its token stays accepted: once the token is
+    revoked (or its file breaks), the request ends within ``interval`` seconds. An open
+    event stream (``GET /mcp``) is closed cleanly; a request not yet answered gets 401."""
+
+    def __init__(self, app: ASGIApp, verifier: HashedTokenVerifier,
+                 interval: float = 1.0) -> None:
+        self.app = app
+        self.verifier = verifier
+        self.interval = interval
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        access = getattr(scope.get("user"), "access_token", None)
+        if not isinstance(access, AccessToken):
+            await self.app(scope, receive, send)
+            return
+        started = finished = revoked = False
+        failure: Exception | None = None
+
+        async def tracked(message: Message) -> None:
+            nonlocal started, finished
+            if message["type"] == "http.response.start":
+                started = True
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                finished = True
+            await send(message)
+
+        async with anyio.create_task_group() as tg:
+            async def watch() -> None:
+                nonlocal revoked
+                while True:
+                    await anyio.sleep(self.interval)
+                    if not self.verifier.accepts(access.token):
+                        revoked = True
+                        tg.cancel_scope.cancel()
+                        return
+
+            tg.start_soon(watch)
+            try:
+                await self.app(scope, receive, tracked)
+            except Exception as exc:  # re-raised as itself, not as a task group's group
+                failure = exc
+            tg.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
+        if not revoked:
+            return
+        log.warning("token %r is no longer accepted: its request in flight was ended",
+                    access.client_id)
+        if not started:
+            await Response(status_code=401, headers={
+                "WWW-Authenticate": 'Bearer error="invalid_token", '
+                                    'error_description="the token was revoked"'})(
+                scope, receive, send)
+        elif not finished:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def with_bearer_auth(app: ASGIApp, verifier: HashedTokenVerifier, protected: str, *,
@@ -134,4 +230,4 @@ def with_bearer_auth(app: ASGIApp, verifier: HashedTokenVerifier, protected: str
     return AuthenticationMiddleware(gate, backend=BearerAuthBackend(verifier))
 
 
-__all__ = ["AuthGate", "HashedTokenVerifier", "with_bearer_auth"]
+__all__ = ["AuthGate", "HashedTokenVerifier", "RevocationWatch", "with_bearer_auth"]

@@ -14,13 +14,13 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kbmcp_adapters.mcp_server.auth import HashedTokenVerifier, with_bearer_auth
 from kbmcp_adapters.mcp_server.http_limits import BodyGuard, HttpLimits, SessionCap
 from kbmcp_adapters.mcp_server.runtime import BackgroundTask, KbRuntime
 from kbmcp_adapters.mcp_server.server import build_server, exit_now
-from kbmcp_adapters.mcp_server.ui import UI_API_PATH, UI_PATH, ui_routes
+from kbmcp_adapters.mcp_server.ui import SECURITY_HEADERS, UI_API_PATH, UI_PATH, ui_routes
 from kbmcp_core.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -49,9 +49,21 @@ def check_bind(host: str, allow_remote: bool) -> None:
         )
 
 
-def check_auth(host: str, verifier: HashedTokenVerifier, insecure_no_auth: bool) -> bool:
-    """Whether /mcp may answer without a token while none is configured: on loopback, or
-    when the user opted out. Beyond loopback with no token and no opt-out: ConfigError."""
+def check_auth(host: str, verifier: HashedTokenVerifier, insecure_no_auth: bool, *,
+               read_only: bool = False, allow_remote: bool = False) -> bool:
+    """Whether /mcp may answer without a token while none is required: on loopback, or
+    when the user opted out. Beyond loopback with no token and no opt-out: ConfigError.
+    A ``--read-only`` replica with ``--allow-remote`` (the team set-up, usually behind a
+    load balancer) always needs a token: ``insecure_no_auth`` does not waive it."""
+    if read_only and allow_remote:
+        if not verifier.has_tokens():
+            raise ConfigError(
+                "refusing to serve a --read-only replica with --allow-remote without a "
+                f"token (tokens file: {verifier.tokens_file}): create one with `kb-mcp "
+                "token create` or give its hash in KB_MCP_TOKEN_HASHES; --insecure-no-auth "
+                "is not accepted for a remote replica."
+            )
+        return False
     if is_loopback(host):
         return True
     if verifier.has_tokens():
@@ -71,29 +83,56 @@ def check_auth(host: str, verifier: HashedTokenVerifier, insecure_no_auth: bool)
     return True
 
 
-def host_names(host: str, extra: Iterable[str] = ()) -> list[str]:
-    """Names a client may use in Host/Origin: loopback names, the bound address, extras."""
+def host_names(host: str) -> list[str]:
+    """Names a client may use in Host/Origin with the bound port: loopback names and the
+    bound address (``--allowed-host`` names: ``allowed_hosts``)."""
     bound = f"[{host.strip('[]')}]" if ":" in host else host
-    names = [*_LOOPBACK_NAMES, bound, *extra]
+    names = [*_LOOPBACK_NAMES, bound]
     wildcard = {"0.0.0.0", "[::]"}
     return list(dict.fromkeys(n.lower() for n in names if n and n not in wildcard))
 
 
-def allowed_hosts(names: Sequence[str], port: int) -> frozenset[str]:
+def allowed_hosts(names: Sequence[str], port: int,
+                  extra: Iterable[str] = ()) -> frozenset[str]:
+    """Host values a client may send: each of ``names`` with the bound port, and each
+    ``--allowed-host``: one with a port (``kb.internal:8443``) exactly, a bare name with
+    no port or any port (``kb.internal`` and the pattern ``kb.internal:*``), since a load
+    balancer or proxy in front forwards the Host its clients used, on its own port."""
     hosts = {f"{n}:{port}" for n in names}
     if port == 80:
         hosts |= set(names)
+    for name in (n.strip().lower() for n in extra):
+        if not name:
+            continue
+        if _has_port(name):
+            hosts.add(name)
+        else:
+            hosts |= {name, f"{name}:*"}
     return frozenset(hosts)
 
 
-def allowed_origins(names: Sequence[str], port: int) -> frozenset[str]:
-    return frozenset(
-        f"{scheme}://{host}" for scheme in ("http", "https") for host in allowed_hosts(names, port)
-    )
+def allowed_origins(hosts: frozenset[str]) -> frozenset[str]:
+    return frozenset(f"{scheme}://{host}" for scheme in ("http", "https") for host in hosts)
+
+
+def _has_port(name: str) -> bool:
+    tail = name.rpartition("]")[2] if name.startswith("[") else name
+    return ":" in tail and tail.rpartition(":")[2].isdigit()
+
+
+def host_matches(value: str, allowed: frozenset[str]) -> bool:
+    """``value`` is in ``allowed``, or matches a ``name:*`` pattern there with a port."""
+    if value.endswith(":*"):  # a pattern, never a value
+        return False
+    if value in allowed:
+        return True
+    base, colon, port = value.rpartition(":")
+    return bool(colon) and port.isdigit() and f"{base}:*" in allowed
 
 
 class HostOriginGuard:
-    """ASGI middleware: exact Host and Origin checks (a missing Origin passes).
+    """ASGI middleware: Host and Origin checks against ``allowed_hosts`` (a missing Origin
+    passes; a bare ``--allowed-host`` name matches any port).
 
     A refusal is a 403 whose body never repeats the offending header.
     """
@@ -107,18 +146,60 @@ class HostOriginGuard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        names = [k.decode("latin-1").lower() for k, _ in scope["headers"]]
+        if names.count("host") > 1 or names.count("origin") > 1:
+            log.warning("refused a request with more than one Host or Origin header")
+            await _forbidden("more than one Host or Origin header")(scope, receive, send)
+            return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         host = headers.get("host", "").lower()
         origin = headers.get("origin")
-        if host not in self.hosts:
+        if not host_matches(host, self.hosts):
             log.warning("refused a request with a Host header this server does not answer to")
             await _forbidden("Host header not allowed")(scope, receive, send)
             return
-        if origin is not None and origin.lower() not in self.origins:
+        if origin is not None and not host_matches(origin.lower(), self.origins):
             log.warning("refused a request from a foreign Origin")
             await _forbidden("Origin not allowed")(scope, receive, send)
             return
         await self.app(scope, receive, send)
+
+
+class SecurityHeaders:
+    """ASGI middleware, outermost: the page's security headers (``SECURITY_HEADERS``:
+    CSP, nosniff, no referrer, no framing, no caching) on every response, whoever made
+    it: the page, /mcp and its event streams, /healthz, and every refusal (401, 403, 404,
+    405, 408, 413, 429). An app that fails before answering gets a 500 with them too."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.headers = [(k.lower().encode("latin-1"), v.encode("latin-1"))
+                        for k, v in SECURITY_HEADERS.items()]
+        self.names = {name for name, _ in self.headers}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def with_headers(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                kept = [(k, v) for k, v in message.get("headers", [])
+                        if bytes(k).lower() not in self.names]
+                message = {**message, "headers": [*kept, *self.headers]}
+            await send(message)
+
+        try:
+            await self.app(scope, receive, with_headers)
+        except Exception:
+            if started:
+                raise
+            log.exception("an HTTP request failed before it was answered; answered 500")
+            await Response(json.dumps({"error": "internal server error"}), status_code=500,
+                           media_type="application/json")(scope, receive, with_headers)
 
 
 def _forbidden(reason: str) -> Response:
@@ -139,15 +220,16 @@ def build_http_app(
     verifier: HashedTokenVerifier | None = None,
     open_without_tokens: bool = True,
 ) -> ASGIApp:
-    """The ASGI app: Host/Origin guard -> bearer auth (of /mcp and /ui/api) -> session cap
-    -> body deadline and size -> Starlette (/mcp, /healthz, /ui, the sessions' lifespan).
+    """The ASGI app: security headers -> Host/Origin guard -> bearer auth (of /mcp and
+    /ui/api) -> session cap -> body deadline and size -> Starlette (/mcp, /healthz, /ui,
+    the sessions' lifespan).
 
     A read-only runtime is served statelessly (decision 0011): no session ids, so any
     replica answers any request, and there is no session to cap or expire.
     """
     limits = limits or HttpLimits()
-    names = host_names(host, extra_hosts)
-    hosts, origins = allowed_hosts(names, port), allowed_origins(names, port)
+    hosts = allowed_hosts(host_names(host), port, extra_hosts)
+    origins = allowed_origins(hosts)
     stateless = rt.read_only
 
     async def healthz(request: Request) -> Response:
@@ -177,7 +259,7 @@ def build_http_app(
         for protected in (MCP_PATH, UI_API_PATH):
             app = with_bearer_auth(app, verifier, protected,
                                    open_without_tokens=open_without_tokens)
-    return HostOriginGuard(app, hosts, origins)
+    return SecurityHeaders(HostOriginGuard(app, hosts, origins))
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -218,7 +300,15 @@ def serve_http(
     """
     check_bind(host, allow_remote)
     verifier = verifier or HashedTokenVerifier(None)
-    open_without_tokens = check_auth(host, verifier, insecure_no_auth)
+    open_without_tokens = check_auth(host, verifier, insecure_no_auth,
+                                     read_only=rt.read_only, allow_remote=allow_remote)
+    if open_without_tokens and is_loopback(host) and not verifier.required():
+        log.warning(
+            "NO AUTHENTICATION: no token is configured (tokens file: %s), so /mcp and "
+            "/ui/api answer every program and user on this machine; create one with "
+            "`kb-mcp token create` (the server requires it from then on)",
+            verifier.tokens_file or "none",
+        )
     sock = bind_socket(host, port)
     bound_port = int(sock.getsockname()[1])
     app = build_http_app(rt, host=host, port=bound_port, extra_hosts=extra_hosts,
@@ -232,11 +322,11 @@ def serve_http(
         MCP_PATH,
         HEALTH_PATH,
         UI_PATH,
-        "; bearer tokens required" if verifier.has_tokens() else "",
+        "; bearer tokens required" if verifier.required() else "",
         "; read-only, stateless" if rt.read_only else "",
     )
     try:
-        anyio.run(_serve_http, rt, app, sock, tuple(background))
+        anyio.run(_serve_http, rt, app, sock, tuple(background), limits or HttpLimits())
     finally:
         sock.close()
         if not rt.shutdown():
@@ -244,10 +334,18 @@ def serve_http(
 
 
 async def _serve_http(
-    rt: KbRuntime, app: ASGIApp, sock: socket.socket, background: tuple[BackgroundTask, ...]
+    rt: KbRuntime, app: ASGIApp, sock: socket.socket, background: tuple[BackgroundTask, ...],
+    limits: HttpLimits,
 ) -> None:
     import uvicorn
 
+    from kbmcp_adapters.mcp_server.http_connections import (
+        guarded_protocol,
+        install_repeat_filter,
+        within_fd_limit,
+    )
+
+    install_repeat_filter()  # a flood of one log line costs a few lines a minute
     config = uvicorn.Config(
         app,
         log_config=None,
@@ -255,6 +353,8 @@ async def _serve_http(
         lifespan="on",
         timeout_graceful_shutdown=5,
         server_header=False,
+        # uvicorn's h11 protocol plus a header deadline and connection caps
+        http=guarded_protocol(within_fd_limit(limits)),
     )
     class Server(uvicorn.Server):
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
@@ -262,6 +362,9 @@ async def _serve_http(
             await super().shutdown(sockets)
 
     server = Server(config)
+    # a stop asked for outside uvicorn's own signal handling (e.g. a SIGTERM at start-up,
+    # noted by StopSignals) ends it too: uvicorn checks should_exit every 0.1 s
+    rt.on_stop(lambda: setattr(server, "should_exit", True))
     async with anyio.create_task_group() as tg:
         for task in background:
             tg.start_soon(task, rt)

@@ -1,5 +1,6 @@
 """What one HTTP client may hold: a request body read within a deadline, and a bounded
-number of sessions that expire when idle. ASGI middleware where the SDK has no knob."""
+number of sessions that expire when idle. ASGI middleware where the SDK has no knob.
+(Limits below ASGI, on connections and request headers: http_connections.py.)"""
 
 from __future__ import annotations
 
@@ -29,6 +30,13 @@ class HttpLimits:
     session_idle_s: float = 30 * 60.0
     #: sessions open at once; past it, a new session gets 429 with Retry-After
     max_sessions: int = 100
+    #: a request's headers must be complete this many seconds after its first byte (or
+    #: after the connection opened); else 408 and the connection is closed
+    header_timeout_s: float = 10.0
+    #: connections open at once, in total; past it a new one gets 503 and is closed
+    max_connections: int = 256
+    #: connections open at once from one client address (a reverse proxy is one client)
+    max_connections_per_client: int = 64
 
     @property
     def retry_after_s(self) -> int:

@@ -10,7 +10,7 @@ from mcp.shared.exceptions import MCPError
 
 from kbmcp_adapters.mcp_server.runtime import KbRuntime
 from kbmcp_adapters.mcp_server.tools import printable
-from kbmcp_core.errors import IndexNotFound, KbError, PathRefused
+from kbmcp_core.errors import IndexNotFound, KbError, PathRefused, ReadBusy
 from kbmcp_core.offer import TopicSummary
 
 log = logging.getLogger(__name__)
@@ -113,8 +113,13 @@ def read_error(exc: BaseException, uri: str) -> MCPError:
             "Resource not found",
             {"uri": shown, "reason": "this knowledge base has no index yet; run `kb-mcp index`"},
         )
-    if isinstance(exc, KbError):  # a known failure (a damaged store...): one line, no trace
-        log.error("resource request failed for %s: %s", shown or "the listing", exc)
+    if isinstance(exc, ReadBusy):  # every conversion slot stayed taken: try again shortly
+        log.warning("resource read of %s refused: %s", shown, exc)
+        return MCPError(types.INTERNAL_ERROR, f"Server busy: {printable(exc.public_message)}",
+                        {"uri": shown, "code": exc.code})
+    if isinstance(exc, KbError):  # a known failure (a store down...): one line, a trace at debug
+        log.error("resource request failed for %s: %s", shown or "the listing", exc,
+                  exc_info=log.isEnabledFor(logging.DEBUG))
     else:
         log.error("resource request failed for %s", shown or "the listing", exc_info=exc)
     return MCPError(types.INTERNAL_ERROR, "Internal error: see the kb-mcp server log")

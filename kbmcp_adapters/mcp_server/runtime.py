@@ -4,6 +4,7 @@ and the notifier that tells clients when the offered documents change."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import threading
 import time
@@ -18,6 +19,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from kbmcp_adapters.app.bootstrap import store_location
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 from kbmcp_core.errors import IndexNotFound, IndexReadOnly, StoreError, WriterBusy
 from kbmcp_core.index_run import Progress
@@ -92,8 +94,10 @@ class KbRuntime:
         """``open_kb`` builds the knowledge base on first need (tests pass fakes this way).
 
         ``read_only``: a replica that never writes the index: it never creates or
-        migrates it, and ``rebuild`` is refused (decision 0011)."""
-        self.settings = settings
+        migrates it, opens a SQLite file read-only (nothing in the index folder is
+        created or changed), and ``rebuild`` is refused (decision 0011)."""
+        read_only = read_only or settings.read_only
+        self.settings = dataclasses.replace(settings, read_only=True) if read_only else settings
         self.read_only = read_only
         self._schema_checked = False
         self.notifier = ChangeNotifier()
@@ -128,7 +132,7 @@ class KbRuntime:
         only at this kb-mcp's schema revision (so opening never migrates it)."""
         if self.read_only:
             if create:
-                raise IndexReadOnly(str(self.settings.index_dir), REPLICA_WHY, REPLICA_HINT)
+                raise IndexReadOnly(store_location(self.settings), REPLICA_WHY, REPLICA_HINT)
             self._check_replica_schema()
         kb = self.knowledge_base()
         with self._open_lock:  # the first open migrates the schema: once, not per thread
@@ -221,7 +225,7 @@ class KbRuntime:
         """Run one index update in a worker thread; refuse a second while one runs, and
         every one on a read-only replica."""
         if self.read_only:
-            raise IndexReadOnly(str(self.settings.index_dir), REPLICA_WHY, REPLICA_HINT)
+            raise IndexReadOnly(store_location(self.settings), REPLICA_WHY, REPLICA_HINT)
         since = self._rebuild_since
         if since is not None:
             elapsed = (datetime.now(UTC) - since).total_seconds()

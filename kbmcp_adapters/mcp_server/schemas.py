@@ -193,8 +193,10 @@ REBUILD_OUTPUT = _obj(
     {**dict.fromkeys(_RUN_COUNTS, _COUNT), "seconds": _typed("number", minimum=0),
      "warnings": _STRINGS,
      "skipped_reasons": _typed("object", "why paths were skipped: reason -> count",
-                               additionalProperties=_COUNT)},
-    *_RUN_COUNTS, "seconds", "warnings", "skipped_reasons",
+                               additionalProperties=_COUNT),
+     "failed_reasons": _typed("object", "why files failed: reason -> count",
+                              additionalProperties=_COUNT)},
+    *_RUN_COUNTS, "seconds", "warnings", "skipped_reasons", "failed_reasons",
 )  # fmt: skip
 
 

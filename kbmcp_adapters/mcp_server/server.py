@@ -1,14 +1,17 @@
-"""The MCP server: the SDK server with every kb-mcp handler wired, and the stdio runner."""
+"""The MCP server: the SDK server with every kb-mcp handler wired, the stdio runner, and
+the signals that stop a server process."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from functools import partial
 from importlib import metadata
+from types import FrameType
 from typing import Any, BinaryIO
 
 import anyio
@@ -117,11 +120,12 @@ def build_server(rt: KbRuntime) -> Server[Any]:
 def serve_stdio(
     rt: KbRuntime, *, wire: BinaryIO | None = None, background: Sequence[BackgroundTask] = ()
 ) -> None:
-    """Serve MCP over stdin/stdout until the client closes stdin.
+    """Serve MCP over stdin/stdout until the client closes stdin, or the server is asked to
+    stop (``KbRuntime.request_stop``: ``StopSignals`` does on SIGINT and SIGTERM).
 
     ``wire`` is the real stdout from an earlier ``claim_stdout()``; claimed here if omitted.
-    Work in progress stops at its next safe point once stdin closes, so the process ends
-    within a bounded time, with exit status 0.
+    Work in progress stops at its next safe point once the input ends, so the process ends
+    within a bounded time, with exit status 0, even while the client keeps stdin open.
     """
     wire = wire if wire is not None else claim_stdout()
     wire_in = claim_stdin()
@@ -138,9 +142,11 @@ async def _serve_stdio(
     server = build_server(rt)
     log.info("serving %s over stdio", rt.settings.kb_path.name or "the knowledge base")
     async with (
-        stdio_transport(wire_in, wire, rt.request_stop) as (read_stream, write_stream),
+        stdio_transport(wire_in, wire, rt.request_stop) as (read_stream, write_stream,
+                                                            end_input),
         anyio.create_task_group() as tg,
     ):
+        rt.on_stop(end_input)  # a stop asked for (a signal) ends the input, as EOF would
         for task in background:
             tg.start_soon(task, rt)
         await server.run(read_stream, write_stream, server.create_initialization_options())
@@ -161,4 +167,49 @@ def exit_now(*streams: BinaryIO) -> None:
     os._exit(0)
 
 
-__all__ = ["build_server", "exit_now", "serve_stdio", "server_version"]
+class StopSignals:
+    """SIGINT and SIGTERM for the whole life of a server process (``serve``, any transport).
+
+    The first one asks the server to stop, as a client closing stdin does: index runs stop
+    at their next safe point and the process exits 0 within a bounded time. The handler
+    only notes the signal and wakes the event loop through a pipe; the stopping itself
+    runs in the loop (``stop_server``, a background task). A second signal ends the
+    process at once (exit 1), as a killed run would (the next index run completes it).
+    Each is logged in one line.
+    """
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+
+    def install(self) -> None:
+        """Handle SIGINT and SIGTERM from now on (main thread only). Installed before the
+        event loop starts, so neither asyncio nor uvicorn keeps them for itself
+        (uvicorn hands a signal it caught back to this handler when it has shut down)."""
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, self._handle)
+
+    def _handle(self, signum: int, _frame: FrameType | None) -> None:
+        if self.received is not None:
+            log.warning("second %s: exiting at once (the next index run completes what "
+                        "this one left)", signal.Signals(signum).name)
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(OSError, ValueError):
+                    stream.flush()
+            os._exit(1)
+        self.received = signum
+        log.info("%s: stopping (work in progress stops at its next safe point; the index "
+                 "stays consistent)", signal.Signals(signum).name)
+        with contextlib.suppress(OSError):  # a full pipe: a wake-up is already pending
+            os.write(self._wake_w, b"\0")
+
+    async def stop_server(self, rt: KbRuntime) -> None:
+        """A background task of the server: on the first signal, ask it to stop."""
+        while self.received is None:
+            await anyio.wait_readable(self._wake_r)
+            with contextlib.suppress(OSError):
+                os.read(self._wake_r, 64)
+        rt.request_stop()
+
+
+__all__ = ["StopSignals", "build_server", "exit_now", "serve_stdio", "server_version"]

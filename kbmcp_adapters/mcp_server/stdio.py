@@ -5,7 +5,12 @@ that sent one waits forever. Here every line gets what JSON-RPC 2.0 prescribes: 
 is not UTF-8 or not JSON gets a parse error (-32700, id null); JSON that is not a message
 gets an invalid request (-32600, with the request's id when it has a usable one); a
 string holding a lone surrogate escape (``"\\ud800"``, which is no Unicode character and
-can be neither stored nor answered back) gets invalid params (-32602) with the id.
+can be neither stored nor answered back) gets invalid params (-32602) with the id; a
+request whose id is neither a string nor an integer (an object, ``1e400``, ``true``,
+``null``) gets an invalid request (-32600, id null), never silence.
+
+stdin is read by a daemon thread with plain ``read(2)`` calls: a read blocked on a client
+that says nothing never holds up the process's exit (a signal stops the server at once).
 """
 
 from __future__ import annotations
@@ -15,12 +20,15 @@ import logging
 import os
 import re
 import sys
-from collections.abc import AsyncIterator, Callable
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any, BinaryIO
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 import anyio.to_thread
 import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -30,6 +38,10 @@ from pydantic import ValidationError
 log = logging.getLogger(__name__)
 
 Incoming = SessionMessage | Exception
+#: Ends the reading of stdin as if the client had closed it (a signal asks for this).
+EndInput = Callable[[], None]
+#: Bytes asked of the stdin pipe per read.
+_READ_SIZE = 1 << 16
 #: A ``\uD800``-``\uDFFF`` escape somewhere in the text: only then is the slow check run.
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
@@ -47,9 +59,10 @@ def claim_stdout() -> BinaryIO:
 
 
 def claim_stdin() -> BinaryIO:
-    """The real stdin for JSON-RPC; fd 0 then reads the null device, so nothing else in the
-    process (or a child) can consume the client's messages."""
-    wire = os.fdopen(os.dup(0), "rb")
+    """The real stdin for JSON-RPC, unbuffered (its reader thread holds no buffer lock that
+    the interpreter's exit would wait for); fd 0 then reads the null device, so nothing
+    else in the process (or a child) can consume the client's messages."""
+    wire = os.fdopen(os.dup(0), "rb", buffering=0)
     null = os.open(os.devnull, os.O_RDONLY)
     try:
         os.dup2(null, 0)
@@ -93,6 +106,10 @@ def parse_line(line: bytes) -> SessionMessage | types.JSONRPCError | None:
                 f"Invalid {'params' if in_params else 'request'}: {where} holds a lone "
                 "surrogate escape (\\ud800-\\udfff), which is not a Unicode character",
             )
+    if _bad_request_id(parsed):
+        # the SDK would take it for a notification (no reply at all): say what is wrong
+        return error_reply(None, types.INVALID_REQUEST,
+                           "Invalid Request: the id must be a string or an integer")
     try:
         message = types.jsonrpc_message_adapter.validate_json(text, by_name=False)
     except ValidationError:
@@ -111,6 +128,16 @@ def _usable_id(parsed: Any) -> str | int | None:
     if isinstance(id_, str) and _has_surrogate(id_):
         return None
     return id_
+
+
+def _bad_request_id(parsed: Any) -> bool:
+    """A request (it has a method) with an id that is neither a string nor an integer:
+    an object, an array, a fraction, ``1e400`` (infinity once parsed), a boolean or null.
+    (A response's null id is allowed: JSON-RPC gives it to errors about unreadable input.)"""
+    if not isinstance(parsed, dict) or "method" not in parsed or "id" not in parsed:
+        return False
+    id_ = parsed["id"]
+    return isinstance(id_, bool) or not isinstance(id_, int | str)
 
 
 def _has_surrogate(text: str) -> bool:
@@ -160,36 +187,56 @@ def encode(message: SessionMessage) -> bytes:
 async def stdio_transport(
     wire_in: BinaryIO, wire_out: BinaryIO, on_end_of_input: Callable[[], None]
 ) -> AsyncIterator[
-    tuple[MemoryObjectReceiveStream[Incoming], MemoryObjectSendStream[SessionMessage]]
+    tuple[MemoryObjectReceiveStream[Incoming], MemoryObjectSendStream[SessionMessage],
+          EndInput]
 ]:
-    """Streams for ``Server.run`` over a pair of byte pipes.
+    """Streams for ``Server.run`` over a pair of byte pipes, and a function that ends the
+    input as if the client had closed stdin (quick; a no-op once the transport is gone).
 
-    ``on_end_of_input`` is called as soon as the client closes stdin, before the server
-    loop winds down, so long work in progress can start stopping at once.
+    ``on_end_of_input`` is called as soon as the input ends (the client closed stdin, or
+    ``end_input`` was called), before the server loop winds down, so long work in progress
+    can start stopping at once.
     """
     read_send, read_receive = anyio.create_memory_object_stream[Incoming](0)
     write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
     replies = write_send.clone()  # the reader's own answers to lines it refused
+    reading = anyio.CancelScope()
+    finished = False
+
+    def end_input() -> None:
+        if not finished:
+            reading.cancel()
 
     async def read_lines() -> None:
+        lines_send, lines_receive = anyio.create_memory_object_stream[bytes](0)
+        pump = threading.Thread(
+            target=_pump, args=(wire_in, lines_send, anyio.lowlevel.current_token()),
+            name="kb-mcp-stdin", daemon=True,
+        )
+        pump.start()
+        at_end = False
         try:
-            async with read_send, replies:
-                while True:
-                    # abandoned on cancellation: a blocked read never holds up the exit
-                    line = await anyio.to_thread.run_sync(wire_in.readline,
-                                                          abandon_on_cancel=True)
-                    if not line:
-                        break
-                    outcome = parse_line(line)
-                    if isinstance(outcome, SessionMessage):
-                        await read_send.send(outcome)
-                    elif outcome is not None:
-                        log.warning("answered a malformed line with JSON-RPC error %d",
-                                    outcome.error.code)
-                        await replies.send(SessionMessage(outcome))
+            with reading, lines_receive:
+                async with read_send, replies:
+                    async for line in lines_receive:
+                        if not line:
+                            at_end = True
+                            break
+                        outcome = parse_line(line)
+                        if isinstance(outcome, SessionMessage):
+                            await read_send.send(outcome)
+                        elif outcome is not None:
+                            log.warning("answered a malformed line with JSON-RPC error %d (%s)",
+                                        outcome.error.code, outcome.error.message)
+                            await replies.send(SessionMessage(outcome))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass
         finally:
+            if at_end:
+                # The thread has handed over end of input and is returning: let it finish
+                # now. A daemon thread frozen by the interpreter's exit while it still runs
+                # Python code can hold an import lock that the exit then waits for forever.
+                pump.join(timeout=2.0)
             on_end_of_input()
 
     async def write_lines() -> None:
@@ -206,10 +253,51 @@ async def stdio_transport(
                     log.warning("cannot answer the client any more (%s); finishing quietly",
                                 exc.strerror or type(exc).__name__)
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(read_lines)
-        tg.start_soon(write_lines)
-        yield read_receive, write_send
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read_lines)
+            tg.start_soon(write_lines)
+            yield read_receive, write_send, end_input
+    finally:
+        finished = True
+
+
+def _pump(wire_in: BinaryIO, lines: MemoryObjectSendStream[bytes],
+          token: anyio.lowlevel.EventLoopToken) -> None:
+    """The stdin thread: each line from the client into the event loop, then ``b""`` at
+    end of input. It ends quietly once the transport is gone; being a daemon thread, a
+    read still blocked then never delays the process's exit."""
+    try:
+        for line in _lines(wire_in.fileno()):
+            anyio.from_thread.run(lines.send, line, token=token)
+        anyio.from_thread.run(lines.send, b"", token=token)
+    except BaseException as exc:  # noqa: BLE001 - the thread's edge: nothing may escape it
+        # the transport or the whole event loop is gone (closed stream, finished run,
+        # cancelled at shutdown): nobody waits for lines any more
+        log.debug("stdin reader finished: %s", type(exc).__name__)
+
+
+def _lines(fd: int) -> Iterator[bytes]:
+    """The lines read from ``fd`` (each with its newline; the last may lack it), in time
+    linear in their length however long a line is."""
+    partial = bytearray()
+    while True:
+        try:
+            chunk = os.read(fd, _READ_SIZE)
+        except OSError as exc:  # e.g. the terminal went away: the same as end of input
+            log.warning("cannot read stdin any more (%s)", exc.strerror or exc)
+            chunk = b""
+        if not chunk:
+            break
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            partial += chunk[start:end + 1]
+            yield bytes(partial)
+            partial.clear()
+            start = end + 1
+        partial += chunk[start:]
+    if partial:
+        yield bytes(partial)
 
 
 def _write(wire: BinaryIO, data: bytes) -> None:
@@ -217,4 +305,5 @@ def _write(wire: BinaryIO, data: bytes) -> None:
     wire.flush()
 
 
-__all__ = ["claim_stdin", "claim_stdout", "encode", "parse_line", "stdio_transport"]
+__all__ = ["EndInput", "claim_stdin", "claim_stdout", "encode", "parse_line",
+           "stdio_transport"]

@@ -32,8 +32,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kbmcp_core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from kbmcp_core.settings import Settings
 
 TOKEN_PREFIX = "kbm_"
 HASH_PREFIX = "sha256:"
@@ -57,6 +61,12 @@ class StoredToken:
 
     def as_dict(self) -> dict[str, str]:
         return {"name": self.name, "created": self.created, "hash": self.hash}
+
+
+def default_tokens_file(settings: Settings) -> Path:
+    """``[server].tokens_file`` when the config sets it, else ``tokens.json`` in the
+    index folder (what ``serve`` and ``kb-mcp token`` use without ``--tokens-file``)."""
+    return settings.server_tokens_file or settings.index_dir / TOKENS_FILE_NAME
 
 
 def new_token() -> str:
@@ -95,22 +105,39 @@ def check_name(name: str) -> str:
 
 # -- reading ---------------------------------------------------------------------------
 def read_tokens(path: Path) -> list[StoredToken]:
-    """The tokens in ``path``; [] when it does not exist. ``ConfigError`` when it is not a
-    regular file (a symlink is refused, not followed) or not a tokens file."""
+    """The tokens in ``path``; [] when it does not exist. ``ConfigError`` when it is not
+    a safe regular file (see ``unsafe_reason``) or not a tokens file."""
     found = read_tokens_if_changed(path, None)
     return [] if found is None else found[1] or []
 
 
-#: What identifies one version of the file: (device, inode, size, mtime in ns).
-FileStamp = tuple[int, int, int, int]
+#: What identifies one version of the file: (device, inode, size, mtime in ns, ctime in ns).
+FileStamp = tuple[int, int, int, int, int]
+
+
+def unsafe_reason(info: os.stat_result) -> str | None:
+    """Why a tokens file with these facts may not be trusted, or None when it may: it
+    must be a regular file with one name, owned by the user running kb-mcp, and
+    writable by nobody else (whoever can write it can let themselves in)."""
+    if not stat.S_ISREG(info.st_mode):
+        return "is not a regular file"
+    if info.st_nlink != 1:
+        return "has more than one name (a hard link); kb-mcp reads only a file of its own"
+    if info.st_uid != os.geteuid():
+        return (f"is owned by uid {info.st_uid}, not by the user running kb-mcp "
+                f"(uid {os.geteuid()})")
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return (f"is writable by other users (mode {stat.S_IMODE(info.st_mode):o}); "
+                "make it private with `chmod 600`")
+    return None
 
 
 def read_tokens_if_changed(
     path: Path, seen: FileStamp | None
 ) -> tuple[FileStamp, list[StoredToken] | None] | None:
-    """The file's stamp and tokens, read through one descriptor; None when the file does
-    not exist. When its stamp equals ``seen`` the file is not read again: the tokens are
-    then None (unchanged)."""
+    """The file's stamp and tokens, checked and read through one descriptor; None when
+    the file does not exist. When its stamp equals ``seen`` the file is not read again
+    (the tokens are then None, unchanged), but its safety is checked every time."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -120,17 +147,31 @@ def read_tokens_if_changed(
             raise ConfigError(f"tokens file {path} is a symbolic link; kb-mcp does not "
                               "follow one there") from None
         raise ConfigError(f"cannot read tokens file {path}: {exc.strerror}") from None
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise ConfigError(f"tokens file {path} is not a regular file")
-        stamp = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    try:
+        info = os.fstat(fd)
+        problem = unsafe_reason(info)
+        if problem is not None:
+            raise ConfigError(f"tokens file {path} {problem}")
+        stamp = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
         if stamp == seen:
             return stamp, None
-        raw = handle.read(MAX_FILE_BYTES + 1)
+        raw = _read_at_most(fd, MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"cannot read tokens file {path}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
     if len(raw) > MAX_FILE_BYTES:
         raise ConfigError(f"tokens file {path} is larger than {MAX_FILE_BYTES} bytes")
     return stamp, _parse(raw, path)
+
+
+def _read_at_most(fd: int, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while size < limit and (chunk := os.read(fd, min(65536, limit - size))):
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 def _parse(raw: bytes, path: Path) -> list[StoredToken]:
@@ -235,6 +276,7 @@ __all__ = [
     "TOKEN_PREFIX",
     "StoredToken",
     "add_token",
+    "default_tokens_file",
     "hashes_from_env",
     "new_token",
     "next_name",
@@ -243,4 +285,5 @@ __all__ = [
     "read_tokens_if_changed",
     "revoke_token",
     "token_hash",
+    "unsafe_reason",
 ]

@@ -25,7 +25,7 @@ from kbmcp_adapters.mcp_server.schemas import (
     JsonObject,
     search_input,
 )
-from kbmcp_core.errors import IndexNotFound, KbError, PathRefused
+from kbmcp_core.errors import IndexNotFound, IndexNotReady, KbError, PathRefused, StoreError
 from kbmcp_core.graph import GraphBounds
 from kbmcp_core.settings import Settings
 
@@ -244,12 +244,17 @@ def failure_result(exc: BaseException) -> types.CallToolResult:
     Any refusal of a path (the guard chain, a race it lost, a document not offered) is
     ``path_refused``; anything no kb-mcp error describes is ``internal_error``.
     """
-    if isinstance(exc, IndexNotFound):
+    if isinstance(exc, IndexNotReady):  # an index no run has read the folder into yet
+        code, message = exc.code, exc.public_message
+    elif isinstance(exc, IndexNotFound):
         code, message = exc.code, NO_INDEX_MESSAGE
     elif isinstance(exc, PathRefused):
         code, message = PathRefused.code, str(exc)
     elif isinstance(exc, IndexRunStopped):
         code, message = "server_stopping", STOPPING_MESSAGE
+    elif isinstance(exc, StoreError):  # the server's failure: one line, a trace at debug
+        code, message = exc.code, exc.public_message
+        log.error("tool call failed: %s", exc, exc_info=log.isEnabledFor(logging.DEBUG))
     elif isinstance(exc, KbError):
         code, message = exc.code, exc.public_message
         log.info("tool call failed: %s", exc)

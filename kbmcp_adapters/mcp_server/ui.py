@@ -53,7 +53,7 @@ _STATIC = {
 #: A tool error code -> the HTTP status the page gets it with.
 _STATUS = {"invalid_argument": 400, "path_refused": 404, "not_servable": 404,
            "index_not_found": 404, "writer_busy": 409, "index_read_only": 403,
-           "internal_error": 500}
+           "server_busy": 503, "internal_error": 500, "store_error": 503}
 
 
 def static_file(name: str) -> bytes:

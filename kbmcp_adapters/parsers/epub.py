@@ -12,16 +12,27 @@
 * Chapter title: the table-of-contents entry that points into the chapter, else its first
   heading, else ``Chapter N``. A chapter's first heading that repeats its title is not
   repeated. Chapters without text (a cover picture) are left out.
+* A chapter the book lists but does not hold (a broken link in its reading order) is
+  left out with a warning: pymupdf renders it as a page saying ``ERROR: cannot find
+  chapter "<path>"``, which is never book text.
+* Work is budgeted (``budget.Meter``): each chapter's markup is read under the book's
+  element and character budgets. ``convert`` reads the book (in a parser worker process
+  when isolation is on) into a picklable ``EpubBook``; ``text_of`` and ``document`` serve
+  and chunk it.
 * Book title from the metadata, else the first chapter title, else the file name.
 """
 
 from __future__ import annotations
 
+import io
 import re
+import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
+from kbmcp_adapters.parsers.budget import DEFAULT_LIMITS, Meter, ParserLimits
 from kbmcp_adapters.parsers.headings import clean_heading, title_from_path
 from kbmcp_adapters.parsers.htmlpage import html_blocks
 from kbmcp_adapters.parsers.markdown import markdown_chunks
@@ -31,10 +42,21 @@ from kbmcp_core.errors import ParseError
 from kbmcp_core.models import ParsedDocument
 from kbmcp_core.ports import ChunkBudget
 
-__all__ = ["EpubParser"]
+__all__ = ["EpubBook", "EpubParser"]
 
 _SPACE = re.compile(r"\s+")
 _HEADING = re.compile(r"^#{1,6} (.*)$")
+#: The page pymupdf (MuPDF) renders for a chapter the book lists but does not hold.
+_MISSING_CHAPTER = re.compile(r'^\*{0,2}_?ERROR: cannot find chapter "(.*)"_?\*{0,2}$')
+
+
+@dataclass(frozen=True, slots=True)
+class EpubBook:
+    """A book converted: its Markdown, metadata title and warnings."""
+
+    markdown: str
+    title: str | None
+    warnings: tuple[str, ...] = ()
 
 
 class EpubParser:
@@ -42,30 +64,69 @@ class EpubParser:
 
     extensions: tuple[str, ...] = ("epub",)
 
+    def __init__(self, limits: ParserLimits = DEFAULT_LIMITS) -> None:
+        self.limits = limits
+
+    def convert(self, path: str, data: bytes) -> EpubBook:
+        return _book(data, Meter(self.limits))
+
+    def text_of(self, book: EpubBook) -> str:
+        return book.markdown
+
     def extract_text(self, path: str, data: bytes) -> str:
-        return _book(data)[0]
+        return self.text_of(self.convert(path, data))
 
     def parse(self, path: str, data: bytes, budget: ChunkBudget) -> ParsedDocument:
-        markdown, title = _book(data)
-        if not markdown.strip():
+        return self.document(path, self.convert(path, data), budget)
+
+    def document(self, path: str, book: EpubBook, budget: ChunkBudget) -> ParsedDocument:
+        if not book.markdown.strip():
             raise ParseError("no extractable text in this EPUB")
-        chunks, first_chapter = markdown_chunks(markdown, budget)
-        return ParsedDocument(title=title or first_chapter or title_from_path(path), chunks=chunks)
+        chunks, first_chapter = markdown_chunks(book.markdown, budget)
+        return ParsedDocument(
+            title=book.title or first_chapter or title_from_path(path),
+            chunks=chunks,
+            warnings=book.warnings,
+            text=book.markdown,
+        )
 
 
-def _book(data: bytes) -> tuple[str, str | None]:
-    """The book as Markdown (one ``#`` section per chapter) and its metadata title."""
+def _book(data: bytes, meter: Meter) -> EpubBook:
+    """The book as Markdown (one ``#`` section per chapter), its metadata title, and a
+    warning per chapter it lists but does not hold."""
     check_archive(data)
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        entries = frozenset(archive.namelist())
+    sections: list[str] = []
+    warned: list[str] = []
     with _open(data) as doc:
         titles = _chapter_titles(doc)
-        sections = [
-            _chapter(_chapter_markup(doc, chapter), titles.get(chapter), chapter)
-            for chapter in range(doc.chapter_count)
-        ]
+        for chapter in range(doc.chapter_count):
+            meter.clock()
+            blocks, _ = html_blocks(_chapter_markup(doc, chapter), heading_shift=1, meter=meter)
+            missing = _missing_chapter(blocks, entries)
+            if missing is not None:
+                warned.append(
+                    f"chapter {chapter + 1} ({missing[:120]!r}) is listed by the "
+                    "book but missing from it; left out"
+                )
+                continue
+            sections.append(_chapter(blocks, titles.get(chapter), chapter))
         metadata: dict[str, Any] = dict(doc.metadata or {})
     title = _SPACE.sub(" ", str(metadata.get("title") or "")).strip()
     text = "\n\n".join(section for section in sections if section)
-    return (text + "\n" if text else ""), title or None
+    return EpubBook(text + "\n" if text else "", title or None, tuple(warned))
+
+
+def _missing_chapter(blocks: list[str], entries: frozenset[str]) -> str | None:
+    """The archive path of a chapter pymupdf could not find, when ``blocks`` are its
+    stand-in page (and that path really is absent), else None."""
+    if len(blocks) != 1:
+        return None
+    match = _MISSING_CHAPTER.match(blocks[0].strip())
+    if match is None or match.group(1) in entries:
+        return None
+    return match.group(1)
 
 
 @contextmanager
@@ -100,9 +161,8 @@ def _chapter_markup(doc: Any, chapter: int) -> str:
     )
 
 
-def _chapter(markup: str, toc_title: str | None, chapter: int) -> str:
-    """``# <title>`` and the chapter's blocks, its own headings one level deeper."""
-    blocks, _ = html_blocks(markup, heading_shift=1)
+def _chapter(blocks: list[str], toc_title: str | None, chapter: int) -> str:
+    """``# <title>`` and the chapter's blocks (its own headings one level deeper)."""
     if not blocks:
         return ""
     first = _HEADING.match(blocks[0])

@@ -16,6 +16,10 @@
   headings, line ranges into what ``extract_text`` returns. Title from ``<title>``, else
   the first ``h1``, else the file name. Broken markup is read as lxml recovers it; a page
   with no text is a document with zero chunks.
+* Work is budgeted while the tree is built (``budget.Meter``): every element counts, and
+  so does every character of text, so a page of a million nested tags or one huge text
+  run is refused, naming the ``[parsers]`` limit, before its tree takes the memory.
+  ``convert`` does the reading (in a parser worker process when isolation is on).
 """
 
 from __future__ import annotations
@@ -23,15 +27,18 @@ from __future__ import annotations
 import codecs
 import re
 import warnings
+from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
+from kbmcp_adapters.parsers.budget import DEFAULT_LIMITS, Meter, ParserLimits
 from kbmcp_adapters.parsers.headings import title_from_path
 from kbmcp_adapters.parsers.markdown import markdown_chunks
 from kbmcp_core.errors import ParseError
 from kbmcp_core.models import ParsedDocument
 from kbmcp_core.ports import ChunkBudget
 
-__all__ = ["HtmlParser", "decode_html", "html_blocks", "html_to_markdown"]
+__all__ = ["HtmlPage", "HtmlParser", "decode_html", "html_blocks", "html_to_markdown"]
 
 #: Elements dropped with everything inside them.
 DROPPED = frozenset(
@@ -69,23 +76,44 @@ _ALIASES = {"iso-8859-1": "cp1252", "latin1": "cp1252", "latin-1": "cp1252",
             "us-ascii": "cp1252", "ascii": "cp1252"}  # fmt: skip
 
 
+@dataclass(frozen=True, slots=True)
+class HtmlPage:
+    """A page converted: its Markdown, ``<title>`` and decoding warnings."""
+
+    markdown: str
+    title: str | None
+    warnings: tuple[str, ...]
+
+
 class HtmlParser:
     """Parses ``.html`` and ``.htm`` pages."""
 
     extensions: tuple[str, ...] = ("html", "htm")
 
+    def __init__(self, limits: ParserLimits = DEFAULT_LIMITS) -> None:
+        self.limits = limits
+
+    def convert(self, path: str, data: bytes) -> HtmlPage:
+        text, decode_warnings = decode_html(data)
+        markdown, title = html_to_markdown(text, Meter(self.limits))
+        return HtmlPage(markdown, title, decode_warnings)
+
+    def text_of(self, page: HtmlPage) -> str:
+        return page.markdown
+
     def extract_text(self, path: str, data: bytes) -> str:
-        text, _ = decode_html(data)
-        return html_to_markdown(text)[0]
+        return self.text_of(self.convert(path, data))
 
     def parse(self, path: str, data: bytes, budget: ChunkBudget) -> ParsedDocument:
-        text, decode_warnings = decode_html(data)
-        markdown, title = html_to_markdown(text)
-        chunks, first_h1 = markdown_chunks(markdown, budget)
+        return self.document(path, self.convert(path, data), budget)
+
+    def document(self, path: str, page: HtmlPage, budget: ChunkBudget) -> ParsedDocument:
+        chunks, first_h1 = markdown_chunks(page.markdown, budget)
         return ParsedDocument(
-            title=title or first_h1 or title_from_path(path),
+            title=page.title or first_h1 or title_from_path(path),
             chunks=chunks,
-            warnings=decode_warnings,
+            warnings=page.warnings,
+            text=page.markdown,
         )
 
 
@@ -122,23 +150,25 @@ def _decode(data: bytes, encoding: str, source: str) -> tuple[str, tuple[str, ..
         return data.decode(encoding, errors="replace"), (warning,)
 
 
-def html_to_markdown(markup: str) -> tuple[str, str | None]:
+def html_to_markdown(markup: str, meter: Meter | None = None) -> tuple[str, str | None]:
     """The Markdown text of an HTML page (boilerplate dropped) and its ``<title>``."""
-    blocks, title = html_blocks(markup)
+    blocks, title = html_blocks(markup, meter=meter)
     return "\n\n".join(blocks) + "\n", title
 
 
-def html_blocks(markup: str, heading_shift: int = 0) -> tuple[list[str], str | None]:
+def html_blocks(
+    markup: str, heading_shift: int = 0, meter: Meter | None = None
+) -> tuple[list[str], str | None]:
     """The page's Markdown blocks (headings ``heading_shift`` levels deeper, at most 6)
-    and its ``<title>``."""
-    soup = _soup(markup)
+    and its ``<title>``; the tree is built under ``meter`` (default budgets if none)."""
+    soup = _soup(markup, meter if meter is not None else Meter(DEFAULT_LIMITS))
     title_tag: Any = soup.find("title")
     title = _collapse(title_tag.get_text(" ")) if title_tag is not None else ""
     root: Any = soup.find("body") or soup
     return _blocks(root, heading_shift), title or None
 
 
-def _soup(markup: str) -> Any:
+def _soup(markup: str, meter: Meter) -> Any:
     import bs4
 
     with warnings.catch_warnings():
@@ -147,10 +177,34 @@ def _soup(markup: str) -> Any:
         warnings.simplefilter("ignore", bs4.MarkupResemblesLocatorWarning)
         warnings.simplefilter("ignore", bs4.XMLParsedAsHTMLWarning)
         try:
-            return bs4.BeautifulSoup(markup, "lxml")
+            return bs4.BeautifulSoup(markup, builder=_metered_builder()(meter))
+        except (ParseError, MemoryError):  # over budget; out of memory is not damage
+            raise
         except Exception as exc:  # lxml refuses, e.g., a document it cannot recover
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise ParseError(f"not a readable HTML page ({first[:120]})") from None
+
+
+@cache
+def _metered_builder() -> Any:
+    """bs4's lxml tree builder, counting each element and each piece of text into a
+    meter as lxml reports it; a meter's ``OverBudget`` stops lxml where it is."""
+    from bs4.builder._lxml import LXMLTreeBuilder
+
+    class MeteredBuilder(LXMLTreeBuilder):
+        def __init__(self, meter: Meter) -> None:
+            super().__init__()
+            self.meter = meter
+
+        def start(self, tag: Any, attrib: Any, nsmap: Any = None) -> None:
+            self.meter.elements()
+            super().start(tag, attrib, nsmap or {})
+
+        def data(self, data: Any) -> None:
+            self.meter.chars(len(data))
+            super().data(data)
+
+    return MeteredBuilder
 
 
 def _collapse(text: str) -> str:

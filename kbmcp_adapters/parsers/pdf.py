@@ -9,6 +9,9 @@
 * Heading: the outline (table of contents) entry for the page when the PDF has one (the
   first entry starting on that page, else the last one started before it), with its
   outline path; otherwise ``"Page N"``.
+* Work is budgeted (``budget.Meter``): pages count as elements, their text as produced
+  characters. ``convert`` reads the PDF (in a parser worker process when isolation is on)
+  into a picklable ``PdfPages``; ``text_of`` and ``document`` serve and chunk it.
 * Title from the metadata title, else the file name; date from the creation date.
 """
 
@@ -18,8 +21,10 @@ import datetime as dt
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
+from kbmcp_adapters.parsers.budget import DEFAULT_LIMITS, Meter, ParserLimits
 from kbmcp_adapters.parsers.chunking import (
     Unit,
     fit_heading_path,
@@ -32,7 +37,7 @@ from kbmcp_core.errors import ParseError
 from kbmcp_core.models import ChunkDraft, ParsedDocument
 from kbmcp_core.ports import ChunkBudget
 
-__all__ = ["MIN_TEXT_CHARS", "PdfParser", "open_mupdf"]
+__all__ = ["MIN_TEXT_CHARS", "PdfPages", "PdfParser", "open_mupdf"]
 
 #: A PDF with less extractable text than this (non-space characters) is refused.
 MIN_TEXT_CHARS = 20
@@ -40,21 +45,51 @@ _PDF_DATE = re.compile(r"^(?:D:)?(\d{4})(\d{2})(\d{2})")
 _SPACE = re.compile(r"\s+")
 
 
+@dataclass(frozen=True, slots=True)
+class PdfPages:
+    """A PDF converted: each page's text, its metadata and its outline."""
+
+    pages: tuple[str, ...]
+    title: str
+    creation_date: str
+    toc: tuple[tuple[int, str, int], ...]
+
+
 class PdfParser:
     """Parses ``.pdf`` files through pymupdf."""
 
     extensions: tuple[str, ...] = ("pdf",)
 
-    def extract_text(self, path: str, data: bytes) -> str:
+    def __init__(self, limits: ParserLimits = DEFAULT_LIMITS) -> None:
+        self.limits = limits
+
+    def convert(self, path: str, data: bytes) -> PdfPages:
+        meter = Meter(self.limits)
         with _open(data) as doc:
-            pages = _page_texts(doc)
-        return "\n\n".join(text for text in pages if text)
+            pages = _page_texts(doc, meter)
+            metadata: dict[str, Any] = dict(doc.metadata or {})
+            toc = tuple(
+                (int(e[0]), str(e[1]), int(e[2])) for e in doc.get_toc(simple=True) if len(e) >= 3
+            )
+        return PdfPages(
+            tuple(pages),
+            str(metadata.get("title") or ""),
+            str(metadata.get("creationDate") or ""),
+            toc,
+        )
+
+    def text_of(self, converted: PdfPages) -> str:
+        return "\n\n".join(text for text in converted.pages if text)
+
+    def extract_text(self, path: str, data: bytes) -> str:
+        return self.text_of(self.convert(path, data))
 
     def parse(self, path: str, data: bytes, budget: ChunkBudget) -> ParsedDocument:
-        with _open(data) as doc:
-            pages = _page_texts(doc)
-            metadata: dict[str, Any] = dict(doc.metadata or {})
-            outline = _outline_paths(doc.get_toc(simple=True), len(pages))
+        return self.document(path, self.convert(path, data), budget)
+
+    def document(self, path: str, converted: PdfPages, budget: ChunkBudget) -> ParsedDocument:
+        pages = converted.pages
+        outline = _outline_paths(converted.toc, len(pages))
         if not pages:
             raise ParseError("not a readable PDF (it has no pages)")
         if sum(len(_SPACE.sub("", text)) for text in pages) < MIN_TEXT_CHARS:
@@ -72,11 +107,12 @@ class PdfParser:
                         page=index + 1,
                     )
                 )
-        title = _SPACE.sub(" ", str(metadata.get("title") or "")).strip()
+        title = _SPACE.sub(" ", converted.title).strip()
         return ParsedDocument(
             title=title or title_from_path(path),
             chunks=tuple(chunks),
-            date=_pdf_date(str(metadata.get("creationDate") or "")),
+            date=_pdf_date(converted.creation_date),
+            text=self.text_of(converted),
         )
 
 
@@ -97,6 +133,8 @@ def open_mupdf(data: bytes, filetype: str, label: str, locked: str) -> Iterator[
     pymupdf: Any = _pymupdf
     try:
         doc = pymupdf.open(stream=data, filetype=filetype)
+    except MemoryError:
+        raise
     except Exception as exc:  # pymupdf raises FileDataError, RuntimeError, ValueError, ...
         raise ParseError(f"not a readable {label} ({_reason(exc)})") from None
     try:
@@ -104,7 +142,7 @@ def open_mupdf(data: bytes, filetype: str, label: str, locked: str) -> Iterator[
             raise ParseError(locked)
         try:
             yield doc
-        except ParseError:
+        except (ParseError, MemoryError):  # out of memory is not damage (the worker says so)
             raise
         except Exception as exc:
             raise ParseError(f"damaged {label} ({_reason(exc)})") from None
@@ -118,13 +156,15 @@ def _reason(exc: Exception) -> str:
     return first[:120].rstrip(".")
 
 
-def _page_texts(doc: Any) -> list[str]:
+def _page_texts(doc: Any, meter: Meter) -> list[str]:
     """Each page's text blocks, stripped and separated by blank lines."""
     pages: list[str] = []
     for page in doc:
+        meter.clock()
         blocks = page.get_text("blocks")
+        meter.elements(1 + len(blocks))
         parts = [str(block[4]).strip() for block in blocks if block[6] == 0]
-        pages.append("\n\n".join(part for part in parts if part))
+        pages.append(meter.text("\n\n".join(part for part in parts if part)))
     return pages
 
 
@@ -138,12 +178,12 @@ def _page_units(text: str, path: tuple[str, ...], budget: ChunkBudget, index: in
     return merge_tiny(units, budget, render=render, path_of=lambda label: path, across_labels=False)
 
 
-def _outline_paths(toc: Sequence[Sequence[Any]], page_count: int) -> list[tuple[str, ...]]:
+def _outline_paths(toc: Sequence[tuple[int, str, int]], page_count: int) -> list[tuple[str, ...]]:
     """For each page, the outline path that covers it (empty before the first entry)."""
     first_on: dict[int, tuple[str, ...]] = {}
     last_on: dict[int, tuple[str, ...]] = {}
     stack: list[tuple[int, str]] = []
-    for level, title, page in ((int(e[0]), str(e[1]), int(e[2])) for e in toc if len(e) >= 3):
+    for level, title, page in toc:
         while stack and stack[-1][0] >= level:
             stack.pop()
         stack.append((level, _SPACE.sub(" ", title).strip()))

@@ -1,28 +1,65 @@
-"""The parser registry: which formats are enabled, and the parser for each extension."""
+"""The parser registry: which formats are enabled, and the parser for each extension.
+
+Markdown and text are parsed in this process. The converted formats (``CONVERTED``:
+PDF, HTML, Word, PowerPoint, Excel, EPUB) run under the ``[parsers]`` budgets and, unless
+isolation is turned off, in the worker pool of ``isolation`` (decision 0022).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
 
+from kbmcp_adapters.parsers.budget import DEFAULT_LIMITS, ParserLimits
+from kbmcp_adapters.parsers.isolation import IsolatedParser, Isolation, WorkerPool
 from kbmcp_adapters.parsers.markdown import MarkdownParser
-from kbmcp_adapters.parsers.pdf import PdfParser
 from kbmcp_adapters.parsers.text import TextParser
 from kbmcp_core.errors import ConfigError
-from kbmcp_core.ports import Parser
+from kbmcp_core.models import ParsedDocument
+from kbmcp_core.ports import ChunkBudget, Parser
 
-__all__ = ["KNOWN_FORMATS", "FormatRegistry", "build_registry"]
+__all__ = [
+    "CONVERTED",
+    "KNOWN_FORMATS",
+    "Convertible",
+    "FormatRegistry",
+    "build_registry",
+    "convertible",
+]
 
 #: The names accepted by ``[parsers].enabled``, in documentation order.
 KNOWN_FORMATS: tuple[str, ...] = ("md", "txt", "pdf", "html", "docx", "pptx", "xlsx", "epub")
+#: The formats converted by a third-party library from untrusted bytes.
+CONVERTED: tuple[str, ...] = ("pdf", "html", "docx", "pptx", "xlsx", "epub")
+
+
+class Convertible(Protocol):
+    """A converted format's parser in two steps: ``convert`` reads the bytes into a
+    picklable value (the step that may run in a worker), ``text_of`` and ``document``
+    turn that value into the served text and the chunks."""
+
+    extensions: tuple[str, ...]
+
+    def convert(self, path: str, data: bytes) -> Any: ...
+
+    def text_of(self, converted: Any) -> str: ...
+
+    def document(self, path: str, converted: Any, budget: ChunkBudget) -> ParsedDocument: ...
+
+    def parse(self, path: str, data: bytes, budget: ChunkBudget) -> ParsedDocument: ...
+
+    def extract_text(self, path: str, data: bytes) -> str: ...
 
 
 class FormatRegistry:
-    """Maps lower-case extensions (``md``, ``markdown``, ...) to the enabled parsers."""
+    """Maps lower-case extensions (``md``, ``markdown``, ...) to the enabled parsers;
+    ``close`` stops the worker pool, if it has one."""
 
-    def __init__(self, parsers: Sequence[Parser]) -> None:
+    def __init__(self, parsers: Sequence[Parser], pool: WorkerPool | None = None) -> None:
         self._by_extension: Mapping[str, Parser] = {
             extension: parser for parser in parsers for extension in parser.extensions
         }
+        self.pool = pool
 
     def extensions(self) -> frozenset[str]:
         return frozenset(self._by_extension)
@@ -30,10 +67,20 @@ class FormatRegistry:
     def parser_for(self, extension: str) -> Parser | None:
         return self._by_extension.get(extension.lower().lstrip("."))
 
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
 
-def build_registry(enabled: Sequence[str]) -> FormatRegistry:
+
+def build_registry(
+    enabled: Sequence[str],
+    limits: ParserLimits = DEFAULT_LIMITS,
+    isolation: Isolation | None = None,
+) -> FormatRegistry:
     """The registry for ``[parsers].enabled``; an unknown name or an empty list is a
-    ConfigError naming the valid values."""
+    ConfigError naming the valid values. The converted formats get ``limits``, and run
+    in one worker pool when ``isolation`` is given (in this process when it is None).
+    Nothing is started here: the pool starts its first worker on the first file."""
     valid = ", ".join(KNOWN_FORMATS)
     if isinstance(enabled, str) or not enabled:
         raise ConfigError(f"[parsers].enabled must be a non-empty list of: {valid}")
@@ -44,45 +91,67 @@ def build_registry(enabled: Sequence[str]) -> FormatRegistry:
             raise ConfigError(f"[parsers].enabled: unknown format {name!r}; valid: {valid}")
         if key not in names:
             names.append(key)
-    makers: dict[str, Callable[[], Parser]] = {
-        "md": MarkdownParser,
-        "txt": TextParser,
-        "pdf": PdfParser,
-        "html": _html,
-        "docx": _docx,
-        "pptx": _pptx,
-        "xlsx": _xlsx,
-        "epub": _epub,
-    }
-    return FormatRegistry([makers[name]() for name in names])
+    converted = tuple(name for name in names if name in CONVERTED)
+    pool = WorkerPool(converted, limits, isolation) if isolation and converted else None
+    parsers: list[Parser] = []
+    for name in names:
+        if name == "md":
+            parsers.append(MarkdownParser())
+        elif name == "txt":
+            parsers.append(TextParser())
+        elif pool is not None:
+            parsers.append(IsolatedParser(name, convertible(name, limits), pool))
+        else:
+            parsers.append(convertible(name, limits))
+    return FormatRegistry(parsers, pool)
 
 
-# The converted formats' modules are imported only when enabled.
-def _html() -> Parser:
+def convertible(fmt: str, limits: ParserLimits) -> Convertible:
+    """The in-process parser of a converted format (its module imported only now)."""
+    return _MAKERS[fmt](limits)
+
+
+def _pdf(limits: ParserLimits) -> Convertible:
+    from kbmcp_adapters.parsers.pdf import PdfParser
+
+    return PdfParser(limits)
+
+
+def _html(limits: ParserLimits) -> Convertible:
     from kbmcp_adapters.parsers.htmlpage import HtmlParser
 
-    return HtmlParser()
+    return HtmlParser(limits)
 
 
-def _docx() -> Parser:
+def _docx(limits: ParserLimits) -> Convertible:
     from kbmcp_adapters.parsers.word import DocxParser
 
-    return DocxParser()
+    return DocxParser(limits)
 
 
-def _pptx() -> Parser:
+def _pptx(limits: ParserLimits) -> Convertible:
     from kbmcp_adapters.parsers.slides import PptxParser
 
-    return PptxParser()
+    return PptxParser(limits)
 
 
-def _xlsx() -> Parser:
+def _xlsx(limits: ParserLimits) -> Convertible:
     from kbmcp_adapters.parsers.sheets import XlsxParser
 
-    return XlsxParser()
+    return XlsxParser(limits)
 
 
-def _epub() -> Parser:
+def _epub(limits: ParserLimits) -> Convertible:
     from kbmcp_adapters.parsers.epub import EpubParser
 
-    return EpubParser()
+    return EpubParser(limits)
+
+
+_MAKERS: dict[str, Callable[[ParserLimits], Convertible]] = {
+    "pdf": _pdf,
+    "html": _html,
+    "docx": _docx,
+    "pptx": _pptx,
+    "xlsx": _xlsx,
+    "epub": _epub,
+}

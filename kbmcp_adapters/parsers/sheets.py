@@ -23,6 +23,15 @@
 * Work is bounded: after ``MAX_CELLS`` cells (empty ones included) in a workbook the rest
   is not read; the text served to a reader ends with a note saying so, and the parse has
   one warning.
+* Work is budgeted (``budget.Meter``): every cell read counts as an element and every
+  character of cell text as produced, so a workbook whose shared strings multiply into
+  more text than ``[parsers].max_output_chars`` is refused, saying so, after reading only
+  as many cells as that takes.
+* A Strict OOXML workbook (``purl.oclc.org`` namespaces) is read through
+  ``strict.transitional``, which renames its namespaces to the Transitional ones.
+* ``convert`` does the reading (in a parser worker process when isolation is on) and
+  gives a picklable ``_Book``; ``text_of`` and ``document`` turn it into the served text
+  and the chunks.
 * Title from the workbook properties, else the file name; date from its creation date.
 """
 
@@ -38,9 +47,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kbmcp_adapters.parsers.budget import DEFAULT_LIMITS, Meter, ParserLimits
 from kbmcp_adapters.parsers.chunking import token_count
 from kbmcp_adapters.parsers.headings import clean_heading, title_from_path
 from kbmcp_adapters.parsers.markdown import markdown_chunks
+from kbmcp_adapters.parsers.strict import transitional
 from kbmcp_adapters.parsers.zipguard import check_archive
 from kbmcp_core.errors import ParseError
 from kbmcp_core.models import ChunkDraft, ParsedDocument
@@ -70,12 +81,22 @@ class XlsxParser:
 
     extensions: tuple[str, ...] = ("xlsx",)
 
-    def extract_text(self, path: str, data: bytes) -> str:
-        book = _read_workbook(data)
+    def __init__(self, limits: ParserLimits = DEFAULT_LIMITS) -> None:
+        self.limits = limits
+
+    def convert(self, path: str, data: bytes) -> _Book:
+        return _read_workbook(data, Meter(self.limits))
+
+    def text_of(self, book: _Book) -> str:
         return book.text + book.notice
 
+    def extract_text(self, path: str, data: bytes) -> str:
+        return self.text_of(self.convert(path, data))
+
     def parse(self, path: str, data: bytes, budget: ChunkBudget) -> ParsedDocument:
-        book = _read_workbook(data)
+        return self.document(path, self.convert(path, data), budget)
+
+    def document(self, path: str, book: _Book, budget: ChunkBudget) -> ParsedDocument:
         # Only a heading with no text of its own (``# Sheet``) folds into the block below
         # it: merging a small block into a neighbour would cite the wrong rows or sheet.
         no_merge = ChunkBudget(budget.max_tokens, 1, budget.counter)
@@ -85,6 +106,7 @@ class XlsxParser:
             chunks=tuple(_exact_rows(chunk, book, budget) for chunk in chunks),
             date=book.date,
             warnings=book.warnings,
+            text=book.text + book.notice,
         )
 
 
@@ -108,13 +130,14 @@ class _Book:
 def _open(data: bytes) -> Iterator[Any]:
     """The workbook, read-only with cached values; every openpyxl failure a ParseError."""
     check_archive(data)
+    data = transitional(data)
     from openpyxl import load_workbook
 
     try:
         with warnings.catch_warnings():  # "no default style", unsupported extensions, ...
             warnings.simplefilter("ignore")
             book = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
-    except ParseError:
+    except (ParseError, MemoryError):  # out of memory is not damage (the worker says so)
         raise
     except Exception as exc:  # InvalidFileException, BadZipFile, KeyError, XML errors, ...
         raise ParseError(f"not a readable XLSX workbook ({_reason(exc)})") from None
@@ -123,7 +146,7 @@ def _open(data: bytes) -> Iterator[Any]:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 yield book
-        except ParseError:
+        except (ParseError, MemoryError):
             raise
         except Exception as exc:  # a sheet that fails while it is streamed
             raise ParseError(f"damaged XLSX workbook ({_reason(exc)})") from None
@@ -136,7 +159,7 @@ def _reason(exc: Exception) -> str:
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
-def _read_workbook(data: bytes) -> _Book:
+def _read_workbook(data: bytes, meter: Meter) -> _Book:
     book = _Book()
     lines: list[str] = []
     budget = [MAX_CELLS]
@@ -147,7 +170,7 @@ def _read_workbook(data: bytes) -> _Book:
         if isinstance(created, dt.datetime | dt.date):
             book.date = created.isoformat()[:10]
         for sheet in workbook.worksheets:
-            rows, cut_at = _sheet_rows(sheet, budget)
+            rows, cut_at = _sheet_rows(sheet, budget, meter)
             if rows:
                 _write_sheet(book, lines, str(sheet.title), rows)
             if cut_at is not None:
@@ -172,15 +195,18 @@ class _Row:
     all_text: bool
 
 
-def _sheet_rows(sheet: Any, budget: list[int]) -> tuple[list[_Row], int | None]:
+def _sheet_rows(sheet: Any, budget: list[int], meter: Meter) -> tuple[list[_Row], int | None]:
     """The sheet's non-empty rows, read until the workbook's cell budget runs out; the
-    second value is the row reading stopped at, if it did."""
+    second value is the row reading stopped at, if it did. Text is counted before it is
+    copied: a cell holding a shared string is the one string, until it is cleaned up."""
     sheet.reset_dimensions()  # never trust the declared size: read the cells there are
     rows: list[_Row] = []
     for number, values in enumerate(sheet.iter_rows(values_only=True), start=1):
         budget[0] -= max(1, len(values))
         if budget[0] < 0:
             return rows, number
+        meter.elements(max(1, len(values)))
+        meter.chars(sum(len(value) for value in values if isinstance(value, str)))
         cells = [_cell_text(value) for value in values]
         if any(cells):
             texts = (v for v, c in zip(values, cells, strict=True) if c)

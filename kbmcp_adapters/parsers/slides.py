@@ -12,6 +12,12 @@ slide number kept on every chunk like a PDF page.
   with ``markdown_chunks`` (so a chunk never spans two slides), shifts their line ranges to
   the whole text and sets ``page`` to the slide number on every chunk. A slide with no
   title and no text (a picture) is served as its ``# Slide N`` line but gives no chunk.
+* A slide show (``.ppsx``) or template (``.potx``) saved as ``.pptx`` is read like a
+  presentation: the same parts under another content type.
+* Work is budgeted (``budget.Meter``): slides and shapes count as elements, their text as
+  produced characters. ``convert`` reads the deck (in a parser worker process when
+  isolation is on) into a picklable ``_Deck``; ``text_of`` and ``document`` serve and
+  chunk it.
 * Title from the core properties title (PowerPoint's default title "PowerPoint
   Presentation" does not count), else the first slide title, else the file name; date from
   the core properties creation date.
@@ -26,6 +32,7 @@ from dataclasses import dataclass
 from io import BytesIO
 from typing import Any
 
+from kbmcp_adapters.parsers.budget import DEFAULT_LIMITS, Meter, ParserLimits
 from kbmcp_adapters.parsers.headings import title_from_path
 from kbmcp_adapters.parsers.markdown import markdown_chunks
 from kbmcp_adapters.parsers.word import (
@@ -45,6 +52,17 @@ __all__ = ["PptxParser"]
 _SPACE = re.compile(r"\s+")
 #: The core title PowerPoint gives every new deck; it names no presentation.
 _PLACEHOLDER_TITLE = "powerpoint presentation"
+#: Main-part content types python-pptx reads as a deck: presentation, macro-enabled
+#: presentation, slide show, template.
+_DECK_TYPES = frozenset(
+    "application/vnd." + kind
+    for kind in (
+        "openxmlformats-officedocument.presentationml.presentation.main+xml",
+        "ms-powerpoint.presentation.macroEnabled.main+xml",
+        "openxmlformats-officedocument.presentationml.slideshow.main+xml",
+        "openxmlformats-officedocument.presentationml.template.main+xml",
+    )
+)
 
 
 class PptxParser:
@@ -52,11 +70,22 @@ class PptxParser:
 
     extensions: tuple[str, ...] = ("pptx",)
 
+    def __init__(self, limits: ParserLimits = DEFAULT_LIMITS) -> None:
+        self.limits = limits
+
+    def convert(self, path: str, data: bytes) -> _Deck:
+        return _convert(data, Meter(self.limits))
+
+    def text_of(self, deck: _Deck) -> str:
+        return deck.text()
+
     def extract_text(self, path: str, data: bytes) -> str:
-        return _convert(data).text()
+        return self.text_of(self.convert(path, data))
 
     def parse(self, path: str, data: bytes, budget: ChunkBudget) -> ParsedDocument:
-        deck = _convert(data)
+        return self.document(path, self.convert(path, data), budget)
+
+    def document(self, path: str, deck: _Deck, budget: ChunkBudget) -> ParsedDocument:
         chunks: list[ChunkDraft] = []
         offset = 0
         for slide in deck.slides:
@@ -80,6 +109,7 @@ class PptxParser:
             title=deck.title or first_title or title_from_path(path),
             chunks=tuple(chunks),
             date=deck.date,
+            text=deck.text(),
         )
 
 
@@ -107,22 +137,19 @@ def _shift(line: int | None, offset: int) -> int | None:
     return None if line is None else line + offset
 
 
-def _convert(data: bytes) -> _Deck:
+def _convert(data: bytes, meter: Meter) -> _Deck:
     check_archive(data)
-    from pptx.opc.constants import CONTENT_TYPE
     from pptx.package import Package
 
     with translated("PowerPoint file"):
         package: Any = Package.open(BytesIO(data))
         part: Any = package.main_document_part
-        if part.content_type not in (
-            CONTENT_TYPE.PML_PRESENTATION_MAIN,
-            CONTENT_TYPE.PML_PRES_MACRO_MAIN,
-        ):
+        if part.content_type not in _DECK_TYPES:
             raise ParseError(f"not a PowerPoint presentation ({office_kind(part.content_type)})")
         presentation: Any = part.presentation
         slides = tuple(
-            _slide(number, slide) for number, slide in enumerate(presentation.slides, start=1)
+            _slide(number, slide, meter)
+            for number, slide in enumerate(presentation.slides, start=1)
         )
         title, date = core_title_and_date(package, lambda part: part)
     if title is not None and title.lower() == _PLACEHOLDER_TITLE:
@@ -130,7 +157,7 @@ def _convert(data: bytes) -> _Deck:
     return _Deck(slides, title, date)
 
 
-def _slide(number: int, slide: Any) -> _Slide:
+def _slide(number: int, slide: Any, meter: Meter) -> _Slide:
     title_shape = slide.shapes.title
     title = ""
     if title_shape is not None and title_shape.has_text_frame:
@@ -142,10 +169,14 @@ def _slide(number: int, slide: Any) -> _Slide:
         if skip is not None and top.shape_id == skip:
             continue
         for shape in _shapes(top):
+            meter.elements()
             block = _shape_lines(shape)
             if block:
+                meter.chars(sum(len(line) for line in block))
                 blocks.append(block)
     notes = _notes_lines(slide)
+    meter.elements()
+    meter.chars(len(title) + sum(len(line) for line in notes))
     if notes:
         blocks.append([f"## Notes on slide {number}"])
         blocks.append(notes)

@@ -12,6 +12,10 @@
   ``get_document`` serves.
 * Text boxes anchored in a paragraph follow it as paragraphs of their own; headers,
   footers, footnotes, comments and field codes are not part of the text.
+* Work is budgeted (``budget.Meter``): styles, paragraphs and table rows count as elements,
+  their text as produced characters. ``convert`` reads the document (in a parser worker
+  process when isolation is on) into a picklable ``_Converted``; ``text_of`` and
+  ``document`` serve and chunk it.
 * Title from the core properties title, else the first Title or Heading 1, else the file
   name; date from the core properties creation date.
 """
@@ -25,6 +29,7 @@ from dataclasses import dataclass
 from io import BytesIO
 from typing import Any
 
+from kbmcp_adapters.parsers.budget import DEFAULT_LIMITS, Meter, ParserLimits
 from kbmcp_adapters.parsers.headings import title_from_path
 from kbmcp_adapters.parsers.markdown import markdown_chunks
 from kbmcp_adapters.parsers.zipguard import check_archive
@@ -69,16 +74,28 @@ class DocxParser:
 
     extensions: tuple[str, ...] = ("docx",)
 
+    def __init__(self, limits: ParserLimits = DEFAULT_LIMITS) -> None:
+        self.limits = limits
+
+    def convert(self, path: str, data: bytes) -> _Converted:
+        return _convert(data, Meter(self.limits))
+
+    def text_of(self, converted: _Converted) -> str:
+        return converted.text
+
     def extract_text(self, path: str, data: bytes) -> str:
-        return _convert(data).text
+        return self.text_of(self.convert(path, data))
 
     def parse(self, path: str, data: bytes, budget: ChunkBudget) -> ParsedDocument:
-        converted = _convert(data)
+        return self.document(path, self.convert(path, data), budget)
+
+    def document(self, path: str, converted: _Converted, budget: ChunkBudget) -> ParsedDocument:
         chunks, _ = markdown_chunks(converted.text, budget)
         return ParsedDocument(
             title=converted.title or converted.first_heading or title_from_path(path),
             chunks=chunks,
             date=converted.date,
+            text=converted.text,
         )
 
 
@@ -90,7 +107,7 @@ class _Converted:
     date: str | None
 
 
-def _convert(data: bytes) -> _Converted:
+def _convert(data: bytes, meter: Meter) -> _Converted:
     check_archive(data)
     from docx.opc.constants import CONTENT_TYPE
     from docx.package import Package
@@ -101,8 +118,8 @@ def _convert(data: bytes) -> _Converted:
         if part.content_type != CONTENT_TYPE.WML_DOCUMENT_MAIN:
             raise ParseError(f"not a Word document ({office_kind(part.content_type)})")
         document: Any = part.document
-        styles = _style_kinds(document)
-        writer = _Writer(styles)
+        styles = _style_kinds(document, meter)
+        writer = _Writer(styles, meter)
         writer.blocks(document.element.body)
         title, date = core_title_and_date(package, lambda part: part.core_properties)
     return _Converted(writer.markdown(), title, writer.first_heading, date)
@@ -132,7 +149,7 @@ def translated(what: str) -> Iterator[None]:
     """Turn any library failure (bad package, missing part, broken XML) into ParseError."""
     try:
         yield
-    except ParseError:
+    except (ParseError, MemoryError):  # out of memory is not damage (the worker says so)
         raise
     except Exception as exc:  # PackageNotFoundError, KeyError, BadZipFile, XMLSyntaxError...
         raise ParseError(f"not a readable {what} ({library_reason(exc)})") from None
@@ -187,10 +204,12 @@ class _StyleKind:
     list_level: int | None  # 0-based, for list styles
 
 
-def _style_kinds(document: Any) -> dict[str, _StyleKind]:
-    """Paragraph style id -> what it makes a paragraph, following ``based on`` chains."""
+def _style_kinds(document: Any, meter: Meter) -> dict[str, _StyleKind]:
+    """Paragraph style id -> what it makes a paragraph, following ``based on`` chains
+    (each style counts as an element: a file of a million styles is over budget)."""
     kinds: dict[str, _StyleKind] = {}
     for style in document.styles:
+        meter.elements()
         if getattr(style, "style_id", None) is None or not hasattr(style, "base_style"):
             continue
         heading: int | None = None
@@ -212,8 +231,9 @@ def _style_kinds(document: Any) -> dict[str, _StyleKind]:
 class _Writer:
     """Collects the Markdown lines of a document body."""
 
-    def __init__(self, styles: dict[str, _StyleKind]) -> None:
+    def __init__(self, styles: dict[str, _StyleKind], meter: Meter) -> None:
         self._styles = styles
+        self._meter = meter
         self._blocks: list[list[str]] = []
         self._in_list = False
         self.first_heading: str | None = None
@@ -226,6 +246,7 @@ class _Writer:
     def blocks(self, parent: Any) -> None:
         """Paragraphs and tables under ``parent`` (body, cell, content control), in order."""
         for child in parent.iterchildren():
+            self._meter.elements()
             if child.tag == _W + "p":
                 self._paragraph(child)
             elif child.tag == _W + "tbl":
@@ -240,7 +261,7 @@ class _Writer:
             self.blocks(box)
 
     def _paragraph_text(self, p: Any) -> None:
-        text = _text_of(p)
+        text = self._meter.text(_text_of(p))
         if not text.strip():
             return
         was_list, self._in_list = self._in_list, False
@@ -270,7 +291,8 @@ class _Writer:
     def _table(self, tbl: Any) -> list[str]:
         rows: list[str] = []
         for tr in _children(tbl, "tr"):
-            cells = [_cell_text(tc) for tc in _children(tr, "tc")]
+            self._meter.elements()
+            cells = [self._meter.text(_cell_text(tc)) for tc in _children(tr, "tc")]
             if any(cells):
                 rows.extend(markdown_block(" | ".join(cells)))
         return rows

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from kbmcp_core.errors import StoreError, WriterBusy
+from kbmcp_core.errors import StoreUnreachable, WriterBusy
 
 __all__ = ["FREED_WITHIN_S", "LOCK_KEY", "advisory_lock", "is_postgresql_url"]
 
@@ -147,7 +147,7 @@ def advisory_lock(url: str, timeout_s: float, purpose: str = "index", *,
 
     Waits at most ``timeout_s`` (or until ``deadline``, a ``time.monotonic()`` value), then
     raises ``WriterBusy`` naming the holder; ``check`` is called while waiting and may raise
-    to give up early. ``StoreError`` when the database cannot be reached. ``purpose`` is
+    to give up early. ``StoreUnreachable`` when the database cannot be reached. ``purpose`` is
     accepted for symmetry with the file lock (the holder's name says who, not why).
     """
     import psycopg
@@ -159,8 +159,8 @@ def advisory_lock(url: str, timeout_s: float, purpose: str = "index", *,
     try:
         conn = psycopg.connect(**_connect_args(url, _application_name(os.getpid(), since)))
     except psycopg.Error as exc:
-        raise StoreError(f"cannot connect to the index database for the writer lock: "
-                         f"{_first_line(exc)}") from None
+        raise StoreUnreachable(f"cannot connect to the index database for the writer lock: "
+                               f"{_first_line(exc)}") from None
     try:
         try:
             while not _try_lock(conn):
@@ -179,8 +179,8 @@ def advisory_lock(url: str, timeout_s: float, purpose: str = "index", *,
             conn.execute("SELECT set_config('application_name', %s, false)",
                          (_application_name(os.getpid(), since),))
         except psycopg.Error as exc:
-            raise StoreError(f"the writer lock's database connection failed: "
-                             f"{_first_line(exc)}") from None
+            raise StoreUnreachable(f"the writer lock's database connection failed: "
+                                   f"{_first_line(exc)}") from None
         try:
             yield HeldLock(conn)
         finally:

@@ -24,7 +24,14 @@ from sqlalchemy.pool import NullPool
 
 import kbmcp_migrations
 from kbmcp_adapters.store.urls import check_database_url, is_postgresql, normalized_url, safe_url
-from kbmcp_core.errors import IndexNotFound, IndexReadOnly, StoreCorrupt, StoreError
+from kbmcp_core.errors import (
+    IndexNotFound,
+    IndexReadOnly,
+    StoreCorrupt,
+    StoreError,
+    StoreFailed,
+    StoreUnreachable,
+)
 
 if TYPE_CHECKING:  # Alembic is imported only to migrate: opening an index at head
     from alembic.config import Config  # (every search) does not pay for it
@@ -93,15 +100,22 @@ def make_engine(url: str) -> Engine:
 
 
 def read_only_engine(db: Path) -> Engine:
-    """An engine that reads ``db`` and can never write it, for an index this user may not
-    write.
+    """An engine that reads ``db`` and never writes, creates or touches anything beside it:
+    for an index this user may not write, and for ``serve --read-only``.
 
-    Each connection is opened when needed (no pool), with ``mode=ro`` when it can: that
-    reads through the WAL and sees the owner's latest commits, but it needs the WAL index
-    file (``-shm``) to exist already or to be creatable. When the folder is read-only and
-    no writer is active, neither holds, and ``immutable=1`` reads the file as it is (with
-    no writer active it is complete: the last writer checkpointed it when it closed). A
-    writer that starts later creates the ``-shm``, and the next connection uses it.
+    Each connection is opened when needed (no pool). While a writer has the index open
+    (its ``-wal`` and ``-shm`` files exist), ``mode=ro&readonly_shm=1`` reads through the
+    WAL and sees the writer's latest commits without writing the shared-memory file (a
+    read lock keeps the writer from checkpointing under the reader). With no writer, the
+    last one checkpointed the file and removed both when it closed, and ``immutable=1``
+    reads the file as it is; ``mode=ro`` would create the two files there. A writer that
+    starts later creates them, and the next connection reads through them.
+
+    The trade-off (decision 0011): a writer that starts *during* one ``immutable`` read
+    and checkpoints before that read ends could show it a page of the new state; a read
+    takes milliseconds and a writer's first checkpoint comes after a thousand pages or at
+    its close. And a writer closing just between the look for its files and the open can
+    leave an empty ``index.db-wal`` behind (SQLite ignores an empty one).
     """
     with translated(db):
         _connect_read_only(db).close()  # a damaged or unreadable file fails here, once
@@ -130,7 +144,8 @@ def is_read_only(engine: Engine) -> bool:
 
 def _connect_read_only(db: Path) -> sqlite3.Connection:
     base = "file:" + quote(str(db))
-    for query in ("mode=ro", "immutable=1"):
+    live = all(os.path.exists(f"{db}{suffix}") for suffix in ("-wal", "-shm"))
+    for query in ("mode=ro&readonly_shm=1", "immutable=1")[0 if live else 1:]:
         conn = sqlite3.connect(f"{base}?{query}", uri=True, check_same_thread=False)
         try:
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
@@ -177,7 +192,7 @@ def _one_line(reason: object) -> str:
     return " ".join(first.replace("FATAL:", "").split())
 
 
-def pg_connect_failure(location: str, reason: object) -> StoreError:
+def pg_connect_failure(location: str, reason: object) -> StoreUnreachable:
     """The one sentence for a PostgreSQL server that cannot be reached or refuses us."""
     message = _one_line(reason)
     message = message.rsplit(" failed: ", 1)[-1] if " failed: " in message else message
@@ -188,7 +203,7 @@ def pg_connect_failure(location: str, reason: object) -> StoreError:
         hint = "create the database (createdb) or fix the name in database_url"
     else:
         hint = "check that the server runs and that host and port in database_url are right"
-    return StoreError(f"cannot connect to the PostgreSQL index store at {location} "
+    return StoreUnreachable(f"cannot connect to the PostgreSQL index store at {location} "
                       f"({message}): {hint}")
 
 
@@ -226,7 +241,7 @@ def translated(db: Path | None = None, location: str | None = None) -> Iterator[
             lost = isinstance(exc, DBAPIError) and exc.connection_invalidated
             if lost or _pg_connection_state(state, exc):
                 raise pg_connect_failure(location, reason) from None
-            raise StoreError(f"index store error: {_one_line(reason)}") from None
+            raise StoreFailed(f"index store error: {_one_line(reason)}") from None
         code = sqlite_code(exc)
         if code in _DAMAGED:
             where = rebuild_hint(db) if db is not None else "the index database file"
@@ -237,15 +252,22 @@ def translated(db: Path | None = None, location: str | None = None) -> Iterator[
         raise StoreError(f"index store error: {reason}") from exc
 
 
-def open_engine(url: str, create: bool) -> Engine:
+def open_engine(url: str, create: bool, *, read_only: bool = False) -> Engine:
     """The engine for ``url``; ``IndexNotFound`` (creating nothing) unless ``create``.
 
     An existing index this process may not write opens read-only for readers
     (``create=False``); a writer (``create=True``) gets ``IndexReadOnly`` instead.
+    ``read_only``: a SQLite index opens read-only even when this process may write it.
     """
     if is_postgresql(url):
         return _open_pg_engine(url, create)
     location = sqlite_file(url)
+    if read_only and location is not None:
+        if create:
+            raise IndexReadOnly(str(location.parent), "opened read-only")
+        if not location.exists():
+            raise IndexNotFound(str(location))
+        return read_only_engine(location)
     if location is not None and not location.exists():
         if not create:
             raise IndexNotFound(str(location))
@@ -392,9 +414,10 @@ def open_at_revision(url: str, revision: str) -> None:
         engine.dispose()
 
 
-def schema_revision(url: str) -> str | None:
-    """The revision of an existing index, read without migrating it."""
-    engine = open_engine(url, create=False)
+def schema_revision(url: str, *, read_only: bool = False) -> str | None:
+    """The revision of an existing index, read without migrating it (``read_only``: as
+    ``open_engine``)."""
+    engine = open_engine(url, create=False, read_only=read_only)
     try:
         with translated(location=pg_location(url)), engine.connect() as conn:
             return current_revision(conn)

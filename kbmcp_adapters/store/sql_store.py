@@ -45,6 +45,7 @@ from kbmcp_adapters.store.tables import (
     stored_document,
 )
 from kbmcp_adapters.store.tables import chunks as chunk_table
+from kbmcp_adapters.store.tables import converted_text as converted_table
 from kbmcp_adapters.store.tables import documents as document_table
 from kbmcp_core.errors import StoreError
 from kbmcp_core.models import (
@@ -57,7 +58,7 @@ from kbmcp_core.models import (
     StoredChunk,
     StoredDocument,
 )
-from kbmcp_core.ports import DocumentWrite, batch_paths
+from kbmcp_core.ports import ConvertedText, DocumentWrite, batch_paths
 
 __all__ = ["SqlIndexStore", "head_revision", "make_engine", "open_at_revision", "schema_revision"]
 
@@ -73,6 +74,9 @@ QUICK_CHECK_MAX = 20
 #: sorting by path would tempt the planner to walk every row in path order.
 SIZES_OVER_SQL = "SELECT path, size_bytes FROM documents WHERE size_bytes > :min_bytes"
 _PATH_ID = select(document_table.c.id).where(document_table.c.path == bindparam("path"))
+#: Converted texts whose hash no document carries any more (``prune_dangling``).
+UNREFERENCED_CONVERSIONS = ("DELETE FROM converted_text WHERE content_hash NOT IN "
+                            "(SELECT content_hash FROM documents)")
 
 
 Ranker = Callable[[Connection, str, int, "str | None"], list[tuple[int, float]]]
@@ -112,17 +116,19 @@ def _batches(items: Iterable[T], size: int = BATCH) -> Iterator[list[T]]:
 class SqlIndexStore:
     """The index store. Every method is one short transaction on a pooled connection."""
 
-    def __init__(self, url: str, create: bool = False, *, migrate_schema: bool = True) -> None:
+    def __init__(self, url: str, create: bool = False, *, migrate_schema: bool = True,
+                 read_only: bool = False) -> None:
         """Open the index at ``url`` (an SQLAlchemy URL) and migrate it to head.
 
         ``create=False`` raises ``IndexNotFound`` when the SQLite file does not exist
         (nothing is created). ``migrate_schema=False`` leaves an old index as it is, so a
         health check can report its revision; only head-schema reads are then safe.
+        ``read_only``: a SQLite file is opened read-only even when this user may write it.
         """
         self._db = migrate.sqlite_file(url)
         #: a PostgreSQL store's URL for messages (password hidden); None for SQLite
         self._location = migrate.pg_location(url)
-        self._engine = migrate.open_engine(url, create)
+        self._engine = migrate.open_engine(url, create, read_only=read_only)
         self._dialect = POSTGRESQL if self._engine.dialect.name == "postgresql" else SQLITE
         try:
             #: True when this process may not write the index: it was opened read-only
@@ -202,6 +208,7 @@ class SqlIndexStore:
             return []
         t = document_table
         with self._write() as conn:
+            replaced_hashes = self._hashes_at(conn, paths)
             removed = self._delete_paths(conn, paths)
             new_ids = conn.execute(
                 insert(t).returning(t.c.id, sort_by_parameter_order=True),
@@ -218,6 +225,10 @@ class SqlIndexStore:
                 key = self._dialect.lexical_key
                 for table in self._dialect.lexical_tables:
                     self._insert_many(conn, table, rows, {"id": key})
+            self._keep_converted(conn, [w.converted for w in batch
+                                        if w.converted is not None
+                                        and w.converted.content_hash == w.document.content_hash])
+            self._drop_unreferenced(conn, replaced_hashes)
         written = {c.id for w in batch for c in w.chunks}
         return [cid for cid in removed if cid not in written]
 
@@ -236,13 +247,16 @@ class SqlIndexStore:
             values = ", ".join(f":{k}" for k in keys)
             conn.execute(text(f"INSERT INTO {table} ({columns}) VALUES ({values})"), rows)
 
-    def update_document_metadata(self, document: DocumentRecord) -> None:
+    def update_document_metadata(
+        self, document: DocumentRecord, converted: ConvertedText | None = None
+    ) -> None:
         values = document_values(document)
         del values["path"]
         with self._write() as conn:
             document_id = conn.execute(_PATH_ID, {"path": document.path}).scalar()
             if document_id is None:
                 raise StoreError(f"no indexed document at {document.path!r} to update")
+            replaced_hashes = self._hashes_at(conn, [document.path])
             where = document_table.c.id == document_id
             conn.execute(update(document_table).where(where).values(**values))
             key = self._dialect.lexical_key
@@ -252,13 +266,19 @@ class SqlIndexStore:
                     text(statement + "(SELECT id FROM chunks WHERE document_id = :document_id)"),
                     {"title": document.title, "document_id": document_id},
                 )
+            if converted is not None and converted.content_hash == document.content_hash:
+                self._keep_converted(conn, [converted])
+            self._drop_unreferenced(conn, replaced_hashes)
 
     def delete_documents(self, paths: Iterable[str]) -> list[int]:
         wanted = set(paths)
         if not wanted:
             return []
         with self._write() as conn:
-            return self._delete_paths(conn, wanted)
+            replaced_hashes = self._hashes_at(conn, wanted)
+            removed = self._delete_paths(conn, wanted)
+            self._drop_unreferenced(conn, replaced_hashes)
+            return removed
 
     def _delete_paths(self, conn: Connection, paths: Collection[str]) -> list[int]:
         document_ids: list[int] = []
@@ -329,6 +349,7 @@ class SqlIndexStore:
             "DELETE FROM chunks WHERE document_id NOT IN (SELECT id FROM documents)",
             *(f"DELETE FROM {t} WHERE {self._dialect.lexical_key} NOT IN (SELECT id FROM chunks)"
               for t in self._dialect.lexical_tables),
+            UNREFERENCED_CONVERSIONS,
         ]
         removed = 0
         with self._write() as conn:
@@ -516,3 +537,71 @@ class SqlIndexStore:
                 for row in conn.execute(query):
                     found.setdefault(int(row.hit_id), []).append(stored_chunk(row._mapping))
         return found
+
+    # -- converted texts (decision 0023) ------------------------------------------
+    def converted_text(self, content_hash: str) -> ConvertedText | None:
+        c = converted_table.c
+        with self._read() as conn:
+            row = conn.execute(select(c.text, c.chars).where(c.content_hash == content_hash)
+                               ).first()
+        return None if row is None else ConvertedText(content_hash, str(row.text), int(row.chars))
+
+    def converted_hashes(self, hashes: Collection[str]) -> set[str]:
+        c = converted_table.c
+        found: set[str] = set()
+        with self._read() as conn:
+            for batch in _batches(set(hashes)):
+                query = select(c.content_hash).where(c.content_hash.in_(batch))
+                found.update(str(h) for h in conn.execute(query).scalars())
+        return found
+
+    def keep_conversions(self, texts: Sequence[ConvertedText]) -> int:
+        """Keep each text whose hash a document carries, in one transaction; returns how
+        many were kept."""
+        if not texts:
+            return 0
+        d = document_table.c
+        with self._write() as conn:
+            carried: set[str] = set()
+            for batch in _batches({t.content_hash for t in texts}):
+                query = select(d.content_hash).where(d.content_hash.in_(batch)).distinct()
+                carried.update(str(h) for h in conn.execute(query).scalars())
+            return self._keep_converted(conn, [t for t in texts if t.content_hash in carried])
+
+    def _keep_converted(self, conn: Connection, texts: Sequence[ConvertedText]) -> int:
+        """Insert or replace these texts: the newest conversion of a hash is the one the
+        index's chunks were cut from (a forced run after an upgrade converts anew).
+        Returns the texts written."""
+        rows = list({t.content_hash: {"content_hash": t.content_hash, "text": t.text,
+                                      "chars": t.chars} for t in texts}.values())
+        if not rows:
+            return 0
+        statement = self._dialect.insert(converted_table)
+        statement = statement.on_conflict_do_update(
+            index_elements=[converted_table.c.content_hash],
+            set_={"text": statement.excluded.text, "chars": statement.excluded.chars})
+        for row in rows:  # one by one: a text may be a megabyte, never batch many
+            conn.execute(statement, row)
+        return len(rows)
+
+    def _hashes_at(self, conn: Connection, paths: Collection[str]) -> set[str]:
+        """The content hashes of the documents at ``paths`` (before they are replaced)."""
+        d = document_table.c
+        found: set[str] = set()
+        for names in _batches(paths):
+            found.update(str(h) for h in conn.execute(
+                select(d.content_hash).where(d.path.in_(names))).scalars())
+        return found
+
+    def _drop_unreferenced(self, conn: Connection, hashes: Collection[str]) -> None:
+        """Drop the converted texts of ``hashes`` that no document carries any more."""
+        if not hashes:
+            return
+        d = document_table.c
+        for batch in _batches(hashes):
+            carried = set(conn.execute(select(d.content_hash).where(
+                d.content_hash.in_(batch)).distinct()).scalars())
+            gone = [h for h in batch if h not in carried]
+            if gone:
+                conn.execute(delete(converted_table).where(
+                    converted_table.c.content_hash.in_(gone)))

@@ -31,6 +31,7 @@ documents = Table(
     Column("last_indexed", Text, nullable=False),
     Column("size_bytes", BigInt, nullable=True),  # revision 0002; NULL = never recorded
     Index("ix_documents_size_bytes", "size_bytes"),
+    Index("ix_documents_content_hash", "content_hash"),  # revision 0004
 )
 
 chunks = Table(
@@ -61,6 +62,16 @@ index_meta = Table(
     metadata,
     Column("key", Text, primary_key=True),
     Column("value", Text),
+)
+
+#: revision 0004: the text a read serves for a converted document, by the sha256 of the
+#: bytes it was made from (decision 0023); a row lives while a document carries its hash
+converted_text = Table(
+    "converted_text",
+    metadata,
+    Column("content_hash", Text, primary_key=True),
+    Column("text", Text, nullable=False),  # cut at the read cap of extracted text
+    Column("chars", BigInt, nullable=False),  # characters in the whole conversion
 )
 
 #: FTS5 virtual tables (rowid = chunk id, columns title, heading, body). They are not

@@ -165,6 +165,9 @@ class LanceVectorStore:
                 if self._name in db.list_tables().tables:
                     db.drop_table(self._name)
             return
+        if self._not_a_folder():
+            self._move_aside()
+            return
         if not self._directory.is_dir():
             return
         try:
@@ -198,6 +201,8 @@ class LanceVectorStore:
                 # rows, bytes and fragments (a dict at run time, typed as a dataclass)
                 token = (table.version, repr(table.stats()))
             return hashlib.sha256(repr(token).encode()).hexdigest()[:32]
+        if self._not_a_folder():
+            return None  # the caller reads the vectors, which says what is wrong
         table_dir = self._table_dir()
         if not table_dir.exists():
             return "absent"
@@ -378,8 +383,37 @@ class LanceVectorStore:
             )
         return self._db
 
+    def _not_a_folder(self) -> bool:
+        """True when the local vectors location exists but is no folder (a regular file,
+        a dangling link): reads fail on it, and ``reset`` moves it aside."""
+        d = self._directory
+        return d is not None and os.path.lexists(d) and not d.is_dir()
+
+    def _move_aside(self) -> None:
+        """Rename what holds the vectors' place to a free ``<name>.not-a-folder[.N]``
+        beside it, so the next write can create the folder (nothing is deleted)."""
+        d = self._directory
+        assert d is not None, "a local store only"
+        for n in range(1000):
+            aside = d.with_name(f"{d.name}.not-a-folder" + (f".{n}" if n else ""))
+            if not os.path.lexists(aside):
+                break
+        else:  # never rename over an earlier one
+            raise StoreError(f"the vectors location {d} is not a folder, and 1000 earlier "
+                             "ones were moved aside beside it: remove them")
+        with self._translate("move the file in the vectors' place aside"):
+            os.rename(d, aside)
+        self._db = None
+        log.warning("the vectors location %s was not a folder: moved it aside to %s; the "
+                    "vectors are rebuilt from the indexed chunks", d, aside.name)
+
     def _open(self) -> Table | None:
-        """The table, or None when there is none (a missing folder creates nothing)."""
+        """The table, or None when there is none (a missing folder creates nothing).
+        A location that exists but is not a folder is an error (``NotADirectoryError``),
+        never an empty store: search must say its vectors are unreadable."""
+        if self._not_a_folder():
+            # no path in the text: it reaches clients in search's notice
+            raise NotADirectoryError("the vectors location is a file, not a folder")
         if self._directory is not None and not self._directory.is_dir():
             return None
         db = self._connect()

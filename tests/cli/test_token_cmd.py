@@ -60,3 +60,29 @@ def test_a_duplicate_name_is_refused_and_changes_nothing(kb_mcp: Invoke, kb: Pat
     assert twice.exit_code == 2 and twice.stdout == ""
     assert "exists already" in twice.stderr
     assert stored.read_bytes() == before
+
+
+def test_revoking_the_last_token_says_what_that_means(kb_mcp: Invoke, tmp_path: Path) -> None:
+    path = tmp_path / "tokens.json"
+    for name in ("a", "b"):
+        assert kb_mcp("token", "create", name, "--tokens-file", str(path)).exit_code == 0
+    first = kb_mcp("token", "revoke", "a", "--tokens-file", str(path))
+    assert first.exit_code == 0 and "last token" not in first.stderr
+    last = kb_mcp("token", "revoke", "b", "--tokens-file", str(path))
+    assert last.exit_code == 0
+    assert "warning: that was the last token" in last.stderr
+    assert "keeps refusing every request" in last.stderr
+    assert "WITHOUT authentication" in last.stderr
+
+
+def test_the_config_can_name_the_tokens_file(kb_mcp: Invoke, kb: Path, tmp_path: Path) -> None:
+    config = tmp_path / "team" / "kb-mcp.toml"
+    config.parent.mkdir()
+    config.write_text(f'kb_path = "{kb}"\n[server]\ntokens_file = "shared.json"\n',
+                      encoding="utf-8")
+    assert kb_mcp("token", "create", "ci", "--config", str(config)).exit_code == 0
+    assert [t["name"] for t in json.loads((config.parent / "shared.json").read_text(
+        encoding="utf-8"))["tokens"]] == ["ci"]
+    listed = kb_mcp("token", "list", "--config", str(config))
+    assert listed.stdout.startswith("ci\t")
+    assert not (kb / ".kb-mcp" / "tokens.json").exists()

@@ -8,7 +8,7 @@ import pytest
 
 from kbmcp_core.errors import StoreError
 from kbmcp_core.models import ChunkRecord, DocumentRecord, IndexedState
-from kbmcp_core.ports import DocumentWrite, IndexStore
+from kbmcp_core.ports import ConvertedText, DocumentWrite, IndexStore
 from tests.contract.conftest import StoreUnderTest
 
 
@@ -413,3 +413,67 @@ def test_a_path_twice_in_one_batch_is_refused_before_any_write(store: IndexStore
             DocumentWrite(doc("b.md"), [chunk(2, 0, "two")], replaces="a.md"),
         ])
     assert store.document_paths() == []
+
+
+# -- converted texts (decision 0023) --------------------------------------------------
+
+
+def converted(digest: str, text: str, chars: int | None = None) -> ConvertedText:
+    return ConvertedText(digest, text, len(text) if chars is None else chars)
+
+
+def test_a_converted_text_written_with_its_document_reads_back_exactly(
+        store: IndexStore) -> None:
+    text = "# Table\n\n| a | b |\n|---|---|\n| ☃ | \U0001f600 |\n" + "x" * 70_000
+    store.write_documents([DocumentWrite(doc("page.html", digest="h1"), [chunk(1, 0, "t")],
+                                         converted=converted("h1", text, 2_000_000))])
+    got = store.converted_text("h1")
+    assert got is not None
+    assert (got.text, got.chars, got.truncated) == (text, 2_000_000, True)
+    assert store.converted_text("h2") is None
+    assert store.converted_hashes({"h1", "h2"}) == {"h1"}
+
+
+def test_a_converted_text_lives_while_a_document_carries_its_hash(store: IndexStore) -> None:
+    # two files with the same bytes share one text
+    store.write_documents([
+        DocumentWrite(doc("a.html", digest="same"), [chunk(1, 0, "one")],
+                      converted=converted("same", "the text")),
+        DocumentWrite(doc("b.html", digest="same"), [chunk(2, 0, "two")],
+                      converted=converted("same", "the text")),
+    ])
+    store.delete_documents(["a.html"])
+    assert store.converted_text("same") == converted("same", "the text")
+    # an edit (new bytes, new hash): the old text goes in the same write
+    store.write_documents([DocumentWrite(doc("b.html", digest="new"), [chunk(3, 0, "three")],
+                                         converted=converted("new", "new text"))])
+    assert store.converted_text("same") is None
+    assert store.converted_text("new") == converted("new", "new text")
+    store.delete_documents(["b.html"])
+    assert store.converted_hashes({"same", "new"}) == set()
+
+
+def test_a_rewrite_with_the_same_bytes_keeps_the_text_and_a_metadata_update_renews_it(
+        store: IndexStore) -> None:
+    store.write_documents([DocumentWrite(doc("p.html", digest="h1"), [chunk(1, 0, "one")],
+                                         converted=converted("h1", "first"))])
+    store.write_document(doc("p.html", digest="h1"), [chunk(2, 0, "one")])
+    assert store.converted_text("h1") == converted("h1", "first")
+    store.update_document_metadata(doc("p.html", "New title", digest="h2"),
+                                   converted("h2", "second"))
+    assert store.converted_hashes({"h1", "h2"}) == {"h2"}
+    store.update_document_metadata(doc("p.html", "Newer title", digest="h3"))
+    assert store.converted_hashes({"h1", "h2", "h3"}) == set()
+
+
+def test_keep_conversions_keeps_only_texts_a_document_carries(store: IndexStore) -> None:
+    fill(store)
+    kept = store.keep_conversions([converted("hash-of-guide/deploy.md", "deploy text"),
+                                   converted("no-such-hash", "nobody's")])
+    assert kept == 1
+    assert store.converted_hashes({"hash-of-guide/deploy.md", "no-such-hash"}) == {
+        "hash-of-guide/deploy.md"}
+    assert store.keep_conversions([converted("hash-of-guide/deploy.md", "renewed")]) == 1
+    assert store.converted_text("hash-of-guide/deploy.md") == converted(
+        "hash-of-guide/deploy.md", "renewed")
+    assert store.prune_dangling() == 0

@@ -275,7 +275,8 @@ async def stdio_session(
         command=command[0],
         args=[*command[1:], "serve", "--kb-path", str(kb),
               *([] if watch else ["--no-watch"]), *extra_args],
-        env=env,
+        # the SDK passes on only a few variables: keep the test's own user config folder
+        env={"XDG_CONFIG_HOME": os.environ["XDG_CONFIG_HOME"], **env},
     )
     with log.open("w", encoding="utf-8") as errlog:
         async with Client(

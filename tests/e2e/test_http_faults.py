@@ -1,11 +1,13 @@
 """The real `kb-mcp serve --transport http` under hostile clients: stalled bodies, clients
-that hang up, and more sessions than it will hold."""
+that hang up, more sessions than it will hold, and connections that never finish their
+headers."""
 
 from __future__ import annotations
 
 import http.client
 import json
 import re
+import select
 import socket
 import time
 from collections.abc import Iterator
@@ -156,3 +158,75 @@ def test_idle_sessions_expire_and_free_their_place(
     assert status == 200
     ping = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "ping"}).encode()
     assert post(server, ping, idle)[0] == 404  # gone: the client starts a new session
+
+
+# -- slow clients: connections that never finish their headers ------------------------------
+def connect(port: int, source: str, count: int) -> list[socket.socket]:
+    """``count`` connections from ``source`` (a loopback address) that send nothing yet
+    (so a refusal's answer is never lost to a reset over unread bytes)."""
+    return [socket.create_connection(("127.0.0.1", port), timeout=DEADLINE,
+                                     source_address=(source, 0)) for _ in range(count)]
+
+
+def start_requests(socks: list[socket.socket], port: int) -> None:
+    """Each sends the start of a request and never the rest of its headers."""
+    for sock in socks:
+        sock.sendall(f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-Slow: ".encode())
+
+
+def answers_until_closed(socks: list[socket.socket], count: int) -> list[bytes]:
+    """Wait until ``count`` of ``socks`` are closed by the server: what each was sent."""
+    received = {sock: b"" for sock in socks}
+    closed: list[bytes] = []
+    end = time.monotonic() + DEADLINE
+    while len(closed) < count:
+        left = end - time.monotonic()
+        assert left > 0, f"only {len(closed)} of {count} connections were closed"
+        readable, _, _ = select.select([s for s in received if s.fileno() >= 0], [], [],
+                                       left)
+        for sock in readable:
+            try:
+                chunk = sock.recv(65536)
+            except ConnectionResetError:
+                chunk = b""
+            if chunk:
+                received[sock] += chunk
+            else:
+                closed.append(received.pop(sock))
+                sock.close()
+    return closed
+
+
+def test_connections_that_never_finish_their_headers_are_capped_and_closed(
+    plain_kb: Path, server_env: Env, servers: list[HttpServer]
+) -> None:
+    # (the checks before the time-out take about a second; 5 s leaves room on a busy machine)
+    server = serve(plain_kb, server_env, servers, "--header-timeout", "5",
+                   "--max-connections-per-client", "50", "--max-connections", "100")
+    socks = connect(server.port, "127.0.0.2", 200)
+    try:
+        # one client holds at most 50: the other 150 are answered 503 and closed at once
+        refused = answers_until_closed(socks, 150)
+        assert all(answer.startswith(b"HTTP/1.1 503 ") for answer in refused)
+        start_requests([sock for sock in socks if sock.fileno() >= 0], server.port)
+        assert server.health()["status"] == "ok"  # another client is still served
+        # past the total, every client is refused
+        more = connect(server.port, "127.0.0.3", 51)
+        socks += more
+        (last,) = answers_until_closed(more, 1)
+        assert last.startswith(b"HTTP/1.1 503 ")
+        start_requests([sock for sock in more if sock.fileno() >= 0], server.port)
+        # and within the header timeout the 100 half-open ones are answered 408 and closed
+        timed_out = answers_until_closed(socks, 100)
+        assert all(answer.startswith(b"HTTP/1.1 408 ") for answer in timed_out)
+        assert all(b"nosniff" in answer for answer in [*refused, *timed_out])
+        assert server.health()["status"] == "ok"
+    finally:
+        for sock in socks:
+            sock.close()
+    stop(server.proc)
+    log = server.log.drain()
+    assert "Traceback" not in log and "ERROR" not in log, log[-3000:]
+    # 151 refusals and 100 time-outs, but repeats are rate-limited: a handful of lines
+    assert len([line for line in log.splitlines() if "refused a connection" in line]) <= 5
+    assert len([line for line in log.splitlines() if "--header-timeout" in line]) <= 5

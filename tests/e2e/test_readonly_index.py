@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -254,3 +255,149 @@ def test_live_sync_on_a_read_only_index_pauses_with_one_warning(
     out.drain()
     no_traceback(stderr)
     assert "live sync failed" not in stderr
+
+
+# -- `serve --read-only` on an index folder it could write ------------------------------------
+def tree(folder: Path) -> dict[str, tuple[int, int, int]]:
+    """(type and mode, size, mtime) of the folder and of everything under it: a file
+    created and removed again (a socket, SQLite's -wal/-shm) still changes its folder."""
+    entries = {".": folder, **{str(p.relative_to(folder)): p for p in folder.rglob("*")}}
+    stats = {name: path.lstat() for name, path in entries.items()}
+    return {name: (st.st_mode, st.st_size, st.st_mtime_ns) for name, st in stats.items()}
+
+
+class Replica:
+    """`kb-mcp serve --read-only` over stdio (watching left on: read-only alone turns it
+    off), spoken to with raw JSON-RPC lines."""
+
+    def __init__(self, kb: Path, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            [*kb_mcp_command(), "serve", "--kb-path", str(kb), "--read-only"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, encoding="utf-8", env=env)
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        self.stdout, self.stderr = LineReader(self.proc.stdout), LineReader(self.proc.stderr)
+        self.next_id = 0
+        hello = self.call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                         "clientInfo": {"name": "replica", "version": "1"}})
+        assert "result" in hello, hello
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, message: dict[str, object]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message) + "\n")
+        self.proc.stdin.flush()
+
+    def call(self, method: str, params: dict[str, object]) -> dict[str, object]:
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        while True:
+            line = self.stdout.next_line()
+            assert line is not None, self.stderr.lines[-20:]
+            reply = json.loads(line)
+            if reply.get("id") == self.next_id:
+                return dict(reply)
+
+    def tool(self, name: str, arguments: dict[str, object]) -> dict[str, object]:
+        result = self.call("tools/call", {"name": name, "arguments": arguments})["result"]
+        assert isinstance(result, dict) and result["isError"] is False, result
+        return dict(result["structuredContent"])
+
+    def found(self, query: str) -> list[str]:
+        hits = self.tool("search", {"query": query, "limit": 10})["results"]
+        assert isinstance(hits, list)
+        return [hit["path"] for hit in hits]
+
+    def close(self) -> tuple[int, str]:
+        """Close stdin; the exit code and the log."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        code = self.proc.wait(timeout=60)
+        return code, self.stderr.drain()
+
+
+@pytest.fixture
+def writable_kb(indexed: Path, tmp_path: Path) -> Path:
+    kb = tmp_path / "kb"
+    shutil.copytree(indexed, kb)
+    return kb
+
+
+def test_a_read_only_server_creates_and_changes_nothing_in_the_index_folder(
+    writable_kb: Path, env: dict[str, str]
+) -> None:
+    """The folder is writable, yet `serve --read-only` answers searches and reads without
+    a socket, a -wal/-shm file or any other change there, while it runs and after."""
+    index_dir = writable_kb / ".kb-mcp"
+    before = tree(index_dir)
+    assert not {"index.db-wal", "index.db-shm", "kb-mcp.sock"} & set(before)
+    replica = Replica(writable_kb, env)
+    try:
+        assert replica.found("vault signing keys")[0] == "keys.md"  # both legs, the model
+        assert replica.found("tomatoes staking")[0] == "garden.md"
+        document = replica.tool("get_document", {"path": "notes/backup.md"})
+        assert "cold storage" in json.dumps(document)
+        read = replica.call("resources/read", {"uri": "kb://doc/keys.md"})
+        assert "vault" in json.dumps(read["result"])
+        assert replica.tool("list_topics", {})["watcher"] == {"alive": False}
+        assert tree(index_dir) == before  # nothing while it runs either
+    finally:
+        code, log = replica.close()
+    assert code == 0, log
+    no_traceback(log)
+    assert tree(index_dir) == before
+
+
+def test_a_read_only_server_sees_what_a_live_writer_commits(
+    writable_kb: Path, env: dict[str, str]
+) -> None:
+    """Started before any writer (the file read as it is), the replica sees the commits of
+    a `kb-mcp watch` started later (read through its WAL), and after that writer stopped."""
+    replica = Replica(writable_kb, env)
+    watch: subprocess.Popen[str] | None = None
+    try:
+        assert "zeppelin.md" not in replica.found("zeppelin hangar")
+        watch = subprocess.Popen([*kb_mcp_command(), "watch", "--kb-path", str(writable_kb)],
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE, text=True, env=env)
+        assert watch.stderr is not None
+        watched = LineReader(watch.stderr)
+        watched.wait_for(r"watching .* for changes")
+        write_files(writable_kb, {"zeppelin.md": "# Zeppelin\n\nThe zeppelin hangar opens "
+                                                 "at dawn.\n"})
+        watched.wait_for(r"1 added")
+        assert (writable_kb / ".kb-mcp" / "index.db-shm").exists()  # the writer is live
+        assert "zeppelin.md" in replica.found("zeppelin hangar")
+        watch.send_signal(signal.SIGTERM)
+        assert watch.wait(timeout=60) == 0, watched.drain()
+        assert not (writable_kb / ".kb-mcp" / "index.db-shm").exists()
+        assert "zeppelin.md" in replica.found("zeppelin hangar")  # the file as it is now
+    finally:
+        if watch is not None:
+            stop(watch)
+        code, log = replica.close()
+    assert code == 0, log
+    no_traceback(log)
+
+
+def test_a_read_only_http_replica_creates_and_changes_nothing_in_the_index_folder(
+    writable_kb: Path, env: dict[str, str]
+) -> None:
+    from tests.e2e.http_support import environment, initialize_params, start
+
+    index_dir = writable_kb / ".kb-mcp"
+    before = tree(index_dir)
+    served = start(writable_kb, environment(env), "--read-only")
+    try:
+        assert served.rpc("initialize", initialize_params()) is not None
+        found = served.rpc("tools/call", {"name": "search",
+                                          "arguments": {"query": "vault signing keys"}})
+        assert found is not None
+        assert found["result"]["structuredContent"]["results"][0]["path"] == "keys.md"
+        assert tree(index_dir) == before
+        served.proc.send_signal(signal.SIGTERM)
+        assert served.proc.wait(timeout=60) == 0
+    finally:
+        stop(served.proc)
+    no_traceback(served.log.drain())
+    assert tree(index_dir) == before

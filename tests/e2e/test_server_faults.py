@@ -7,6 +7,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -133,6 +134,31 @@ def test_every_malformed_line_gets_a_json_rpc_answer(
     assert "Traceback" not in server.stderr_text()
 
 
+def test_a_request_id_that_is_not_a_string_or_integer_is_answered_and_logged(
+    tmp_path: Path, server_env: Env, servers: list[Server]
+) -> None:
+    """JSON-RPC ids are strings or integers (MCP: never null). Any other id used to make
+    the line look like a notification: no answer, no log line, a client waiting forever."""
+    kb = tmp_path / "kb"
+    write(kb, "a.md", "# A\n\nalpha\n")
+    server = Server(kb, server_env, "--no-watch")
+    servers.append(server)
+    server.initialize()
+    bad_ids = [b"{}", b'{"n": 1}', b"[1]", b"1e400", b"-1e400", b"1.5", b"true", b"null"]
+    for raw_id in bad_ids:
+        server.send_raw(b'{"jsonrpc": "2.0", "id": ' + raw_id + b', "method": "ping"}')
+        answer = server.reply(timeout=20)
+        assert answer["id"] is None, (raw_id, answer)
+        assert answer["error"]["code"] == types.INVALID_REQUEST, (raw_id, answer)
+        assert "string or an integer" in answer["error"]["message"]
+    assert server.call(9, "ping") == {"jsonrpc": "2.0", "id": 9, "result": {}}
+    assert server.close_stdin(SHUTDOWN_DEADLINE) == 0
+    log = server.stderr_text()
+    logged = [line for line in log.splitlines() if "JSON-RPC error -32600" in line]
+    assert len(logged) == len(bad_ids), log
+    assert "Traceback" not in log
+
+
 # -- shutdown in the middle of a sync ------------------------------------------------------
 @pytest.fixture(scope="module")
 def small_indexed_kb(tmp_path_factory: pytest.TempPathFactory, server_env: Env) -> Path:
@@ -179,6 +205,124 @@ def test_closing_stdin_during_a_sync_exits_cleanly_every_time(
         log = server.stderr_text()
         assert code == 0, f"attempt {attempt}: exit {code}\n{log[-3000:]}"
         assert "terminate called" not in log and "Traceback" not in log, log[-3000:]
+
+
+# -- SIGINT and SIGTERM -------------------------------------------------------------------------
+#: A signalled server must have exited by then, whatever it was doing (its own deadline for
+#: work in progress to stop is runtime.SHUTDOWN_S, 20 s; a few seconds is usual).
+SIGNAL_DEADLINE = 30.0
+
+
+def signal_and_wait(server: Server, signum: signal.Signals) -> tuple[int, float, str]:
+    """Send ``signum`` with stdin left open (a terminal's Ctrl-C, a supervisor's SIGTERM):
+    the exit code, the seconds it took, and the log."""
+    started = time.monotonic()
+    server.proc.send_signal(signum)
+    code = server.proc.wait(timeout=SIGNAL_DEADLINE)
+    took = time.monotonic() - started
+    assert server.proc.stdin is not None and not server.proc.stdin.closed
+    return code, took, server.stderr_text()
+
+
+def kb_mcp_json(kb: Path, env: Env, *args: str) -> tuple[int, dict[str, Any]]:
+    """A command's exit code and JSON output (an index run that embeds may take minutes on
+    a loaded machine)."""
+    done = subprocess.run([*kb_mcp_command(), *args, "--kb-path", str(kb), "--format", "json"],
+                          env={**os.environ, **env}, capture_output=True, text=True,
+                          timeout=5 * DEADLINE, check=False)
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.returncode, json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
+def test_a_signal_stops_an_idle_stdio_server_with_exit_0_while_stdin_stays_open(
+    small_indexed_kb: Path, tmp_path: Path, server_env: Env, servers: list[Server],
+    signum: signal.Signals,
+) -> None:
+    kb = tmp_path / "kb"
+    shutil.copytree(small_indexed_kb, kb)
+    server = Server(kb, server_env, "--config", str(kb / "kb-mcp.toml"))  # watching too
+    servers.append(server)
+    server.initialize()
+    assert server.tool(1, "search", {"query": "chisels"})["results"]
+    code, took, log = signal_and_wait(server, signum)
+    assert code == 0, f"exit {code} after {took:.1f}s\n{log[-3000:]}"
+    assert f"{signum.name}: stopping" in log and "INFO: stopped" in log, log[-3000:]
+    assert "Traceback" not in log
+    assert not (kb / ".kb-mcp" / "kb-mcp.sock").exists()  # the local socket went with it
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
+def test_a_signal_stops_an_http_server_with_exit_0(
+    small_indexed_kb: Path, tmp_path: Path, server_env: Env, signum: signal.Signals
+) -> None:
+    from tests.e2e.http_support import environment, start
+
+    kb = tmp_path / "kb"
+    shutil.copytree(small_indexed_kb, kb)
+    served = start(kb, environment(server_env), "--config", str(kb / "kb-mcp.toml"))
+    try:
+        assert served.request("GET", "/healthz")[0] == 200
+        started = time.monotonic()
+        served.proc.send_signal(signum)
+        code = served.proc.wait(timeout=SIGNAL_DEADLINE)
+    finally:
+        stop(served.proc)
+    log = served.log.drain()
+    assert code == 0, f"exit {code} after {time.monotonic() - started:.1f}s\n{log[-3000:]}"
+    assert f"{signum.name}: stopping" in log and "INFO: stopped" in log, log[-3000:]
+    assert "Traceback" not in log
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
+def test_a_signal_during_rebuild_index_stops_the_server_and_leaves_nothing_to_repair(
+    small_indexed_kb: Path, tmp_path: Path, server_env: Env, servers: list[Server],
+    signum: signal.Signals,
+) -> None:
+    kb = tmp_path / "kb"
+    shutil.copytree(small_indexed_kb, kb)
+    bulk_folder(kb / "bulk", 120)
+    total = 2 + 120
+    server = Server(kb, server_env, "--no-watch", "--config", str(kb / "kb-mcp.toml"))
+    servers.append(server)
+    server.initialize()
+    before = server.tool(1, "list_topics", {})["documents"]
+    server.send_raw(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                "params": {"name": "rebuild_index", "arguments": {}}}).encode())
+    end = time.monotonic() + DEADLINE
+    while server.tool(3, "list_topics", {})["documents"] <= before:  # committed: mid-run
+        assert time.monotonic() < end, "the rebuild never started"
+    code, took, log = signal_and_wait(server, signum)
+    assert code == 0, f"exit {code} after {took:.1f}s\n{log[-3000:]}"
+    assert took < SIGNAL_DEADLINE
+    assert "Traceback" not in log and "terminate called" not in log, log[-3000:]
+    assert "rebuild_index: scanned" not in log, "the rebuild finished: nothing was cut short"
+
+    # Nothing half-written: every stored document is whole and doctor finds nothing but
+    # the work the stopped run had not reached (chunks waiting for vectors: phase one
+    # stores every text first, phase two embeds, ADR 0017). The next run adds only the
+    # documents not reached yet and embeds only the chunks without a vector; then the
+    # index is healthy.
+    _, status = kb_mcp_json(kb, server_env, "status")
+    stored, chunks = int(status["documents"]), int(status["chunks"])
+    assert before < stored <= total
+    _, doctor = kb_mcp_json(kb, server_env, "doctor")
+    found = {finding["check"]: int(finding.get("count", 0)) for finding in doctor["findings"]}
+    assert set(found) <= {"missing-vector"}, doctor
+    code, summary = kb_mcp_json(kb, server_env, "index")
+    assert code == 0, summary
+    assert summary["added"] == total - stored, summary
+    assert summary["updated"] == summary["deleted"] == summary["failed"] == 0, summary
+    assert summary["unchanged"] == stored, summary
+    _, status = kb_mcp_json(kb, server_env, "status")
+    assert status["documents"] == total
+    new_chunks = int(status["chunks"]) - chunks
+    assert summary["chunks_embedded"] == found.get("missing-vector", 0) + new_chunks, summary
+    assert summary["chunks_embedded"] > 0, summary  # the stop really cut the run short
+    code, doctor = kb_mcp_json(kb, server_env, "doctor")
+    assert code == 0 and doctor["findings"] == [], doctor
+    print(f"{signum.name}: exit 0 in {took:.1f}s; {stored} of {total} stored; next run "
+          f"{summary['added']} added, {summary['chunks_embedded']} chunks embedded")
 
 
 # -- a busy index ----------------------------------------------------------------------------

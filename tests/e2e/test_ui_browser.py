@@ -183,3 +183,18 @@ def test_with_a_token_the_page_asks_for_it_once_and_then_works(
     finally:
         stop(running.proc)
         running.log.drain()
+
+
+def test_a_link_with_bad_percent_encoding_shows_an_error_not_an_empty_view(
+        served: Served, page: Any) -> None:
+    base = f"http://127.0.0.1:{served.port}/ui"
+    page.goto(base + "#doc?uri=%E0%A4%A")
+    refusal = page.locator("#doc-refusal")
+    refusal.wait_for()
+    assert "not valid percent-encoding" in refusal.inner_text()
+    assert page.locator("#doc-lines li").count() == 0
+    page.goto(base + "#doc?uri=kb%3A%2F%2Fdoc%2Freadme.md")  # the view still works after it
+    page.locator("#doc-lines li").first.wait_for()
+    assert refusal.is_hidden()
+    # no URIError, no other script error (a 404 is the browser asking for a favicon)
+    assert [p for p in page.problems if "status of 404" not in p] == []

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import sqlite3
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -18,6 +20,7 @@ from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
 from tests.conftest import write_files
 from tests.e2e.conftest import DEADLINE, Env, LineReader, kb_mcp_command, run_index, stop
 from tests.e2e.test_readonly_index import make_read_only, make_writable, unprivileged
+from tests.e2e.test_server_faults import bulk_folder, kb_mcp_json
 from tests.integration.test_writer_lock import hold_in_child
 from tests.store_faults import no_traceback
 
@@ -112,6 +115,57 @@ def test_watch_exits_0_on_sigint(tmp_path: Path, server_env: Env) -> None:
     finally:
         finish(proc)
     no_traceback(err.drain())
+
+
+def stored_documents(kb: Path) -> int:
+    """Documents committed so far, read as a reader would (nothing written)."""
+    db = kb / ".kb-mcp" / "index.db"
+    if not (db.exists() and (kb / ".kb-mcp" / "index.db-shm").exists()):
+        return 0
+    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+        try:
+            return int(conn.execute("SELECT count(*) FROM documents").fetchone()[0])
+        except sqlite3.OperationalError:  # the tables are not there yet
+            return 0
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
+def test_a_signal_during_the_first_index_run_exits_0_and_leaves_nothing_to_repair(
+    tmp_path: Path, server_env: Env, signum: signal.Signals
+) -> None:
+    kb = tmp_path / "kb"
+    bulk_folder(kb / "bulk", 120)
+    write_files(kb, {"kb-mcp.toml": "[embedding]\nbatch_size = 4\n"})
+    proc, err = start_watch(kb, server_env, "--config", str(kb / "kb-mcp.toml"))
+    try:
+        err.wait_for(r"indexing ", DEADLINE)
+        eventually(lambda: stored_documents(kb) > 0, "the first documents are committed")
+        started = time.monotonic()
+        proc.send_signal(signum)
+        assert proc.wait(timeout=30) == 0
+        took = time.monotonic() - started
+    finally:
+        finish(proc)
+    logged = err.drain()
+    no_traceback(logged)
+    assert f"{signum.name}: stopping" in logged and "watching" not in logged, logged
+    assert took < 30
+    # only what the stopped run had not reached is left: documents not yet stored, chunks
+    # not yet embedded (doctor names nothing else); the next run does exactly that
+    _, status = kb_mcp_json(kb, server_env, "status")
+    stored, chunks = int(status["documents"]), int(status["chunks"])
+    _, doctor = kb_mcp_json(kb, server_env, "doctor")
+    found = {finding["check"]: int(finding.get("count", 0)) for finding in doctor["findings"]}
+    assert set(found) <= {"missing-vector"}, doctor
+    code, summary = kb_mcp_json(kb, server_env, "index")
+    assert code == 0, summary
+    assert summary["added"] == 120 - stored and summary["unchanged"] == stored, summary
+    assert summary["updated"] == summary["deleted"] == summary["failed"] == 0, summary
+    _, status = kb_mcp_json(kb, server_env, "status")
+    new_chunks = int(status["chunks"]) - chunks
+    assert summary["chunks_embedded"] == found.get("missing-vector", 0) + new_chunks, summary
+    code, doctor = kb_mcp_json(kb, server_env, "doctor")
+    assert code == 0 and doctor["findings"] == [], doctor
 
 
 def test_watch_on_a_read_only_index_exits_2_with_one_sentence(

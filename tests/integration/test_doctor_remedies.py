@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from kbmcp_adapters.store.migrate import downgrade, make_engine
+from kbmcp_adapters.store.sql_store import SqlIndexStore
 from kbmcp_adapters.vectors.lance_store import LanceVectorStore
 from kbmcp_core.doctor import CHECKS, DoctorReport, Finding
 from tests.conftest import OpenKb, write_files
@@ -104,6 +105,13 @@ def vectors(kb: Path) -> LanceVectorStore:
 
 def break_store(kb: Path, env: Env) -> None:
     damage_store(db_of(kb))
+
+
+def leave_a_first_run_unfinished(kb: Path, env: Env) -> None:
+    """What a first run that failed after opening the store leaves: a fresh index with
+    its schema and nothing in it (the old index and its vectors gone)."""
+    shutil.rmtree(kb / ".kb-mcp")
+    SqlIndexStore(f"sqlite:///{db_of(kb)}", create=True).close()
 
 
 def break_vector_files(kb: Path, env: Env) -> None:
@@ -197,6 +205,7 @@ def forget_sizes(kb: Path, env: Env) -> None:
 
 FAULTS: dict[str, Callable[[Path, Env], None]] = {
     "store-corrupt": break_store,
+    "index-incomplete": leave_a_first_run_unfinished,
     "vectors-unreadable": break_vector_files,
     "missing-vector": drop_some_vectors,
     "orphan-vector": add_stray_vectors,

@@ -1,6 +1,8 @@
 """Hostile ZIP-based documents (docx, pptx, xlsx, epub), built by hand with ``zipfile``:
 each is refused by the archive guard and by its parser with one line, and an index run
-over all of them finishes, counts each as one failed file and indexes the good note."""
+over all of them finishes, counts each as one failed file and indexes the good note.
+Then the amplifiers and the unusual-but-intact files of issue 22 (``amplifiers``): each
+is refused for its real reason, or read, and the run goes on with the other files."""
 
 from __future__ import annotations
 
@@ -22,6 +24,13 @@ from kbmcp_adapters.parsers.zipguard import check_archive
 from kbmcp_core.errors import ParseError, PathRefused
 from kbmcp_core.ports import ChunkBudget, Parser
 from tests.conftest import OpenKb
+from tests.integration.amplifiers import (
+    broken_link_epub,
+    deep_html,
+    shared_strings_workbook,
+    slideshow_as_pptx,
+    strict_workbook,
+)
 
 MIB = 1024 * 1024
 ZIP_FORMATS: dict[str, Callable[[], Parser]] = {
@@ -210,7 +219,9 @@ def test_a_parser_that_crashes_costs_one_failed_file_never_the_run(
     workbook.save(out)
     (tmp_path / "beds.xlsx").write_bytes(out.getvalue())
     (tmp_path / "good.md").write_text("# Compost\n\nTurn the heap weekly.\n", encoding="utf-8")
-    kb = open_kb(tmp_path, enabled_formats=("md", "xlsx"))
+    # in this process, so the patched parser is the one used (a crash in a worker process
+    # is tested in test_parser_isolation.py)
+    kb = open_kb(tmp_path, enabled_formats=("md", "xlsx"), parsers_isolate=False)
     assert kb.index().added == 2  # both index while the parser works
 
     def crash(self: object, path: str, data: bytes, budget: ChunkBudget) -> object:
@@ -229,3 +240,97 @@ def test_a_parser_that_crashes_costs_one_failed_file_never_the_run(
     assert kb.search("sow carrots spring").results[0].path == "later.md"
     # the file that failed keeps what was indexed before
     assert kb.search("basil north bed").results[0].path == "beds.xlsx"
+
+
+ALL_FORMATS = ("md", "html", "docx", "pptx", "xlsx", "epub")
+
+
+def _garden(tmp_path: Path) -> None:
+    (tmp_path / "good.md").write_text(
+        "# Greenhouse\n\nTomatoes need warm nights and steady watering.\n", encoding="utf-8"
+    )
+
+
+def _warning_for(name: str, warnings: Sequence[str]) -> str:
+    (warning,) = [w for w in warnings if w.startswith(f"{name}:")]
+    return warning
+
+
+def test_a_workbook_whose_one_shared_string_fills_every_cell_is_refused_as_over_budget(
+    tmp_path: Path, open_kb: OpenKb
+) -> None:
+    """POI's poc-shared-strings.xlsx: 30 KB that expand to 12 GB of cell text. It is an
+    intact workbook: the reason names the budget, never "damaged"."""
+    (tmp_path / "shared.xlsx").write_bytes(shared_strings_workbook())
+    _garden(tmp_path)
+    kb = open_kb(tmp_path, enabled_formats=ALL_FORMATS)
+    summary = kb.index()
+    assert (summary.added, summary.failed) == (1, 1)
+    warning = _warning_for("shared.xlsx", summary.warnings)
+    assert warning == ("shared.xlsx: produces more than 10,000,000 characters of text; "
+                       "limit [parsers].max_output_chars")
+    assert kb.search("tomatoes warm nights").results[0].path == "good.md"
+    with pytest.raises(PathRefused) as caught:  # a read is held to the same budget
+        kb.get_document("shared.xlsx")
+    assert "limit [parsers].max_output_chars" in one_line(caught.value)
+
+
+def test_a_page_of_deeply_nested_tags_is_refused_before_its_tree_is_built(
+    tmp_path: Path, open_kb: OpenKb
+) -> None:
+    (tmp_path / "deep.html").write_bytes(deep_html())
+    _garden(tmp_path)
+    kb = open_kb(tmp_path, enabled_formats=ALL_FORMATS)
+    summary = kb.index()
+    assert (summary.added, summary.failed) == (1, 1)
+    warning = _warning_for("deep.html", summary.warnings)
+    assert "holds more than 300,000 elements" in warning
+    assert warning.endswith("limit [parsers].max_elements")
+    assert kb.search("tomatoes warm nights").results[0].path == "good.md"
+
+
+def test_a_strict_ooxml_workbook_is_read_not_called_empty(
+    tmp_path: Path, open_kb: OpenKb
+) -> None:
+    (tmp_path / "strict.xlsx").write_bytes(strict_workbook())
+    _garden(tmp_path)
+    kb = open_kb(tmp_path, enabled_formats=ALL_FORMATS)
+    summary = kb.index()
+    assert (summary.added, summary.failed) == (2, 0)
+    assert not [w for w in summary.warnings if w.startswith("strict.xlsx")]
+    text = kb.get_document("strict.xlsx").content
+    for sheet, value in (("Beds", "Bed: north bed"), ("Tools", "dibber"),
+                         ("Notes", "compost turned weekly")):
+        assert f"# {sheet}" in text and value in text
+    assert kb.search("basil north bed").results[0].path == "strict.xlsx"
+
+
+def test_a_slide_show_saved_as_pptx_is_read_as_a_presentation(
+    tmp_path: Path, open_kb: OpenKb
+) -> None:
+    (tmp_path / "plan.pptx").write_bytes(slideshow_as_pptx())
+    _garden(tmp_path)
+    kb = open_kb(tmp_path, enabled_formats=ALL_FORMATS)
+    summary = kb.index()
+    assert (summary.added, summary.failed) == (2, 0)
+    text = kb.get_document("plan.pptx").content
+    assert "# Slide 1: Irrigation plan" in text and "Drip lines along the raised beds" in text
+    assert kb.search("drip lines raised beds").results[0].path == "plan.pptx"
+
+
+def test_an_epub_chapter_missing_from_the_book_is_left_out_with_a_warning(
+    tmp_path: Path, open_kb: OpenKb
+) -> None:
+    """pymupdf stands in a page 'ERROR: cannot find chapter "<path>"' for it: never text."""
+    (tmp_path / "garden.epub").write_bytes(broken_link_epub())
+    _garden(tmp_path)
+    kb = open_kb(tmp_path, enabled_formats=ALL_FORMATS)
+    summary = kb.index()
+    assert (summary.added, summary.failed) == (2, 0)
+    warning = _warning_for("garden.epub", summary.warnings)
+    assert "chapter 2" in warning and "missing from it; left out" in warning
+    text = kb.get_document("garden.epub").content
+    assert "Dry bean pods on the vine." in text
+    assert "cannot find" not in text and "ERROR" not in text
+    hits = kb.search("cannot find chapter lost two xhtml").results
+    assert all("cannot find" not in hit.content for hit in hits)

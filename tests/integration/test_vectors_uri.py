@@ -138,7 +138,7 @@ def test_a_relative_vectors_path_in_the_config_file_is_relative_to_it(tmp_path: 
     kb_path = tmp_path / "kb"
     kb_path.mkdir()
     (kb_path / "kb-mcp.toml").write_text('vectors_uri = "../shared/vectors"\n')
-    settings = build_settings(None, cwd=kb_path, kb_path=kb_path)
+    settings = build_settings(kb_path / "kb-mcp.toml", kb_path=kb_path)  # named: trusted
     assert settings.vectors_location == str(kb_path / ".." / "shared" / "vectors")
     assert not settings.vectors_remote
 
@@ -167,7 +167,7 @@ def test_settings_never_show_the_secret(tmp_path: Path, s3_server: S3Server) -> 
     (tmp_path / "kb-mcp.toml").write_text(
         'vectors_uri = "s3://bucket/prefix"\n[vectors.storage_options]\n'
         + "".join(f'{k} = "{v}"\n' for k, v in s3_server.storage_options().items()))
-    settings = build_settings(None, cwd=tmp_path, kb_path=tmp_path)
+    settings = build_settings(tmp_path / "kb-mcp.toml", kb_path=tmp_path)
     assert settings.vectors_storage_options["aws_secret_access_key"] == FAKE_SECRET
     assert FAKE_SECRET not in repr(settings) and FAKE_SECRET not in str(settings)
     assert s3_server.endpoint in repr(settings)  # what is not a secret stays visible

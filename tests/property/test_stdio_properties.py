@@ -5,7 +5,8 @@ client object cannot: ``\\ud800`` escapes (a lone surrogate once decoded), in ar
 values, argument names and URIs. Each request gets a reply with its id within a deadline
 (never silence), a tool failure is an ``isError`` result with a stable code, a refused read
 is -32002, and nothing is an internal error (-32603). A line that is not JSON at all gets a
-parse error (-32700), and the server keeps answering afterwards.
+parse error (-32700), a request whose id is neither a string nor an integer gets an invalid
+request (-32600, id null), and the server keeps answering afterwards.
 """
 
 from __future__ import annotations
@@ -183,6 +184,15 @@ not_json = st.one_of(
 ).filter(lambda t: "\n" not in t and "\r" not in t and t.strip() != "")
 
 
+def answered_with_null_id(parsed: Any) -> bool:
+    """Anything but a notification (a method, no id) or a request with a usable id."""
+    if not isinstance(parsed, dict) or "method" not in parsed:
+        return True
+    if "id" not in parsed:
+        return False
+    return isinstance(parsed["id"], bool) or not isinstance(parsed["id"], int | str)
+
+
 @settings(max_examples=budget(100), phases=NO_SHRINK)
 @given(garbage=not_json)
 def test_a_line_that_is_not_a_request_gets_an_error_and_the_server_goes_on(
@@ -193,8 +203,30 @@ def test_a_line_that_is_not_a_request_gets_an_error_and_the_server_goes_on(
     except ValueError:
         parsed = None
     wire.write(garbage.encode("utf-8", "surrogatepass"))
-    if not (isinstance(parsed, dict) and "method" in parsed):  # not a notification
+    if answered_with_null_id(parsed):
         reply = wire.reply_to(None)
         assert reply["error"]["code"] in (PARSE_ERROR, INVALID_REQUEST), reply
+    reply = wire.request("tools/call", {"name": "list_topics", "arguments": {}})
+    assert "result" in reply and not reply["result"].get("isError"), reply
+
+
+#: JSON text for an id that is neither a string nor an integer: ``1e400`` is infinity once
+#: parsed, ``1.0`` a fraction however round.
+bad_ids = st.one_of(
+    st.sampled_from(["1e400", "-1e400", "1.0", "0.5", "true", "false", "null", "{}", "[]",
+                     '{"id": 1}', "[1]"]),
+    json_values.filter(lambda v: not isinstance(v, int | str) or isinstance(v, bool))
+    .map(json.dumps),
+)
+
+
+@settings(max_examples=budget(60), phases=NO_SHRINK)
+@given(raw_id=bad_ids, method=st.sampled_from(["ping", "tools/list", "tools/call"]))
+def test_a_request_whose_id_is_not_a_string_or_integer_gets_invalid_request(
+    wire: Wire, raw_id: str, method: str
+) -> None:
+    wire.write(f'{{"jsonrpc": "2.0", "id": {raw_id}, "method": "{method}"}}'.encode())
+    reply = wire.reply_to(None)
+    assert reply["error"]["code"] == INVALID_REQUEST, reply
     reply = wire.request("tools/call", {"name": "list_topics", "arguments": {}})
     assert "result" in reply and not reply["result"].get("isError"), reply

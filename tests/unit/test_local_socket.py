@@ -4,12 +4,14 @@ own user, same version and configuration; stale sockets replaced, live ones left
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import socket
 import stat
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,7 @@ import pytest
 
 from kbmcp_adapters.app import local_socket
 from kbmcp_adapters.app.config import build_settings
-from kbmcp_adapters.app.local_search_server import LocalSearchServer
+from kbmcp_adapters.app.local_search_server import MAX_CLIENTS, LocalSearchServer
 from kbmcp_adapters.app.local_socket import SOCKET_NAME, ask
 from kbmcp_core.settings import Settings
 
@@ -176,6 +178,54 @@ def test_a_peer_of_another_uid_is_refused(
     assert search.calls == []
 
 
+def wait_until_the_server_hung_up(sock: socket.socket, deadline_s: float = 10.0) -> None:
+    """Block until the peer of ``sock`` has closed its end (POLLRDHUP)."""
+    poller = select.poll()
+    poller.register(sock, select.POLLIN | select.POLLRDHUP)
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        for _, events in poller.poll(100):
+            if events & (select.POLLRDHUP | select.POLLHUP):
+                return
+    raise AssertionError("the server never closed the connection")
+
+
+@pytest.mark.parametrize("refusal", ["another user", "busy"])
+def test_a_refusal_sent_before_the_request_is_the_answer(
+    tmp_path: Path, servers: list[LocalSearchServer], monkeypatch: pytest.MonkeyPatch,
+    refusal: str,
+) -> None:
+    """A server refuses another user, or a client past its MAX_CLIENTS, without reading
+    the request, and closes. The client whose request comes after that close (about one
+    run in twelve by chance; here every time) still reads the refusal: its failed write
+    (EPIPE) is not the answer."""
+    settings = settings_at(tmp_path)
+    search = Recorder()
+    held: list[socket.socket] = []
+    if refusal == "another user":
+        start(settings, servers, search, uid=os.geteuid() + 4242)
+    else:
+        start(settings, servers, search)
+        for _ in range(MAX_CLIENTS):  # each holds a slot until it sends or hangs up
+            held.append(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
+            held[-1].connect(str(settings.index_dir / SOCKET_NAME))
+    real = local_socket.peer_credentials
+
+    def after_the_server_hung_up(sock: socket.socket) -> tuple[int, int, int]:
+        wait_until_the_server_hung_up(sock)
+        return real(sock)
+
+    monkeypatch.setattr(local_socket, "peer_credentials", after_the_server_hung_up)
+    try:
+        reply = ask(settings, "vault", {})
+    finally:
+        for sock in held:
+            sock.close()
+    assert reply.response is None
+    assert f"declined: {refusal}" in reply.note, reply.note
+    assert search.calls == []
+
+
 def test_a_long_index_path_still_gets_a_socket(
     tmp_path: Path, servers: list[LocalSearchServer]
 ) -> None:
@@ -234,21 +284,27 @@ def test_the_fast_routes_copies_of_the_settings_names_are_the_settings_names() -
 
 
 def test_a_server_builds_the_settings_of_a_client_without_a_config_file(
-    tmp_path: Path, servers: list[LocalSearchServer]
+    tmp_path: Path, servers: list[LocalSearchServer], user_config_home: Path
 ) -> None:
     """The fast route sends --kb-path and its working folder; the server reads the same
-    configuration from them (a kb-mcp.toml there makes it another configuration)."""
+    configuration from them: a kb-mcp.toml in the working folder is not the knowledge
+    base's (decision 0021), nor is the server's own user config; one in the knowledge
+    base makes it another configuration."""
     settings = settings_at(tmp_path)
     start(settings, servers)
     here, there = tmp_path / "here", tmp_path / "there"
     here.mkdir()
     there.mkdir()
     (there / "kb-mcp.toml").write_text("[search]\ndefault_limit = 2\n")
+    (user_config_home / "kb-mcp").mkdir()
+    (user_config_home / "kb-mcp" / "config.toml").write_text("[search]\ndefault_limit = 3\n")
 
     def via(cwd: Path) -> local_socket.Reply:
         return local_socket.ask_with_inputs(settings.index_dir, str(settings.kb_path),
                                             str(cwd), "vault", {})
 
     assert via(here).response is not None
-    declined = via(there)
+    assert via(there).response is not None
+    (settings.kb_path / "kb-mcp.toml").write_text("[search]\ndefault_limit = 2\n")
+    declined = via(here)
     assert declined.response is None and "another configuration" in declined.note

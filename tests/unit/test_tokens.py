@@ -123,3 +123,64 @@ def test_no_file_and_no_hashes_means_no_tokens(tmp_path: Path) -> None:
     verifier = HashedTokenVerifier(tmp_path / "absent.json")
     assert not verifier.has_tokens()
     assert verify(verifier, "kbm_anything") is None
+
+
+@pytest.mark.parametrize(("mode", "reason"), [(0o666, "writable by other users"),
+                                              (0o620, "writable by other users")])
+def test_a_tokens_file_others_can_write_is_refused(tmp_path: Path, mode: int,
+                                                   reason: str) -> None:
+    path = tmp_path / "tokens.json"
+    add_token(path, "a")
+    path.chmod(mode)
+    with pytest.raises(ConfigError, match=reason):
+        read_tokens(path)
+    with pytest.raises(ConfigError, match=reason):
+        HashedTokenVerifier(path)
+
+
+def test_a_hard_linked_or_foreign_tokens_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.json"
+    add_token(path, "a")
+    os.link(path, tmp_path / "second-name.json")
+    with pytest.raises(ConfigError, match="hard link"):
+        read_tokens(path)
+    os.unlink(tmp_path / "second-name.json")
+    if os.geteuid() == 0:  # only root can give a file away
+        os.chown(path, 65534, 65534)
+        with pytest.raises(ConfigError, match="owned by uid 65534"):
+            read_tokens(path)
+
+
+def test_once_tokens_were_required_a_broken_file_never_opens_the_server(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "tokens.json"
+    token, _ = add_token(path, "a")
+    verifier = HashedTokenVerifier(path)
+    assert verifier.required()
+    for damage in ("truncate", "folder", "missing", "repaired"):
+        if damage == "truncate":
+            path.write_text('{"format": 1, "tokens": [', encoding="utf-8")
+        elif damage == "folder":
+            path.unlink()
+            path.mkdir()
+        elif damage == "missing":
+            path.rmdir()
+        else:
+            token, _ = add_token(path, "b")
+        for _ in range(5):
+            assert verifier.required()
+            assert (verify(verifier, token) == "b") == (damage == "repaired")
+    errors = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert len(errors) == 3  # one per problem, not one per request
+    revoke_token(path, "b")  # the last one: still closed
+    assert verifier.required() and not verifier.has_tokens()
+
+
+def test_a_server_that_never_had_tokens_is_open_until_one_is_created(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.json"
+    verifier = HashedTokenVerifier(path)
+    assert not verifier.required()
+    add_token(path, "first")
+    assert verifier.required()
+    revoke_token(path, "first")
+    assert verifier.required()

@@ -190,17 +190,30 @@ function scheduleSearch() {
   debounce = setTimeout(runSearch, 200);
 }
 
+// decodeURIComponent, or null where it would throw URIError (bad percent-encoding).
+function decodedOrNull(text) {
+  try { return decodeURIComponent(text); } catch (e) { return null; }
+}
+
 // -- reading: the kb://doc/ guard chain -----------------------------------------------------
 async function openDocument(params) {
   const uri = params.get("uri") || "";
   const first = parseInt(params.get("line") || "0", 10);
   const last = parseInt(params.get("end") || String(first), 10);
-  $("doc-title").textContent = decodeURIComponent(uri.replace(/^kb:\/\/doc\//, ""));
-  $("doc-meta").textContent = uri;
-  $("doc-refusal").hidden = true;
-  $("doc-lines").replaceChildren();
   const path = uri.replace(/^kb:\/\/doc\//, "");
-  $("doc-graph").setAttribute("href", "#graph?" + new URLSearchParams({ path: decodeURIComponent(path) }));
+  const name = decodedOrNull(path);
+  $("doc-meta").textContent = uri;
+  $("doc-lines").replaceChildren();
+  if (name === null) {  // a hand-made link such as #doc?uri=%E0%A4%A: say so, read nothing
+    $("doc-title").textContent = "Not a document link";
+    $("doc-refusal").textContent = "Refused: the link's URI is not valid percent-encoding";
+    $("doc-refusal").hidden = false;
+    $("doc-graph").removeAttribute("href");
+    return;
+  }
+  $("doc-title").textContent = name;
+  $("doc-refusal").hidden = true;
+  $("doc-graph").setAttribute("href", "#graph?" + new URLSearchParams({ path: name }));
   let reply;
   try { reply = await api("read", { uri }); } catch (e) { return; }
   if (!reply.ok) {

@@ -1,0 +1,79 @@
+"""``kb-mcp trust``: let a config file found by looking say where data goes (decision 0021)."""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from pathlib import Path
+
+import click
+
+from kbmcp_core.settings import CONFIG_FILE_NAME
+
+
+@click.command()
+@click.argument("path", required=False, type=click.Path(path_type=Path))
+@click.option("--list", "show", is_flag=True,
+              help="List the trusted config files: path, sha256 prefix, and whether the file "
+              "is unchanged, changed or gone.")
+@click.option("--revoke", is_flag=True, help="Stop trusting PATH.")
+def trust(path: Path | None, show: bool, revoke: bool) -> None:
+    """Trust a config file found in a knowledge base or the working folder.
+
+    Such a file (not named by --config or KB_MCP_CONFIG, not your user config) may not
+    set where data goes or comes from (database_url, vectors_uri, [vectors]
+    storage_options, [server].tokens_file, [embedding].cache_dir, index_dir outside the
+    knowledge base, an embedding model kb-mcp does not ship) until you trust it. PATH is
+    the file, or a folder holding kb-mcp.toml (default: ./kb-mcp.toml). Trust is recorded
+    by the file's sha256 in $XDG_CONFIG_HOME/kb-mcp/trusted.json: once the file changes,
+    it must be trusted again.
+    """
+    from kbmcp_adapters.app import trust as trust_list
+
+    if show:
+        if path is not None or revoke:
+            raise click.UsageError("--list takes no PATH and no --revoke")
+        _show(trust_list.entries())
+        return
+    target = _config_file(path)
+    if revoke:
+        if not trust_list.revoke(target):
+            click.echo(f"kb-mcp: error: {trust_list.key(target)} is not trusted (see "
+                       "`kb-mcp trust --list`)", err=True)
+            sys.exit(1)
+        click.echo(f"no longer trusted: {trust_list.key(target)}")
+        return
+    from kbmcp_adapters.app.config import gated_keys, parse_config
+
+    data = trust_list.read_bytes(target, "config")
+    values = parse_config(target, data)  # a file that is not a valid config is not trusted
+    digest = hashlib.sha256(data).hexdigest()
+    trust_list.trust(target, digest)
+    sets = gated_keys(values, Path(values.get("kb_path", target.parent)).resolve())
+    says = f"; it sets {', '.join(sets)}" if sets else ""
+    click.echo(f"trusted: {trust_list.key(target)} (sha256 {digest[:12]}…){says}. "
+               "Trust it again after any change.")
+
+
+def _config_file(path: Path | None) -> Path:
+    """PATH, PATH/kb-mcp.toml for a folder, ./kb-mcp.toml without one; made absolute."""
+    target = path if path is not None else Path(CONFIG_FILE_NAME)
+    if target.is_dir():
+        target = target / CONFIG_FILE_NAME
+    return target.absolute()
+
+
+def _show(entries: dict[str, str]) -> None:
+    from kbmcp_adapters.app import trust as trust_list
+    from kbmcp_core.errors import ConfigError
+
+    if not entries:
+        click.echo("no config file is trusted")
+        return
+    for name, digest in sorted(entries.items()):
+        try:
+            now = hashlib.sha256(trust_list.read_bytes(Path(name), "config")).hexdigest()
+            state = "unchanged" if now == digest else "changed: not trusted until trusted again"
+        except ConfigError:
+            state = "gone or unreadable"
+        click.echo(f"{name}\tsha256 {digest[:12]}…\t{state}")
