@@ -1,12 +1,18 @@
 # kb-mcp: `make run` (set up + index the bundled docs + sample search), `make test`, `make bench`
 # (`make bench-quick` or `BENCH_QUICK=1 make bench`: every step once on tiny corpora, < 1 min).
+# Test tiers (docs/architecture.md, "Tests"); `make test` runs all of them, as CI does:
+#   test-unit         tests/unit: the core on in-memory fakes, no model, no server (seconds)
+#   test-integration  tests/integration, contract, cli, property: real adapters in process
+#                     (SQLite, LanceDB, PostgreSQL, the model, parsers; the CLI via CliRunner)
+#   test-e2e          tests/e2e: the real kb-mcp process over stdio and HTTP, and a browser
+# PYTEST_ARGS passes options through, e.g. `make test-unit PYTEST_ARGS="-x -k search"`.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 EXAMPLE_KB ?= docs
 
-.PHONY: install run test lint bench bench-quick clean
+.PHONY: install run test test-unit test-integration test-e2e lint bench bench-quick clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +27,16 @@ run: $(STAMP)
 	$(BIN)/kb-mcp search "which documents are offered as resources" --kb-path $(EXAMPLE_KB) --limit 3 --format text
 
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-unit: $(STAMP)
+	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)
+
+test-integration: $(STAMP)
+	$(BIN)/python -m pytest tests/integration tests/contract tests/cli tests/property $(PYTEST_ARGS)
+
+test-e2e: $(STAMP)
+	$(BIN)/python -m pytest tests/e2e $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check kbmcp_core kbmcp_adapters kbmcp_cli tests benchmarks

@@ -45,7 +45,7 @@ def open_kb(root: Path) -> Any:
     from kbmcp_adapters.app.bootstrap import bootstrap
     from kbmcp_adapters.app.config import build_settings
     from kbmcp_adapters.app.knowledge_base import KnowledgeBase
-    from kbmcp_adapters.embedding.hashing import HashingEmbedder
+    from tests.hashing_embedder import HashingEmbedder
 
     # budgets raised and conversion in this process: the page is converted whole, and its
     # cost shows in this process's peak RSS

@@ -24,7 +24,7 @@ def latency(kb: str, queries: list[str], warmup: int,
     (``config``: a kb-mcp.toml, to measure an index kept elsewhere)."""
     from kbmcp_adapters.app.bootstrap import bootstrap, settings_for
     from kbmcp_adapters.app.knowledge_base import KnowledgeBase
-    from kbmcp_adapters.embedding.cross_encoder import make_reranker, packaged_reranker
+    from kbmcp_adapters.rerank.cross_encoder import make_reranker, packaged_reranker
 
     settings = settings_for(kb, Path(config) if config else None)
     inner = make_reranker(settings.search_reranker)
@@ -79,7 +79,7 @@ def latency(kb: str, queries: list[str], warmup: int,
 
 
 def _files_of(module: str) -> Path:
-    from kbmcp_adapters.embedding.registry import installed_dir
+    from kbmcp_adapters.embedding.catalogue import installed_dir
 
     found = installed_dir(module)
     assert found is not None, f"{module} is not installed: pip install 'kb-mcp[rerank]'"

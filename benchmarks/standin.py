@@ -1,7 +1,7 @@
 """A cheap deterministic stand-in for the embedding model, for building large indexes fast.
 
 The vectors come from the model-free embedder the tests use too
-(``kbmcp_adapters.embedding.hashing``); the model id, dimension, token window, token counts
+(``tests/hashing_embedder.py``); the model id, dimension, token window, token counts
 and coverage are the real model's, so chunking is exactly what the real model would get and
 the index it builds is one the real model can search (meaningless for quality).
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kbmcp_adapters.embedding.hashing import HashingEmbedder
 from kbmcp_core.ports import Embedder
+from tests.hashing_embedder import HashingEmbedder
 
 
 class HashEmbedder(HashingEmbedder):

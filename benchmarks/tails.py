@@ -62,7 +62,7 @@ def _records(docs: int, chunks_per_doc: int, seed: int) -> Any:
             body = w.paragraph()
             chunks.append(ChunkRecord(
                 id=next_id, ordinal=o, heading=title, heading_path=(title,), content=body,
-                content_hash=hashlib.sha256(body.encode()).hexdigest(), start_line=1 + o,
+                text_hash=hashlib.sha256(body.encode()).hexdigest(), start_line=1 + o,
                 end_line=2 + o, page=None))
             next_id += 1
         yield doc, chunks
@@ -71,9 +71,9 @@ def _records(docs: int, chunks_per_doc: int, seed: int) -> Any:
 def build(db: Path, vectors: Path | None, docs: int, chunks_per_doc: int,
           seed: int = 5) -> dict[str, Any]:
     """Write a generated index (and its stand-in vectors when ``vectors`` is given)."""
-    from kbmcp_adapters.embedding.hashing import HashingEmbedder
     from kbmcp_adapters.store.sql_store import SqlIndexStore
     from kbmcp_adapters.vectors.lance_store import LanceVectorStore
+    from tests.hashing_embedder import HashingEmbedder
 
     started = time.perf_counter()
     embedder = HashingEmbedder(dimension=DIMENSION)
@@ -133,17 +133,17 @@ def _summary(samples: list[float]) -> dict[str, float]:
 
 
 def searcher(db: Path, vectors: Path) -> Any:
-    from kbmcp_adapters.embedding.hashing import HashingEmbedder
     from kbmcp_adapters.parsers.registry import build_registry
     from kbmcp_adapters.store.sql_store import SqlIndexStore
     from kbmcp_adapters.vectors.lance_store import LanceVectorStore
-    from kbmcp_core.offer import ServableRules
+    from kbmcp_core.offer import OfferRules
     from kbmcp_core.search import Searcher
+    from tests.hashing_embedder import HashingEmbedder
 
     store = SqlIndexStore(f"sqlite:///{db}")
     return Searcher(store, LanceVectorStore(vectors, DIMENSION),
                     HashingEmbedder(dimension=DIMENSION),
-                    ServableRules(store, build_registry(["md"])))
+                    OfferRules(store, build_registry(["md"])))
 
 
 #: The filters measured against the unfiltered search: each keeps about a tenth, and
@@ -167,7 +167,7 @@ def _new_window(i: int) -> dict[str, Any]:
 
 def search_tails(db: Path, vectors: Path, n_queries: int, warmup: int) -> dict[str, Any]:
     """Hybrid and lexical p50/p95 unfiltered, and hybrid under each filter kind."""
-    from kbmcp_core.search import Mode, SearchRequest
+    from kbmcp_core.search_request import Mode, SearchRequest
 
     s = searcher(db, vectors)
     texts = queries(n_queries, seed=23)
@@ -194,7 +194,7 @@ def _stand_in_matrix(n: int, seed: int) -> Any:
     """``n`` stand-in vectors (float32, unit length) of generated chunk texts."""
     import numpy as np
 
-    from kbmcp_adapters.embedding.hashing import HashingEmbedder
+    from tests.hashing_embedder import HashingEmbedder
 
     embedder = HashingEmbedder(dimension=DIMENSION)
     parts, texts = [], []
@@ -209,7 +209,7 @@ def _stand_in_matrix(n: int, seed: int) -> Any:
 
 
 def _vector_queries(n: int) -> list[list[float]]:
-    from kbmcp_adapters.embedding.hashing import HashingEmbedder
+    from tests.hashing_embedder import HashingEmbedder
 
     embedder = HashingEmbedder(dimension=DIMENSION)
     return [embedder.embed_query(q) for q in queries(n, seed=31)]
@@ -220,11 +220,11 @@ def ann(work: Path, rows: int, n_queries: int, *, threshold: int | None = None) 
     builds (when ``rows`` passes the threshold), its build time, query latency and
     recall@10 against the exact answer (k = 50, the searcher's pool), and the peak RSS of
     a fresh process that opens the table and runs the queries."""
-    from kbmcp_adapters.vectors import lance_store
+    from kbmcp_adapters.vectors import ann_policy
     from kbmcp_adapters.vectors.lance_store import LanceVectorStore
 
     folder = work / f"ann-{rows}"
-    minimum = lance_store.ANN_MIN_ROWS if threshold is None else threshold
+    minimum = ann_policy.ANN_MIN_ROWS if threshold is None else threshold
     store = LanceVectorStore(folder, DIMENSION, ann_min_rows=minimum)
     store.reset()
     say(f"vector leg: {rows} stand-in vectors")
@@ -244,7 +244,7 @@ def ann(work: Path, rows: int, n_queries: int, *, threshold: int | None = None) 
     out["recall_at_10"] = statistics.fmean(
         len(set(a[:10]) & set(e[:10])) / 10 for a, e in zip(approx, exact, strict=True))
     trained = rows if out["index"] is None else out["index"][0]
-    out["nprobes"], out["refine_factor"] = lance_store._probes(trained), lance_store.ANN_REFINE
+    out["nprobes"], out["refine_factor"] = ann_policy.probes(trained), ann_policy.ANN_REFINE
     child = subprocess.run(
         [sys.executable, "-m", "benchmarks.tails", "--rss-of", str(folder),
          "--queries", str(n_queries)], capture_output=True, text=True, timeout=1800,

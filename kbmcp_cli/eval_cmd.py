@@ -12,12 +12,12 @@ import click
 from kbmcp_cli.options import format_option, kb_options, open_kb, setup_logging
 
 if TYPE_CHECKING:
-    from kbmcp_adapters.app.eval_runs import SavedRun
+    from kbmcp_adapters.evaluation.saved_runs import SavedRun
     from kbmcp_core.evaluation import EvalReport, MetricDiff
 
 
 def _run_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    from kbmcp_adapters.app.eval_runs import valid_name
+    from kbmcp_adapters.evaluation.saved_runs import valid_name
 
     if value is not None and not valid_name(value):
         raise click.BadParameter("use 1-64 characters of A-Z a-z 0-9 . _ -", ctx, param)
@@ -58,17 +58,17 @@ def eval_cmd(kb_path: Path | None, config: Path | None, golden: Path | None, fmt
     `--save NAME` keeps the metrics under the index folder; `--compare NAME` diffs against
     them and exits 1 when a metric dropped by more than `--threshold` (compare, then save).
     """
-    from kbmcp_adapters.app import eval_runs
-    from kbmcp_adapters.app.golden import evaluate_modes, load_golden_with_digest
+    from kbmcp_adapters.evaluation import saved_runs
+    from kbmcp_adapters.evaluation.golden import evaluate_modes, load_golden_with_digest
     from kbmcp_core.evaluation import Ranked, compare_metrics, run_metrics
 
     setup_logging()
     kb = open_kb(kb_path, config)
     try:
         index_dir = kb.settings.index_dir
-        saved = eval_runs.load_run(index_dir, compare_name) if compare_name else None
+        saved = saved_runs.load_run(index_dir, compare_name) if compare_name else None
         if save_name and not overwrite:
-            eval_runs.refuse_existing(index_dir, save_name)
+            saved_runs.refuse_existing(index_dir, save_name)
         golden_path = (golden or kb.settings.kb_path / ".kb-mcp-eval.yml").resolve()
         queries, golden_sha = load_golden_with_digest(golden_path)
         model = kb.settings.embedding_model
@@ -99,7 +99,7 @@ def eval_cmd(kb_path: Path | None, config: Path | None, golden: Path | None, fmt
         if saved is not None and diff is not None:
             _print_diff(saved.name, saved.date, diff[0], threshold)
     if save_name:
-        path = eval_runs.save_run(index_dir, eval_runs.SavedRun(
+        path = saved_runs.save_run(index_dir, saved_runs.SavedRun(
             name=save_name, date=datetime.now(UTC).isoformat(timespec="seconds"), model=model,
             golden_path=str(golden_path), golden_sha256=golden_sha, queries=len(queries),
             limit=limit, metrics=now), overwrite=overwrite)

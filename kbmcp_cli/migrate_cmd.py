@@ -55,7 +55,7 @@ def _vectors_arg(value: str | None) -> str | None:
               help="Overwrite a target that already holds documents.")
 def migrate_store(kb_path: Path | None, config: Path | None, to_url: str,
                   vectors_to: str | None, replace_target: bool) -> None:
-    from kbmcp_adapters.app.store_copy import migrate_configured
+    from kbmcp_adapters.app.migrate_store import migrate_configured
 
     setup_logging()
 

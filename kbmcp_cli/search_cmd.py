@@ -9,6 +9,9 @@ import click
 
 from kbmcp_cli.options import kb_options, setup_logging
 from kbmcp_cli.search_fast import NO_SERVER_ENV, ask_server, render, search_params
+from kbmcp_core.context import CONTEXT_KINDS
+from kbmcp_core.rerank import RERANK_CANDIDATES
+from kbmcp_core.search_request import MAX_CONTEXT_CHUNKS, MODES, SearchDefaults
 
 if TYPE_CHECKING:
     from kbmcp_core.settings import Settings
@@ -18,7 +21,8 @@ if TYPE_CHECKING:
 @click.argument("query")
 @kb_options
 @click.option("--limit", "-n", type=click.IntRange(min=1), default=None,
-              help="Number of results, at least 1 (default 5; at most [search].max_limit).")
+              help=f"Number of results, at least 1 (default [search].default_limit, "
+                   f"{SearchDefaults().limit}; at most [search].max_limit).")
 @click.option("--format", "fmt", type=click.Choice(["json", "text"]), default="text",
               help="json prints the same wrapper the MCP search tool returns.")
 @click.option("--path-glob", "path_globs", multiple=True,
@@ -30,20 +34,23 @@ if TYPE_CHECKING:
 @click.option("--category", default=None, help="Only this category.")
 @click.option("--topic", default=None, help="Only this topic.")
 @click.option("--chunks-per-document", type=click.IntRange(min=1), default=None,
-              help="Most chunks of one document in the results, at least 1 (default 2).")
-@click.option("--mode", type=click.Choice(["hybrid", "vector", "lexical"]), default="hybrid",
-              help="Retriever: both legs fused (default), or one leg alone.")
+              help="Most chunks of one document in the results, at least 1 (default "
+                   f"[search].chunks_per_document, {SearchDefaults().chunks_per_document}).")
+@click.option("--mode", type=click.Choice(MODES), default=None,
+              help=f"Retriever: both legs fused ({MODES[0]}, the default), or one leg alone.")
 @click.option("--diversity", type=click.FloatRange(0, 1), default=None,
               help="MMR trade-off from 0 to 1: lower spreads the results over more documents; "
                    "1 keeps the relevance order (default [search].diversity).")
-@click.option("--context", "context", type=click.Choice(["none", "adjacent", "section"]),
+@click.option("--context", "context", type=click.Choice(CONTEXT_KINDS),
               default=None, help="Show each hit with its neighbouring chunks or its whole "
                                  "section (default [search].context).")
-@click.option("--context-chunks", type=click.IntRange(1, 5), default=None,
-              help="Neighbours on each side for --context adjacent, 1-5 (default 1).")
+@click.option("--context-chunks", type=click.IntRange(1, MAX_CONTEXT_CHUNKS), default=None,
+              help=f"Neighbours on each side for --context adjacent, 1-{MAX_CONTEXT_CHUNKS} "
+                   "(default [search].context_chunks).")
 @click.option("--rerank/--no-rerank", default=None,
-              help="Reorder the best 20 candidates with the cross-encoder of "
-                   "[search].reranker (default [search].rerank; needs kb-mcp[rerank]).")
+              help=f"Reorder the best [search].rerank_candidates ({RERANK_CANDIDATES}) "
+                   "candidates with the cross-encoder of [search].reranker (default "
+                   "[search].rerank; needs kb-mcp[rerank]).")
 @click.option("--no-server", is_flag=True, envvar=NO_SERVER_ENV, show_envvar=True,
               help="Search in this process even when a `kb-mcp serve` or `kb-mcp watch` of "
                    "the same index could answer (it is asked over kb-mcp.sock in the index "
@@ -65,7 +72,7 @@ def search(query: str, kb_path: Path | None, config: Path | None, fmt: str, no_s
 
     setup_logging(verbose=verbose)
     settings = settings_for(kb_path, config)
-    params = search_params(options, settings.search_default_limit)
+    params = search_params(options)
     response = None
     if no_server:
         note = "searched in this process (--no-server)"

@@ -22,7 +22,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from kbmcp_adapters.app.local_socket import Reply
+    from kbmcp_adapters.local_search.client import Reply
     from kbmcp_core.context import Context
     from kbmcp_core.settings import Settings
 
@@ -44,6 +44,7 @@ _OPTIONS: dict[str, tuple[str, object]] = {
     "--category": ("category", "text"),
     "--topic": ("topic", "text"),
     "--chunks-per-document": ("chunks_per_document", "int"),
+    # search_request.MODES, spelled out: importing it would slow this route down
     "--mode": ("mode", frozenset({"hybrid", "vector", "lexical"})),
 }
 _FLAGS = {"--no-server": "no_server", "--verbose": "verbose", "-v": "verbose"}
@@ -112,10 +113,11 @@ def no_server_from_env() -> bool:
 CLI_ONLY = frozenset({"query", "kb_path", "config", "fmt", "no_server", "verbose"})
 
 
-def search_params(got: Mapping[str, Any], default_limit: int | None) -> dict[str, Any]:
+def search_params(got: Mapping[str, Any]) -> dict[str, Any]:
     """The keyword arguments of ``KnowledgeBase.search`` for these command parameters:
     every option but the command line's own, left out when not given (so the search's
-    defaults apply), repeatable ones as tuples."""
+    defaults apply, ``search_request.resolve``, here or in the server), repeatable ones
+    as tuples."""
     params: dict[str, Any] = {}
     for key, value in got.items():
         if key in CLI_ONLY or value is None:
@@ -125,8 +127,6 @@ def search_params(got: Mapping[str, Any], default_limit: int | None) -> dict[str
                 continue
             value = tuple(value)
         params[key] = value
-    if default_limit is not None:
-        params.setdefault("limit", default_limit)
     return params
 
 
@@ -137,7 +137,7 @@ _declined: dict[str, Reply] = {}
 def ask_server(settings: Settings, query: str, params: Mapping[str, Any]) -> Reply:
     """The server's reply; a server that did not answer this process's search already (on
     the route before click) is not asked again."""
-    from kbmcp_adapters.app.local_socket import ask
+    from kbmcp_adapters.local_search.client import ask
 
     earlier = _declined.get(str(settings.index_dir))
     return earlier or _remember(settings.index_dir, ask(settings, query, params))
@@ -219,24 +219,25 @@ def _ask(got: Mapping[str, Any]) -> tuple[Reply, str]:
     in the knowledge base or in the user's config folder) the configuration is left to
     the server to read from the same inputs: this process then imports nothing but the
     socket client and the trust list's paths."""
-    from kbmcp_adapters.app import local_socket, trust
+    from kbmcp_adapters.app import trust
+    from kbmcp_adapters.local_search import channel, client
 
     kb_path, config, cwd = got.get("kb_path"), got.get("config"), os.getcwd()
     if (config is None and kb_path is not None and not os.environ.get(trust.CONFIG_ENV)
             and not os.path.isfile(os.path.join(cwd, os.path.expanduser(kb_path),
-                                                local_socket.CONFIG_FILE_NAME))
+                                                channel.CONFIG_FILE_NAME))
             and not (trust.user_config_dir() / trust.USER_CONFIG_NAME).is_file()):
         root = Path(kb_path).expanduser()
         if not root.is_dir():
             raise NotADirectoryError(str(root))
-        index_dir = root.resolve() / local_socket.INDEX_DIR_NAME
-        return _remember(index_dir, local_socket.ask_with_inputs(
-            index_dir, str(root.absolute()), cwd, got["query"], search_params(got, None))
+        index_dir = root.resolve() / channel.INDEX_DIR_NAME
+        return _remember(index_dir, client.ask_with_inputs(
+            index_dir, str(root.absolute()), cwd, got["query"], search_params(got))
         ), "no config file"
     from kbmcp_adapters.app.config import build_settings
 
     settings = build_settings(config, kb_path=kb_path)
-    params = search_params(got, settings.search_default_limit)
+    params = search_params(got)
     return ask_server(settings, got["query"], params), settings.config_origin.describe()
 
 

@@ -215,7 +215,7 @@ def serve(
         log.info("read-only: this server never writes the index (no watcher, no local "
                  "search socket); its writer is `kb-mcp watch` or `kb-mcp index`")
     else:
-        from kbmcp_adapters.mcp_server.local_socket import local_search_task
+        from kbmcp_adapters.local_search.serve_task import local_search_task
 
         # `kb-mcp search` asks this server over a local socket (decision 0018)
         background.append(local_search_task)

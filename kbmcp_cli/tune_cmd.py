@@ -36,8 +36,8 @@ def tune(kb_path: Path | None, config: Path | None, golden: Path | None, folds: 
     held-out one, so the held-out score says what choosing by this golden file is worth.
     Nothing is written: paste the printed `[search]` lines into kb-mcp.toml if they help.
     """
-    from kbmcp_adapters.app.golden import load_golden
-    from kbmcp_adapters.app.tuning import tune_fusion
+    from kbmcp_adapters.evaluation.golden import load_golden
+    from kbmcp_adapters.evaluation.tuning import tune_fusion
 
     setup_logging()
     kb = open_kb(kb_path, config)

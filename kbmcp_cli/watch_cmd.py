@@ -116,7 +116,7 @@ def _follow(kb: KnowledgeBase, stop: threading.Event) -> None:
     # are caught by one incremental run (unchanged files cost a hash).
     watcher = Watcher(kb, debounce_ms=kb.settings.watch_debounce_ms, on_synced=synced)
     watcher.start()
-    from kbmcp_adapters.app.local_search_server import LocalSearchServer, knowledge_base_search
+    from kbmcp_adapters.local_search.server import LocalSearchServer, knowledge_base_search
 
     local = LocalSearchServer.start(kb.settings, knowledge_base_search(kb))  # decision 0018
     log.info("watching %s for changes (stop with Ctrl-C or SIGTERM)", kb.settings.kb_path)

@@ -7,6 +7,7 @@
     │   └── IndexNotReady       an index whose first run has not completed phase one
     ├── ModelMismatch           the index was built with another embedding model
     ├── EmbeddingUnavailable    the embedding model cannot be loaded (offline, bad file)
+    ├── RerankerUnavailable     the reranker asked for cannot run (package missing, bad file)
     ├── StoreError              the index store or vector store failed
     │   ├── StoreUnreachable    the database server holding the index does not answer
     │   ├── StoreFailed         the database server holding the index refused a statement
@@ -17,7 +18,7 @@
     ├── ReadBusy                every conversion slot of the server stayed taken
     ├── ParseError              a file could not be parsed (kept per file, never fatal)
     ├── PathRefused             a read was refused by the guard chain
-    │   └── NotServable         the document is not offered as a resource
+    │   └── NotOffered          the index does not offer the document as a resource
     └── InvalidQuery            a search request is malformed
 """
 
@@ -225,7 +226,10 @@ class PathRefused(KbError):
         self.reason = reason
 
 
-class NotServable(PathRefused):
+class NotOffered(PathRefused):
+    """The index does not offer this document or topic (decision 0001). The wire code keeps
+    its published spelling, ``not_servable``."""
+
     code = "not_servable"
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
-from kbmcp_core.models import DiskScan, IndexedState, extension_of
+from kbmcp_core.models import INDEX_CAP_BYTES, DiskScan, IndexedState, extension_of
+from kbmcp_core.ports import HashNeeded
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,13 +61,15 @@ def plan(
     for path in sorted(scan.files):
         f = scan.files[path]
         state = in_scope.get(path)
-        if f.oversize or f.content_hash is None:
+        if f.oversize:
             if state is not None:
                 oversize_sizes[path] = f.size
             else:
                 oversize_new.append(path)
             continue
-        if state is None:
+        if f.content_hash is None:  # not hashed: indexed whatever its bytes (``hash_needed``)
+            to_index.append(path)
+        elif state is None:
             new_by_hash.setdefault(f.content_hash, []).append(path)
         elif force or state.content_hash != f.content_hash:
             to_index.append(path)
@@ -103,6 +106,39 @@ def plan(
             sorted(p for p in in_scope if p not in scan.files and _under_failure(p, failed))
         ),
     )
+
+
+def hash_needed(
+    indexed: Mapping[str, IndexedState],
+    *,
+    enabled_extensions: Collection[str],
+    force: bool = False,
+    prune_disabled: bool = False,
+) -> HashNeeded:
+    """What ``plan`` needs hashed, so that the walk reads only those files and every other
+    file is read once, by the run that indexes it. A file needs no hash when its bytes
+    cannot equal those of any document in the run's scope (a different size means
+    different bytes): it is new or changed whatever it holds. ``force`` indexes every
+    file and pairs no renames, so it needs none. A document whose size is not known, or
+    is not the size of the bytes it was hashed from (recorded while over the cap), could
+    have any bytes: then every file the plan could match against it is hashed."""
+    if force:
+        return lambda _path, _size: False
+    in_scope = {p: s for p, s in indexed.items()
+                if prune_disabled or extension_of(p) in enabled_extensions}
+    unknown = any(s.size_bytes is None or s.size_bytes > INDEX_CAP_BYTES
+                  for s in in_scope.values())
+    sizes = {s.size_bytes for s in in_scope.values()}
+
+    def needs_hash(path: str, size: int) -> bool:
+        # an indexed file is compared with its own row; a new one with every row (renames)
+        state = in_scope.get(path)
+        if state is not None and state.size_bytes is not None \
+                and state.size_bytes <= INDEX_CAP_BYTES:
+            return state.size_bytes == size
+        return unknown or size in sizes
+
+    return needs_hash
 
 
 def _under_failure(path: str, failed: Collection[str]) -> bool:

@@ -28,7 +28,18 @@ from kbmcp_core.errors import (
     VectorsUnreachable,
     VectorsUnreadable,
 )
-from kbmcp_core.index_plan import IndexPlan, plan
+from kbmcp_core.index_plan import IndexPlan, hash_needed, plan
+from kbmcp_core.meta_keys import (
+    META_CONVERSIONS,
+    META_COPY,
+    META_DIMENSION,
+    META_EMBED_TEXT,
+    META_IN_PROGRESS,
+    META_LAST_RUN,
+    META_MODEL,
+    META_READY,
+    META_VECTORS,
+)
 from kbmcp_core.models import (
     EMBED_TEXT,
     FAIL_PARSE,
@@ -41,9 +52,9 @@ from kbmcp_core.models import (
     ParsedDocument,
     RunSummary,
     Vector,
-    embed_text_of,
     extension_of,
     vector_text_of,
+    whole_text_of,
 )
 from kbmcp_core.offer import topic_of
 from kbmcp_core.ports import (
@@ -71,25 +82,6 @@ Progress = Callable[[Phase, int, int, str], None]
 #: ``yield_to()``: asked between two embedding calls of phase two (never before the first,
 #: so every run makes progress); True ends the run there, as a stopped run ends (0017).
 YieldTo = Callable[[], bool]
-
-META_MODEL = "embedding_model"
-META_DIMENSION = "embedding_dimension"
-META_LAST_RUN = "last_run"
-#: the vector store's fingerprint when the last run ended (see ``IndexRun._needs_repair``)
-META_VECTORS = "vector_fingerprint"
-#: set while a run writes (cleared at its end): search then says vectors may be missing
-META_IN_PROGRESS = "run_in_progress"
-#: what text the stored vectors were made from (``models.EMBED_TEXT``); absent before 0020
-META_EMBED_TEXT = "embed_text"
-#: Set while `kb-mcp migrate-store` copies into this index (the copy's source, as JSON).
-META_COPY = "copy_from"
-#: set once a whole-folder run has kept the converted text of every unchanged document
-#: an older kb-mcp indexed without one (decision 0023)
-META_CONVERSIONS = "converted_text_filled"
-#: When phase one of a whole-folder run first ended (every file searchable by keywords):
-#: the index is *ready*. "" from the start of an index's first run until then; absent in
-#: indexes from before this mark (``index_ready`` decides those).
-META_READY = "ready_since"
 
 #: In model batches: the chunks phase two hands to one embedding call (length-bucketed
 #: inside).
@@ -126,10 +118,12 @@ class _Pending:
 
 
 def content_hash(data: bytes) -> str:
+    """A file's hash: the sha256 of its bytes (``DocumentRecord.content_hash``)."""
     return hashlib.sha256(data).hexdigest()
 
 
 def text_hash(text: str) -> str:
+    """The sha256 of a text; of a chunk's whole text, it is ``ChunkRecord.text_hash``."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -181,7 +175,10 @@ def check_model(store: IndexMeta, embedder: Embedder, force: bool) -> None:
 
 
 def index_file(deps: IndexDeps, path: str) -> tuple[DocumentRecord, ParsedDocument, bytes]:
-    """Read and parse one file through the guarded reader. Raises KbError per file."""
+    """Read, hash and parse one file through the guarded reader: the bytes hashed are the
+    bytes parsed, read through one descriptor. For a file the walk did not hash (the plan
+    did not need it: a new or resized file) this is its only read. Raises KbError per file.
+    """
     parser = deps.registry.parser_for(extension_of(path))
     if parser is None:
         raise ParseError(f"{path}: no parser for this extension")
@@ -252,9 +249,10 @@ class IndexRun:
 
     # -- entry point -------------------------------------------------------
     def run(self) -> RunSummary:
+        """The run, once ``check_model`` has passed for these deps (``run_index`` checks
+        first; the facade checks before it builds them, so the check is made once)."""
         started = time.monotonic()
         d = self.deps
-        check_model(d.store, d.embedder, self.force)
         if d.store.get_meta(META_READY) is None:
             # before anything is written: an older index keeps its readiness, a new one
             # is not ready until phase one ends below
@@ -270,11 +268,16 @@ class IndexRun:
         d.store.set_meta(META_IN_PROGRESS, d.clock.now_iso())
         indexed = d.store.indexed_states()
         self._known = frozenset(indexed)
-        if self.paths is None:
-            scan = d.scanner.scan()
-        else:
-            scan = d.scanner.scan_paths(self.paths)
+        if self.paths is not None:
             indexed = {p: s for p, s in indexed.items() if _within(p, self.paths)}
+        # the walk reads and hashes only what the plan compares; every other file is read
+        # once, by ``index_file`` below
+        needs_hash = hash_needed(indexed, enabled_extensions=d.registry.extensions(),
+                                 force=self.force, prune_disabled=self.prune_disabled)
+        if self.paths is None:
+            scan = d.scanner.scan(needs_hash)
+        else:
+            scan = d.scanner.scan_paths(self.paths, needs_hash)
         for refusal in scan.refused:
             self._warn(f"{refusal.path}: {refusal.reason}")
             if refusal.kind == "failed":  # could not be read: its old rows are kept
@@ -390,7 +393,7 @@ class IndexRun:
         for start in range(0, len(todo), step):
             found = d.store.get_chunks(todo[start : start + step])
             # keyed by the chunk's hash (its whole text), embedded from its prose
-            self._write_vectors([(c.id, text_hash(embed_text_of(c.heading_path, c.content)),
+            self._write_vectors([(c.id, text_hash(whole_text_of(c.heading_path, c.content)),
                                   vector_text_of(c.heading_path, c.content))
                                  for c in found.values()], {})
             self._report("vectors", min(start + step, len(todo)), len(todo), "")
@@ -492,7 +495,7 @@ class IndexRun:
             if replaces is not None or d.store.document_chunk_hashes(path) is not None:
                 d.vectors.delete(d.store.delete_documents([path]))
             return
-        hashes = [text_hash(c.embed_text) for c in parsed.chunks]
+        hashes = [text_hash(c.whole_text) for c in parsed.chunks]
         old = None  # a path not indexed when the run started has no rows to compare
         if replaces is None and path in self._known:
             old = d.store.document_chunk_hashes(path)
@@ -509,7 +512,7 @@ class IndexRun:
                 heading=c.heading,
                 heading_path=c.heading_path,
                 content=c.content,
-                content_hash=h,
+                text_hash=h,
                 start_line=c.start_line,
                 end_line=c.end_line,
                 page=c.page,
@@ -542,7 +545,7 @@ class IndexRun:
         all_chunks = [c for p in batch for c in p.chunks]
         known: dict[str, int] = {}
         if not self.force:  # looked up while the replaced chunks still exist
-            known = d.store.chunk_hashes({c.content_hash for c in all_chunks})
+            known = d.store.chunk_hashes({c.text_hash for c in all_chunks})
         if d.store.get_meta(META_MODEL) is None:
             self._record_model()
         removed = d.store.write_documents(
@@ -558,12 +561,12 @@ class IndexRun:
         if known:  # a first index finds none and never opens the vector store here
             got = d.vectors.get(set(known.values()))
             reusable = {h: got[cid] for h, cid in known.items() if cid in got}
-        reused = [c for c in all_chunks if c.content_hash in reusable]
+        reused = [c for c in all_chunks if c.text_hash in reusable]
         if reused:
-            d.vectors.add([c.id for c in reused], [reusable[c.content_hash] for c in reused])
+            d.vectors.add([c.id for c in reused], [reusable[c.text_hash] for c in reused])
             self.summary.chunks_reused += len(reused)
             self._vectors_written = True
-        self._unembedded += [c.id for c in all_chunks if c.content_hash not in reusable]
+        self._unembedded += [c.id for c in all_chunks if c.text_hash not in reusable]
         if removed:
             d.vectors.delete(removed)
 
@@ -612,7 +615,9 @@ def run_index(
     yield_to: YieldTo | None = None,
 ) -> RunSummary:
     """Index the whole knowledge base, or only ``paths`` (files or folders). With
-    ``yield_to``, phase two may end early when it says so (the watcher's syncs)."""
+    ``yield_to``, phase two may end early when it says so (the watcher's syncs). Refuses
+    first (``ModelMismatch``) an index made with another model, unless ``force``."""
+    check_model(deps.store, deps.embedder, force)
     return IndexRun(deps, force=force, prune_disabled=prune_disabled, progress=progress,
                     paths=paths, yield_to=yield_to).run()
 

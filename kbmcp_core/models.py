@@ -52,13 +52,15 @@ class ChunkDraft:
     page: int | None = None
 
     @property
-    def embed_text(self) -> str:
-        """The text that is embedded and hashed: heading path plus body.
+    def whole_text(self) -> str:
+        """Heading path plus the whole body (``whole_text_of``): what the chunk's size is
+        measured on and what its ``ChunkRecord.text_hash`` covers. The model reads less of
+        it (``vector_text_of``, decision 0020).
 
         The document title is deliberately left out so that a frontmatter-only edit
-        (a new title, tags, date) never changes what is embedded.
+        (a new title, tags, date) changes neither the hash nor the vector.
         """
-        return embed_text_of(self.heading_path, self.content)
+        return whole_text_of(self.heading_path, self.content)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +85,9 @@ class DiskFile:
     """A regular file found by the walk: relative POSIX path, size and content hash.
 
     ``content_hash`` is None when the file was refused for exceeding the index cap
-    (it is never read then, only stat'ed).
+    (``oversize``: it is never read then, only stat'ed), and when the index run's plan did
+    not need it (``ports.HashNeeded``): such a file is indexed whatever its bytes, and
+    the run's read of it is its only one.
     """
 
     path: str
@@ -148,14 +152,17 @@ class DocumentRecord:
 
 @dataclass(frozen=True, slots=True)
 class ChunkRecord:
-    """A chunk row: a draft with its id and the hash of its embedded text."""
+    """A chunk row: a draft with its id and ``text_hash``, the sha256 of its whole text
+    (``whole_text_of``: heading trail + body), not of what the model reads
+    (``vector_text_of``) and not of the file's bytes (``DocumentRecord.content_hash``). The
+    store keeps it in the ``chunks.content_hash`` column."""
 
     id: int
     ordinal: int
     heading: str
     heading_path: tuple[str, ...]
     content: str
-    content_hash: str
+    text_hash: str
     start_line: int | None
     end_line: int | None
     page: int | None
@@ -351,18 +358,19 @@ def prose_of(content: str) -> str:
     return prose if len(prose) >= MIN_PROSE_CHARS else content
 
 
-def embed_text_of(heading_path: tuple[str, ...], content: str) -> str:
+def whole_text_of(heading_path: tuple[str, ...], content: str) -> str:
     """Heading trail plus the whole body: what a chunk's size is measured on (so the model
-    never truncates it), what its hash covers, and what a reader or reranker is shown."""
+    never truncates it), what its hash covers, and what a reader or reranker is shown. Not
+    what the model embeds: that is ``vector_text_of``, the prose of it (decision 0020)."""
     trail = " > ".join(h for h in heading_path if h)
     return f"{trail}\n{content}" if trail else content
 
 
 def vector_text_of(heading_path: tuple[str, ...], content: str) -> str:
     """Heading trail plus the body's prose (``prose_of``): what the embedding model is
-    given for a chunk. Two chunks with the same ``embed_text_of`` have the same one, so a
-    vector reused by that hash is still the right vector."""
-    return embed_text_of(heading_path, prose_of(content))
+    given for a chunk. Two chunks with the same ``whole_text_of`` have the same one, so a
+    vector reused by its hash (``ChunkRecord.text_hash``) is still the right vector."""
+    return whole_text_of(heading_path, prose_of(content))
 
 
 @dataclass(frozen=True, slots=True)

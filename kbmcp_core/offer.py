@@ -1,4 +1,5 @@
-"""What the index offers: ServableRules (the one predicate) and topic groups."""
+"""What the index offers and how a client reads it: OfferRules (the one predicate), topic
+groups, and the resource read (``read_resource``: URI, offer check, guarded load, body)."""
 
 from __future__ import annotations
 
@@ -6,24 +7,20 @@ import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from urllib.parse import quote
 
+from kbmcp_core.errors import NotOffered
 from kbmcp_core.models import StoredDocument, extension_of
-from kbmcp_core.ports import DocumentCatalog, ParserRegistry
-from kbmcp_core.reading import max_bytes_for, smallest_read_cap
+from kbmcp_core.ports import ConvertedTexts, DocumentCatalog, FileSystem, ParserRegistry
+from kbmcp_core.reading import (
+    ConversionGate,
+    load_clean,
+    max_bytes_for,
+    smallest_read_cap,
+    with_notice,
+)
+from kbmcp_core.uris import TopicUri, doc_uri, parse_uri, topic_uri
 
 log = logging.getLogger(__name__)
-
-#: Characters left as they are in kb:// URIs; everything else is percent-encoded.
-URI_SAFE = "-._~/"
-
-
-def doc_uri(path: str) -> str:
-    return "kb://doc/" + quote(path, safe=URI_SAFE)
-
-
-def topic_uri(prefix: str) -> str:
-    return "kb://topic/" + quote(prefix, safe=URI_SAFE)
 
 
 def topic_of(path: str) -> str:
@@ -35,7 +32,7 @@ def topic_of(path: str) -> str:
     return "/".join(dirs[:2])
 
 
-class ServableRules:
+class OfferRules:
     """Offered = indexed AND extension registered AND recorded size within its read cap.
 
     A NULL size (never recorded) is offered. The size lookup asks the store only for rows
@@ -52,19 +49,19 @@ class ServableRules:
         rows = self.store.sizes_over(smallest_read_cap())
         return {p for p, size in rows if size > max_bytes_for(extension_of(p))}
 
-    def servable(self, paths: Iterable[str]) -> set[str]:
+    def offered(self, paths: Iterable[str]) -> set[str]:
         """The subset of ``paths`` (taken as indexed) that is offered."""
         too_big = self._refused_by_size()
         exts = self.registry.extensions()
         return {p for p in paths if extension_of(p) in exts and p not in too_big}
 
-    def servable_paths(self) -> list[str]:
-        return sorted(self.servable(self.store.document_paths()))
+    def offered_paths(self) -> list[str]:
+        return sorted(self.offered(self.store.document_paths()))
 
-    def is_servable(self, path: str) -> bool:
+    def is_offered(self, path: str) -> bool:
         if self.store.get_document(path) is None:
             return False
-        return path in self.servable([path])
+        return path in self.offered([path])
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,11 +81,11 @@ class TopicSummary:
     first_paths: tuple[str, ...]
 
 
-def topic_summaries(rules: ServableRules, samples: int = 3) -> list[TopicSummary]:
+def topic_summaries(rules: OfferRules, samples: int = 3) -> list[TopicSummary]:
     """Offered documents counted per topic group, without loading any document row, so
     the listing stays cheap at tens of thousands of documents."""
     groups: dict[str, list[str]] = {}
-    for path in rules.servable_paths():
+    for path in rules.offered_paths():
         groups.setdefault(topic_of(path), []).append(path)
     return [
         TopicSummary(prefix, topic_uri(prefix), len(paths), tuple(paths[:samples]))
@@ -96,18 +93,18 @@ def topic_summaries(rules: ServableRules, samples: int = 3) -> list[TopicSummary
     ]
 
 
-def topic_group(rules: ServableRules, prefix: str) -> TopicGroup | None:
+def topic_group(rules: OfferRules, prefix: str) -> TopicGroup | None:
     """One group with its documents (for its body), or None when nothing is offered."""
-    paths = [p for p in rules.servable_paths() if topic_of(p) == prefix]
+    paths = [p for p in rules.offered_paths() if topic_of(p) == prefix]
     if not paths:
         return None
     return TopicGroup(prefix, topic_uri(prefix), tuple(rules.store.documents(paths)))
 
 
-def topic_groups(rules: ServableRules) -> list[TopicGroup]:
+def topic_groups(rules: OfferRules) -> list[TopicGroup]:
     """Offered documents grouped by topic prefix, sorted by prefix then path."""
     docs = rules.store.documents()
-    offered = rules.servable(d.path for d in docs)
+    offered = rules.offered(d.path for d in docs)
     groups: dict[str, list[StoredDocument]] = {}
     for d in docs:
         if d.path in offered:
@@ -131,6 +128,38 @@ def topic_body(group: TopicGroup) -> str:
         label = markdown_text(d.title) or markdown_text(d.path)
         lines.append(f"- [{label}]({doc_uri(d.path)}) — {code_span(d.path)}")
     return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceBody:
+    """What a ``kb://`` read answers: the body and its media type."""
+
+    uri: str
+    text: str
+    media_type: str
+
+
+def read_resource(uri: str, rules: OfferRules, fs: FileSystem,
+                  conversions: ConvertedTexts | None = None,
+                  gate: ConversionGate | None = None) -> ResourceBody:
+    """THE resource read: ``kb://topic/<prefix>`` (a group's list) or ``kb://doc/<path>``.
+
+    1. ``uris.parse_uri``: strict percent-decoding, the path guard (once).
+    2. ``rules``: only an offered document, or a topic with one, is read (``NotOffered``).
+    3. ``reading.load_clean`` with ``rules.registry``: the root-bound open, the format and
+       size checks, the kept or gated conversion.
+    4. ``reading.with_notice``: the text, plus a visible notice when it was cut.
+    """
+    target = parse_uri(uri)
+    if isinstance(target, TopicUri):
+        group = topic_group(rules, target.prefix)
+        if group is None:
+            raise NotOffered(target.prefix, "no such topic")
+        return ResourceBody(uri, topic_body(group), "text/markdown")
+    if not rules.is_offered(target.path):
+        raise NotOffered(target.path, "not offered by this knowledge base")
+    loaded = load_clean(target.path, fs, rules.registry, conversions, gate)
+    return ResourceBody(uri, with_notice(loaded), loaded.media_type)
 
 
 _LINE_BREAKS = re.compile(r"[\x00-\x1f\x7f\u0085\u2028\u2029]+")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
@@ -125,12 +125,21 @@ class ExclusionPolicy(Protocol):
         ...
 
 
+#: ``needs_hash(path, size)``: whether an index run's plan needs the content hash of the
+#: file at ``path`` holding ``size`` bytes (``index_plan.hash_needed``). A scanner leaves
+#: a file it says no to unread (``DiskFile.content_hash`` None): the run's read of it is
+#: then its only one.
+HashNeeded = Callable[[str, int], bool]
+
+
 class Scanner(Protocol):
-    def scan(self) -> DiskScan:
-        """Walk the whole knowledge base."""
+    def scan(self, needs_hash: HashNeeded | None = None) -> DiskScan:
+        """Walk the whole knowledge base (hashing every file unless ``needs_hash`` says
+        which)."""
         ...
 
-    def scan_paths(self, paths: Collection[str]) -> DiskScan:
+    def scan_paths(self, paths: Collection[str], needs_hash: HashNeeded | None = None
+                   ) -> DiskScan:
         """Classify just these paths (files, or folders to walk) with the same rules."""
         ...
 
@@ -249,7 +258,8 @@ class IndexWriter(IndexMeta, Protocol):
         ...
 
     def chunk_hashes(self, hashes: Iterable[str]) -> dict[str, int]:
-        """Map embedded-text hashes to an existing chunk id carrying that hash."""
+        """Map chunk text hashes (``ChunkRecord.text_hash``) to an existing chunk id
+        carrying that hash."""
         ...
 
     def document_chunk_hashes(self, path: str) -> list[str] | None:
@@ -267,7 +277,7 @@ class IndexWriter(IndexMeta, Protocol):
 
 
 class DocumentCatalog(Protocol):
-    """The indexed documents as rows: what ServableRules decides from."""
+    """The indexed documents as rows: what OfferRules decides from."""
 
     def get_document(self, path: str) -> StoredDocument | None: ...
 

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from urllib.parse import unquote
+from typing import NewType
 
 from kbmcp_core.errors import IndexNotFound, KbError, PathRefused, ReadBusy, StoreError
 from kbmcp_core.models import INDEX_CAP_BYTES, MIB, extension_of
@@ -41,6 +41,9 @@ CONVERSION_WAIT_S = 30.0
 
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
+#: A relative path ``clean_request_path`` accepted (and normalised); what ``load_clean`` takes.
+RequestPath = NewType("RequestPath", str)
+
 
 def max_bytes_for(extension: str) -> int:
     """The one read cap per extension, used by the listing, the stat check and the read."""
@@ -67,7 +70,7 @@ class LoadedDocument:
     media_type: str
 
 
-def clean_request_path(raw: str) -> str:
+def clean_request_path(raw: str) -> RequestPath:
     """Validate a client-supplied relative path; refuse anything that could escape.
 
     Refused: empty, lone surrogates, NUL or control characters, backslashes, absolute
@@ -93,12 +96,7 @@ def clean_request_path(raw: str) -> str:
         raise PathRefused(shown, "'..' is not allowed")
     if not parts:
         raise PathRefused(shown, "empty path")
-    return "/".join(parts)
-
-
-def decode_uri_path(encoded: str) -> str:
-    """Percent-decode a ``kb://doc/`` path; validation happens after decoding."""
-    return clean_request_path(unquote(encoded, errors="strict"))
+    return RequestPath("/".join(parts))
 
 
 class ConversionGate:
@@ -154,7 +152,8 @@ def conversion_of(content_hash: str, text: str) -> ConvertedText | None:
 def load_document(path: str, fs: FileSystem, registry: ParserRegistry,
                   conversions: ConvertedTexts | None = None,
                   gate: ConversionGate | None = None) -> LoadedDocument:
-    """THE guard chain, shared by ``get_document`` and ``resources/read``.
+    """THE guard chain, shared by ``get_document`` and ``resources/read`` (which runs step 1
+    as ``uris.parse_uri`` decodes its URI, then ``load_clean``: once per read, not twice).
 
     1. Path syntax: no NUL or control characters, backslash, absolute path or ``..``.
     2. One open bound to the root (see ``FileSystem``): refuses a link anywhere on the
@@ -168,7 +167,14 @@ def load_document(path: str, fs: FileSystem, registry: ParserRegistry,
     There is no check on the path before the open for an attacker to race: every fact
     comes from the one descriptor the bytes are read from.
     """
-    rel = clean_request_path(path)
+    return load_clean(clean_request_path(path), fs, registry, conversions, gate)
+
+
+def load_clean(rel: RequestPath, fs: FileSystem, registry: ParserRegistry,
+               conversions: ConvertedTexts | None = None,
+               gate: ConversionGate | None = None) -> LoadedDocument:
+    """``load_document`` from step 2 on, for a path step 1 already accepted (a ``kb://doc/``
+    URI's, which ``uris.parse_uri`` guards): the guard runs once per read."""
     with fs.open_file(rel) as handle:
         ext = extension_of(rel)
         parser = registry.parser_for(ext)

@@ -22,7 +22,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from kbmcp_core.models import StoredChunk, embed_text_of
+from kbmcp_core.models import StoredChunk, whole_text_of
 from kbmcp_core.ports import Reranker
 
 #: How many of the best fused candidates the reranker reads unless ``[search]`` says.
@@ -96,7 +96,7 @@ def rerank(
     known = [(cid, s) for cid, s in ranked if cid in chunks]
     head, tail = known[:candidates], known[candidates:]
     started = time.perf_counter()
-    passages = [embed_text_of(chunks[cid].heading_path, chunks[cid].content) for cid, _ in head]
+    passages = [whole_text_of(chunks[cid].heading_path, chunks[cid].content) for cid, _ in head]
     scores = reranker.score(query, passages) if head else []
     ms = (time.perf_counter() - started) * 1000.0
     if len(scores) != len(head):

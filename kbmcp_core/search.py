@@ -1,70 +1,29 @@
-"""The search use-case: validated request, two legs, fusion, per-document limit, offer."""
+"""The search use-case: resolved request, two legs, fusion, shaping, per-document limit, offer."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from datetime import date
-from typing import Literal, cast
+from typing import cast
 
-from kbmcp_core.context import Context, ContextKind
-from kbmcp_core.errors import InvalidQuery, VectorsUnreachable, VectorsUnreadable
+from kbmcp_core.context import Context
+from kbmcp_core.errors import VectorsUnreachable, VectorsUnreadable
 from kbmcp_core.fusion import Fusion, fuse
-from kbmcp_core.index_run import META_IN_PROGRESS
-from kbmcp_core.models import DATE_PATTERN, DocumentFilter, StoredChunk, StoredDocument
-from kbmcp_core.offer import ServableRules, doc_uri
+from kbmcp_core.meta_keys import META_IN_PROGRESS
+from kbmcp_core.models import StoredChunk
+from kbmcp_core.offer import OfferRules
 from kbmcp_core.ports import Embedder, IndexReader, Reranker, VectorStore
 from kbmcp_core.rerank import RerankOutcome
-from kbmcp_core.shaping import ShapeOptions, check_options, contexts_for, reorder, spans_for
+from kbmcp_core.search_request import (
+    Mode,
+    SearchDefaults,
+    SearchRequest,
+    document_filter,
+    resolve,
+)
+from kbmcp_core.shaping import apply_rerank, contexts_for, diversify, spans_for
 from kbmcp_core.spans import Span
-
-Mode = Literal["hybrid", "vector", "lexical"]
-MODES: tuple[Mode, ...] = ("hybrid", "vector", "lexical")
-
-MAX_QUERY_CHARS = 2000
-MAX_FILTER_ITEMS = 64
-_DATE = re.compile(DATE_PATTERN)
-_NOT_TEXT = re.compile("[\x00\ud800-\udfff]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
-#: NUL, the other C0 controls and DEL: no tag, category, topic or served path holds one
-_CONTROL = re.compile("[\x00-\x1f\x7f]")
-
-
-@dataclass(frozen=True, slots=True)
-class SearchRequest:
-    query: str
-    limit: int = 5
-    path_globs: tuple[str, ...] | None = None
-    tags_any: tuple[str, ...] = ()
-    tags_all: tuple[str, ...] = ()
-    date_from: str | None = None
-    date_to: str | None = None
-    category: str | None = None
-    topic: str | None = None
-    chunks_per_document: int | None = None
-    mode: Mode = "hybrid"
-    #: MMR λ in [0, 1] (1 = off), ``none``/``adjacent``/``section``, neighbours per side
-    #: for ``adjacent``, cross-encoder reranking; None = the searcher's default
-    diversity: float | None = None
-    context: str | None = None
-    context_chunks: int | None = None
-    rerank: bool | None = None
-
-    def filters(self) -> dict[str, object]:
-        """The filters that apply, echoed back in the response."""
-        out: dict[str, object] = {}
-        if self.path_globs is not None:
-            out["path_globs"] = list(self.path_globs)
-        if self.tags_any:
-            out["tags_any"] = list(self.tags_any)
-        if self.tags_all:
-            out["tags_all"] = list(self.tags_all)
-        for key in ("date_from", "date_to", "category", "topic"):
-            value = getattr(self, key)
-            if value is not None:
-                out[key] = value
-        return out
+from kbmcp_core.uris import doc_uri
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,83 +94,6 @@ class SearchResponse:
         return out
 
 
-def validate(req: SearchRequest, max_limit: int) -> SearchRequest:
-    """Reject malformed requests with a message that says what to fix."""
-    if not isinstance(req.query, str) or not req.query.strip():
-        raise InvalidQuery("query must be a non-empty string")
-    # NUL and lone surrogates (a JSON "\\ud800" escape decodes to one) are not text any
-    # tokenizer or database can take: they become spaces.
-    query = _NOT_TEXT.sub(" ", req.query)
-    if len(req.query) > MAX_QUERY_CHARS:
-        raise InvalidQuery(f"query is {len(req.query)} characters; the limit is {MAX_QUERY_CHARS}")
-    if req.mode not in MODES:
-        raise InvalidQuery(f"mode must be one of {', '.join(MODES)}")
-    if req.path_globs is not None and not req.path_globs:
-        raise InvalidQuery("path_globs is empty; omit it to search everything")
-    for name in ("path_globs", "tags_any", "tags_all"):
-        items = getattr(req, name) or ()
-        if len(items) > MAX_FILTER_ITEMS:
-            raise InvalidQuery(f"{name} has more than {MAX_FILTER_ITEMS} items")
-        if any(not isinstance(i, str) or not i.strip() for i in items):
-            raise InvalidQuery(f"{name} items must be non-empty strings")
-        if any(_SURROGATE.search(i) for i in items):
-            raise InvalidQuery(f"{name} items must be valid Unicode text (no lone surrogates)")
-        for item in items:
-            check_filter_text(f"{name} items", item)
-    for name in ("category", "topic"):
-        value = getattr(req, name)
-        if value is not None and not isinstance(value, str):
-            raise InvalidQuery(f"{name} must be a string")
-        if value is not None and _SURROGATE.search(value):
-            raise InvalidQuery(f"{name} must be valid Unicode text (no lone surrogates)")
-        if value is not None:
-            check_filter_text(name, value)
-    for name in ("date_from", "date_to"):
-        _check_date(name, getattr(req, name))
-    if req.date_from and req.date_to and req.date_from > req.date_to:
-        raise InvalidQuery("date_from is after date_to")
-    limit = max(1, min(int(req.limit), max_limit))
-    per_doc = req.chunks_per_document
-    if per_doc is not None and per_doc < 1:
-        raise InvalidQuery("chunks_per_document must be at least 1")
-    check_options(req.diversity, req.context, req.context_chunks, req.rerank)
-    return replace(req, query=query, limit=limit, chunks_per_document=per_doc)
-
-
-def check_filter_text(name: str, value: str) -> None:
-    """Refuse a value that names what documents to look at (a filter, the graph's start
-    document) when it holds NUL or another control character: no stored document can
-    match it, and the refusal is the same whichever store holds the index."""
-    if _SURROGATE.search(value):
-        raise InvalidQuery(f"{name} must be valid Unicode text (no lone surrogates)")
-    if found := _CONTROL.search(value):
-        raise InvalidQuery(f"{name} must not contain NUL or other control characters "
-                           f"(found U+{ord(found.group()):04X})")
-
-
-def _check_date(name: str, value: str | None) -> None:
-    if value is None:
-        return
-    if not isinstance(value, str) or not _DATE.match(value):
-        raise InvalidQuery(f"{name} must be a date as YYYY-MM-DD, got {str(value)[:40]!r}")
-    try:
-        date.fromisoformat(value)
-    except ValueError:
-        raise InvalidQuery(f"{name} is not a real date: {value!r}") from None
-
-
-def document_filter(req: SearchRequest) -> DocumentFilter:
-    """The request's document-level filters, for the store to apply."""
-    return DocumentFilter(
-        path_globs=req.path_globs, tags_any=req.tags_any, tags_all=req.tags_all,
-        date_from=req.date_from, date_to=req.date_to, category=req.category, topic=req.topic)
-
-
-def document_matches(doc: StoredDocument, req: SearchRequest) -> bool:
-    """The document-level filters; a search never returns a chunk whose document fails."""
-    return document_filter(req).matches(doc)
-
-
 class Searcher:
     """Hybrid retrieval over the ports. Construct once; ``search`` is cheap to call."""
 
@@ -220,11 +102,9 @@ class Searcher:
         store: IndexReader,
         vectors: VectorStore,
         embedder: Embedder,
-        rules: ServableRules,
+        rules: OfferRules,
         *,
-        max_limit: int = 50,
-        chunks_per_document: int = 2,
-        shape: ShapeOptions | None = None,
+        defaults: SearchDefaults | None = None,
         reranker: Reranker | None = None,
         fusion: Fusion | None = None,
     ) -> None:
@@ -232,14 +112,14 @@ class Searcher:
         self.vectors = vectors
         self.embedder = embedder
         self.rules = rules
-        self.max_limit = max_limit
-        self.chunks_per_document = chunks_per_document
-        self.shape = shape or ShapeOptions()
+        #: what a request leaves out, and the largest limit (``resolve``)
+        self.defaults = defaults or SearchDefaults()
         self.reranker = reranker
         self.fusion = fusion or Fusion()
 
     def search(self, request: SearchRequest) -> SearchResponse:
-        req = validate(request, self.max_limit)
+        req = resolve(request, self.defaults)
+        limit, per_doc = cast(int, req.limit), cast(int, req.chunks_per_document)
         filters = req.filters()
         allowed_paths: set[str] | None = None
         allowed_ids: list[int] | None = None
@@ -248,8 +128,7 @@ class Searcher:
             if not allowed_paths:
                 return SearchResponse((), True, filters, req.mode)
             allowed_ids = self.store.chunk_ids_for(allowed_paths)
-        per_doc = req.chunks_per_document or self.chunks_per_document
-        pool = max(50, req.limit * per_doc * 5)
+        pool = max(50, limit * per_doc * 5)
         lexical: list[tuple[int, float]] = []
         vector: list[tuple[int, float]] = []
         unreadable: VectorsUnreadable | None = None
@@ -267,12 +146,13 @@ class Searcher:
         else:
             fused = list(vector or lexical)
         chunks = self.store.get_chunks([cid for cid, _ in fused])
-        options = self._options(req)
-        ranked, reranked = reorder(
-            req.query, fused, chunks, options, limit=req.limit, reranker=self.reranker,
-            vectors=None if req.mode == "lexical" or unreadable else self.vectors)
-        picked = _per_document(ranked, chunks, per_doc, req.limit)
-        offered = self.rules.servable({chunks[cid].document_path for cid, _ in picked})
+        options = req.shape(self.defaults)
+        ranked = [(cid, s) for cid, s in fused if cid in chunks]
+        ranked, reranked = apply_rerank(req.query, ranked, chunks, options, self.reranker)
+        ranked = diversify(ranked, chunks, options, limit=limit,
+                           vectors=None if req.mode == "lexical" or unreadable else self.vectors)
+        picked = _per_document(ranked, chunks, per_doc, limit)
+        offered = self.rules.offered({chunks[cid].document_path for cid, _ in picked})
         spans = spans_for(req.query, [chunks[cid].content for cid, _ in picked])
         contexts = contexts_for(self.store, [cid for cid, _ in picked], options)
         scores = reranked.scores if reranked else {}
@@ -283,17 +163,6 @@ class Searcher:
                   else self._indexing_notice(req.mode))
         return SearchResponse(hits, _low_confidence(vector, lexical, hits), filters, req.mode,
                               notice, reranked)
-
-    def _options(self, req: SearchRequest) -> ShapeOptions:
-        """The request's shaping options, the searcher's defaults where it says nothing."""
-        d = self.shape
-        return ShapeOptions(
-            diversity=d.diversity if req.diversity is None else float(req.diversity),
-            context=d.context if req.context is None else cast(ContextKind, req.context),
-            context_chunks=req.context_chunks or d.context_chunks,
-            rerank=d.rerank if req.rerank is None else req.rerank,
-            rerank_candidates=d.rerank_candidates,
-        )
 
     def _indexing_notice(self, mode: Mode) -> str | None:
         """While an index run is writing, some chunks may have text but no vector yet."""
@@ -315,21 +184,6 @@ def _unreadable_notice(exc: VectorsUnreadable, mode: Mode) -> str:
         return f"semantic search is unavailable: {exc.detail}; {found}"
     return (f"semantic search is unavailable: {exc.detail}; {found}. Run `kb-mcp index` "
             "to rebuild the vectors")
-
-
-_CJK = re.compile(
-    "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
-    "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]"
-)
-
-
-def readable_share(text: str) -> float:
-    """Share of the letters and digits of ``text`` that are not Chinese, Japanese or
-    Korean: what an English-only embedding model can make sense of."""
-    chars = [c for c in text if c.isalnum()]
-    if not chars:
-        return 0.0
-    return sum(1 for c in chars if not _CJK.match(c)) / len(chars)
 
 
 def _per_document(

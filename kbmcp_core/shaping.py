@@ -2,8 +2,9 @@
 
 The steps, in order, on the fused candidates:
 
-1. **rerank** (optional): a ``Reranker`` reorders the best ``RERANK_CANDIDATES``;
-2. **diversity** (MMR, ``λ < 1``): the first picks trade relevance for novelty;
+1. **rerank** (``apply_rerank``, optional): a ``Reranker`` reorders the best
+   ``RERANK_CANDIDATES``;
+2. **diversify** (MMR, ``λ < 1``): the first picks trade relevance for novelty;
 3. then search applies the per-document cap and the limit as before;
 4. each hit gets its match spans, and its context when asked for.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from kbmcp_core.context import CONTEXT_KINDS, Context, ContextKind, build_context, radius_for
+from kbmcp_core.context import Context, ContextKind, build_context, radius_for
 from kbmcp_core.diversity import cosine_similarity, mmr, word_similarity
 from kbmcp_core.errors import InvalidQuery, VectorsUnreadable
 from kbmcp_core.models import StoredChunk
@@ -26,12 +27,11 @@ from kbmcp_core.spans import Span, match_spans, query_terms
 DEFAULT_DIVERSITY = 1.0
 #: MMR looks at this many times ``limit`` candidates (the per-document cap needs spares).
 MMR_POOL_FACTOR = 4
-MAX_CONTEXT_CHUNKS = 5
 
 
 @dataclass(frozen=True, slots=True)
 class ShapeOptions:
-    """The knobs of one search after validation: every one has a value."""
+    """The knobs of one search once resolved (``search_request``): every one has a value."""
 
     diversity: float = DEFAULT_DIVERSITY
     context: ContextKind = "none"
@@ -41,59 +41,48 @@ class ShapeOptions:
     rerank_candidates: int = RERANK_CANDIDATES
 
 
-def check_options(diversity: object, context: object, context_chunks: object,
-                  rerank: object) -> None:
-    """Refuse values no search can use, naming the parameter and what it takes."""
-    if diversity is not None and (isinstance(diversity, bool)
-                                  or not isinstance(diversity, int | float)
-                                  or not 0.0 <= float(diversity) <= 1.0):
-        raise InvalidQuery("diversity must be a number from 0 to 1 (1 = no diversification), "
-                           f"got {str(diversity)[:40]!r}")
-    if context is not None and context not in CONTEXT_KINDS:
-        raise InvalidQuery(f"context must be one of {', '.join(CONTEXT_KINDS)}, "
-                           f"got {str(context)[:40]!r}")
-    if context_chunks is not None and (isinstance(context_chunks, bool)
-                                       or not isinstance(context_chunks, int)
-                                       or not 1 <= context_chunks <= MAX_CONTEXT_CHUNKS):
-        raise InvalidQuery(f"context_chunks must be an integer from 1 to {MAX_CONTEXT_CHUNKS}, "
-                           f"got {str(context_chunks)[:40]!r}")
-    if rerank is not None and not isinstance(rerank, bool):
-        raise InvalidQuery("rerank must be true or false")
-
-
-def reorder(
+def apply_rerank(
     query: str,
-    fused: Sequence[tuple[int, float]],
+    ranked: list[tuple[int, float]],
+    chunks: Mapping[int, StoredChunk],
+    options: ShapeOptions,
+    reranker: Reranker | None,
+) -> tuple[list[tuple[int, float]], RerankOutcome | None]:
+    """Step 1: the candidates reordered by the reranker when ``options.rerank`` asks for
+    it (else as they are), and what reranking did."""
+    if not options.rerank:
+        return ranked, None
+    if reranker is None:
+        raise InvalidQuery("rerank was asked for but this searcher was given no "
+                           "reranker; search without rerank")
+    outcome = rerank(query, ranked, chunks, reranker, options.rerank_candidates)
+    return outcome.ranked, outcome
+
+
+def diversify(
+    ranked: list[tuple[int, float]],
     chunks: Mapping[int, StoredChunk],
     options: ShapeOptions,
     *,
     limit: int,
-    reranker: Reranker | None,
     vectors: VectorStore | None,
-) -> tuple[list[tuple[int, float]], RerankOutcome | None]:
-    """Steps 1 and 2: the candidates in their final order, and what reranking did."""
-    ranked = [(cid, s) for cid, s in fused if cid in chunks]
-    outcome: RerankOutcome | None = None
-    if options.rerank:
-        if reranker is None:
-            raise InvalidQuery("rerank was asked for but this searcher was given no "
-                               "reranker; search without rerank")
-        outcome = rerank(query, ranked, chunks, reranker, options.rerank_candidates)
-        ranked = outcome.ranked
-    if options.diversity < 1.0 and len(ranked) > 1:
-        pool = ranked[: max(limit * MMR_POOL_FACTOR, 2)]
-        similarity = None
-        if vectors is not None:
-            try:
-                stored = vectors.get([cid for cid, _ in pool])
-            except VectorsUnreadable:
-                stored = {}
-            if len(stored) == len(pool):
-                similarity = cosine_similarity(stored)
-        if similarity is None:
-            similarity = word_similarity({cid: chunks[cid].content for cid, _ in pool})
-        ranked = mmr(pool, similarity, options.diversity, len(pool)) + ranked[len(pool):]
-    return ranked, outcome
+) -> list[tuple[int, float]]:
+    """Step 2: MMR over the first candidates when ``options.diversity`` is below 1,
+    comparing stored vectors (words when ``vectors`` is None or lacks some)."""
+    if options.diversity >= 1.0 or len(ranked) <= 1:
+        return ranked
+    pool = ranked[: max(limit * MMR_POOL_FACTOR, 2)]
+    similarity = None
+    if vectors is not None:
+        try:
+            stored = vectors.get([cid for cid, _ in pool])
+        except VectorsUnreadable:
+            stored = {}
+        if len(stored) == len(pool):
+            similarity = cosine_similarity(stored)
+    if similarity is None:
+        similarity = word_similarity({cid: chunks[cid].content for cid, _ in pool})
+    return mmr(pool, similarity, options.diversity, len(pool)) + ranked[len(pool):]
 
 
 def spans_for(query: str, contents: Sequence[str]) -> list[tuple[Span, ...]]:

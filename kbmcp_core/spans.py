@@ -17,6 +17,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kbmcp_core.cjk import CJK_CLASS, is_cjk
 from kbmcp_core.porter import stem
 
 #: Most spans reported for one text (a page of one repeated word needs no more).
@@ -25,13 +26,6 @@ MAX_SPANS = 200
 MAX_QUERY_CHARS = 4096
 
 _WORD = re.compile(r"[^\W_]+")
-
-_CJK_RANGES: tuple[tuple[int, int], ...] = (
-    (0x1100, 0x11FF), (0x3005, 0x3007), (0x3040, 0x30FF), (0x3130, 0x318F),
-    (0x31F0, 0x31FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xA960, 0xA97F),
-    (0xAC00, 0xD7AF), (0xD7B0, 0xD7FF), (0xF900, 0xFAFF), (0xFF00, 0xFFEF),
-    (0x20000, 0x3134F),
-)  # fmt: skip
 
 #: The lexical leg's English stop words (a query word that matches everything).
 STOP_WORDS: frozenset[str] = frozenset(
@@ -49,16 +43,9 @@ STOP_WORDS: frozenset[str] = frozenset(
 
 Span = tuple[int, int]
 
-_CJK_CLASS = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _CJK_RANGES)
 #: Any CJK character, and a run of CJK characters or of other word characters.
-_HAS_CJK = re.compile(f"[{_CJK_CLASS}]")
-_SCRIPT_RUN = re.compile(f"[{_CJK_CLASS}]+|[^{_CJK_CLASS}]+")
-
-
-def is_cjk(char: str) -> bool:
-    """True for Han, Hiragana, Katakana, Hangul and fullwidth characters."""
-    code = ord(char)
-    return any(lo <= code <= hi for lo, hi in _CJK_RANGES)
+_HAS_CJK = re.compile(f"[{CJK_CLASS}]")
+_SCRIPT_RUN = re.compile(f"[{CJK_CLASS}]+|[^{CJK_CLASS}]+")
 
 
 def fold(word: str) -> str:

@@ -1,4 +1,5 @@
-"""Alembic environment: migrates over the connection handed in by kbmcp_adapters.store.migrate."""
+"""Alembic environment: migrates over the connection handed in by
+``kbmcp_adapters.store.alembic_runner``."""
 
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ def _main() -> None:
     connection = context.config.attributes.get("connection")
     if not isinstance(connection, Connection):
         raise RuntimeError(
-            "kb-mcp migrations run through kbmcp_adapters.store.migrate, which passes a connection"
+            "kb-mcp migrations run through kbmcp_adapters.store.alembic_runner, which passes "
+            "a connection"
         )
     _run(connection)
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 from kbmcp_adapters.parsers.headings import clean_heading
 from kbmcp_core.evaluation import METRICS, EvalReport, GoldenQuery, Ranked, evaluate
-from kbmcp_core.search import MODES
+from kbmcp_core.search_request import MODES
 
 
 def measure(kb: KnowledgeBase, queries: list[GoldenQuery]) -> dict[str, EvalReport]:

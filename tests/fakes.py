@@ -10,9 +10,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from kbmcp_adapters.embedding.hashing import HashingEmbedder
 from kbmcp_core.errors import ParseError, PathRefused, StoreError, VectorsUnreadable
 from kbmcp_core.index_run import IndexDeps
+from kbmcp_core.meta_keys import META_DIMENSION, META_LAST_RUN, META_MODEL
 from kbmcp_core.models import (
     ChunkDraft,
     ChunkRecord,
@@ -35,6 +35,7 @@ from kbmcp_core.ports import (
     DocumentWrite,
     Embedder,
     FileSystem,
+    HashNeeded,
     IndexReader,
     IndexStore,
     IndexWriter,
@@ -45,6 +46,7 @@ from kbmcp_core.ports import (
     VectorStore,
     batch_paths,
 )
+from tests.hashing_embedder import HashingEmbedder
 
 
 class FakeClock:
@@ -57,7 +59,7 @@ class FakeClock:
 
 
 class FakeEmbedder(HashingEmbedder):
-    """The shared model-free embedder (``kbmcp_adapters.embedding.hashing``, also the
+    """The shared model-free embedder (``tests/hashing_embedder.py``, also the
     benchmarks' stand-in), 16 dimensions; counts every text it embeds."""
 
     def __init__(self, model_id: str = "fake-model") -> None:
@@ -138,13 +140,18 @@ class FakeScanner:
         self.fs = fs
         self.oversize = dict(oversize or {})
 
-    def scan_paths(self, paths: Collection[str]) -> DiskScan:
-        full = self.scan()
+    def scan_paths(self, paths: Collection[str], needs_hash: HashNeeded | None = None
+                   ) -> DiskScan:
+        full = self.scan(needs_hash)
         return DiskScan({p: f for p, f in full.files.items() if p in paths})
 
-    def scan(self) -> DiskScan:
+    def scan(self, needs_hash: HashNeeded | None = None) -> DiskScan:
+        """Every file, hashed unless ``needs_hash`` says its hash is not needed (as the
+        real walk, which then leaves it unread)."""
         files = {
-            p: DiskFile(p, len(d), hashlib.sha256(d).hexdigest()) for p, d in self.fs.files.items()
+            p: DiskFile(p, len(d), None if needs_hash is not None and not needs_hash(p, len(d))
+                        else hashlib.sha256(d).hexdigest())
+            for p, d in self.fs.files.items()
         }
         for p, size in self.oversize.items():
             files[p] = DiskFile(p, size, None, oversize=True)
@@ -267,14 +274,14 @@ class FakeIndexStore:
 
     def chunk_hashes(self, hashes: Iterable[str]) -> dict[str, int]:
         wanted = set(hashes)
-        return {c.content_hash: c.id for d in self.docs.values() for c in d.chunks
-                if c.content_hash in wanted}
+        return {c.text_hash: c.id for d in self.docs.values() for c in d.chunks
+                if c.text_hash in wanted}
 
     def document_chunk_hashes(self, path: str) -> list[str] | None:
         doc = self.docs.get(path)
         if doc is None:
             return None
-        return [c.content_hash for c in sorted(doc.chunks, key=lambda c: c.ordinal)]
+        return [c.text_hash for c in sorted(doc.chunks, key=lambda c: c.ordinal)]
 
     def chunk_ids(self) -> set[int]:
         return {c.id for d in self.docs.values() for c in d.chunks}
@@ -289,9 +296,9 @@ class FakeIndexStore:
         self.meta[key] = value
 
     def stats(self) -> IndexStats:
-        last = self.meta.get("last_run")
-        dimension = self.meta.get("embedding_dimension")
-        return IndexStats(len(self.docs), len(self.chunk_ids()), self.meta.get("embedding_model"),
+        last = self.meta.get(META_LAST_RUN)
+        dimension = self.meta.get(META_DIMENSION)
+        return IndexStats(len(self.docs), len(self.chunk_ids()), self.meta.get(META_MODEL),
                           int(dimension) if dimension and dimension.isdigit() else None,
                           json.loads(last) if last else None, "fake")
 

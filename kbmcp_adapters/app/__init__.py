@@ -1,1 +1,1 @@
-"""Application wiring: the facade, the composition root, configuration, the writer lock."""
+"""Application wiring: the composition root, settings loading, and the facade with its locks."""

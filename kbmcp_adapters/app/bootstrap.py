@@ -88,13 +88,18 @@ class Container:
         reranker: Reranker | None = None,
     ) -> None:
         self.settings = settings
+        walkable = _walkable(fs)
+        if fs is not None and walkable is None and scanner is None:
+            raise ValueError(
+                "bootstrap: a given fs needs a given scanner: the default scanner walks "
+                "through a LocalFileSystem, and this fs cannot list folders")
         self._reranker: _Part[Reranker] = _Part(reranker, self._build_reranker)
         self._given_store = store
         self._store: OpenedStore | None = store
         self._open_lock = threading.Lock()
         self._given_rules = rules
         self._given_scanner = scanner
-        self._disk: _Part[LocalFileSystem] = _Part(None, self._local_fs)
+        self._disk: _Part[LocalFileSystem] = _Part(walkable, self._local_fs)
         self._fs: _Part[FileSystem] = _Part(fs, self._disk.get)
         self._registry: _Part[ParserRegistry] = _Part(registry, self._build_registry)
         self._built_registry: FormatRegistry | None = None
@@ -224,7 +229,7 @@ class Container:
         return real_vectors(self.settings, self.embedder.dimension)
 
     def _build_reranker(self) -> Reranker:
-        from kbmcp_adapters.embedding.cross_encoder import make_reranker
+        from kbmcp_adapters.rerank.cross_encoder import make_reranker
 
         return make_reranker(self.settings.search_reranker,
                              threads=self.settings.embedding_threads)
@@ -235,7 +240,7 @@ class Container:
 
 def real_embedder(settings: Settings) -> Embedder:
     """The configured embedding model (loaded on first use)."""
-    from kbmcp_adapters.embedding.registry import make_embedder
+    from kbmcp_adapters.embedding.factory import make_embedder
 
     return make_embedder(
         settings.embedding_model,
@@ -290,6 +295,15 @@ def schema_revisions(settings: Settings) -> tuple[str | None, str]:
     return schema_revision(settings.store_url, read_only=settings.read_only), head_revision()
 
 
+def _walkable(fs: FileSystem | None) -> LocalFileSystem | None:
+    """``fs`` when the default scanner can walk it (it lists folders), else None."""
+    if fs is None:
+        return None
+    from kbmcp_adapters.filesystem.local import LocalFileSystem
+
+    return fs if isinstance(fs, LocalFileSystem) else None
+
+
 def bootstrap(
     settings: Settings,
     *,
@@ -304,7 +318,9 @@ def bootstrap(
     reranker: Reranker | None = None,
 ) -> Container:
     """Build the container for one knowledge base. Nothing heavy happens until used; each
-    keyword replaces that port's adapter everywhere (tests pass fakes this way)."""
+    keyword replaces that port's adapter everywhere (tests pass fakes this way). A given
+    ``fs`` is also what the default scanner walks, so it must be a ``LocalFileSystem``
+    unless a ``scanner`` is given too (``ValueError`` otherwise)."""
     return Container(settings, store=store, vectors=vectors, embedder=embedder, fs=fs,
                      registry=registry, rules=rules, scanner=scanner, clock=clock,
                      reranker=reranker)

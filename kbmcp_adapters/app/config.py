@@ -18,6 +18,7 @@ from kbmcp_adapters.store.urls import check_database_url
 from kbmcp_core.errors import ConfigError, InvalidQuery
 from kbmcp_core.fusion import DEFAULT_FUSION
 from kbmcp_core.rerank import MAX_RERANK_CANDIDATES
+from kbmcp_core.search_request import check_options
 from kbmcp_core.settings import (
     CONFIG_FILE_NAME,
     DEFAULT_EXCLUDE_DIRS,
@@ -26,7 +27,6 @@ from kbmcp_core.settings import (
     Settings,
     StorageOptions,
 )
-from kbmcp_core.shaping import check_options
 
 #: TOML layout: section -> key -> (Settings field, expected type(s)).
 _SCHEMA: dict[str, dict[str, tuple[str, tuple[type, ...]]]] = {
@@ -254,7 +254,7 @@ def gated_keys(values: Mapping[str, Any], kb_path: Path) -> list[str]:
         gated.append("index_dir")
     gated += _loosened_parser_limits(values)
     if "embedding_model" in values:
-        from kbmcp_adapters.embedding.registry import packaged_model
+        from kbmcp_adapters.embedding.catalogue import packaged_model
 
         model = str(values["embedding_model"])
         default = Settings.__dataclass_fields__["embedding_model"].default
@@ -285,8 +285,9 @@ def _untrusted(origin: ConfigOrigin, keys: list[str], changed: bool) -> ConfigEr
     state = "has changed since you trusted it" if changed else "is not trusted"
     command = f"kb-mcp trust {shlex.quote(str(origin.path))}"
     return ConfigError(f"the config file {origin.path}, {origin.found_by}, sets {names} "
-                       f"(where data goes or comes from, or how hostile files are kept in check) but {state}: if you chose it, run "
-                       f"`{command}` or name it with --config")
+                       "(where data goes or comes from, or how hostile files are kept in "
+                       f"check) but {state}: if you chose it, run `{command}` or name it "
+                       "with --config")
 
 
 #: URI schemes LanceDB takes that are not a place to keep an index's vectors.
@@ -378,7 +379,7 @@ def _validate_numbers(values: Mapping[str, Any]) -> None:
         raise ConfigError(f"[search].rerank_candidates must be from 1 to "
                           f"{MAX_RERANK_CANDIDATES}, got {candidates}")
     if "search_reranker" in values:
-        from kbmcp_adapters.embedding.cross_encoder import check_reranker_name
+        from kbmcp_adapters.rerank.cross_encoder import check_reranker_name
 
         try:
             check_reranker_name(str(values["search_reranker"]))

@@ -13,18 +13,18 @@ import threading
 import time
 from collections.abc import Collection
 from dataclasses import dataclass
+from logging import Logger
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from kbmcp_adapters.app.bootstrap import Container, OpenedStore, bootstrap, settings_for
-from kbmcp_adapters.app.write_guard import (
+from kbmcp_adapters.app.in_process_lock import (
     IndexRunStopped,
     InProcessWriter,
     StoppableEmbedder,
     stop_check,
 )
-from kbmcp_adapters.app.writer_lock import writer_lock
-from kbmcp_core.context import ContextKind
+from kbmcp_adapters.store.cross_process_lock import writer_lock
 from kbmcp_core.doctor import (
     CHECK_BUDGET_S,
     DoctorReport,
@@ -36,37 +36,37 @@ from kbmcp_core.errors import (
     IndexNotFound,
     IndexNotReady,
     InvalidQuery,
-    NotServable,
-    PathRefused,
+    NotOffered,
     RerankerUnavailable,
     StoreCorrupt,
     StoreError,
 )
 from kbmcp_core.graph import ConnectionGraph, GraphBounds, build_graph
-from kbmcp_core.index_run import Phase, Progress, YieldTo, check_model, index_ready, run_index
+from kbmcp_core.index_run import (
+    IndexRun,
+    Phase,
+    Progress,
+    YieldTo,
+    check_model,
+    index_ready,
+)
 from kbmcp_core.models import DiskScan, IndexStats, RunSummary, StoredDocument
 from kbmcp_core.offer import (
-    ServableRules,
+    OfferRules,
+    ResourceBody,
     TopicGroup,
     TopicSummary,
-    doc_uri,
-    topic_body,
-    topic_group,
+    read_resource,
     topic_groups,
     topic_of,
     topic_summaries,
 )
 from kbmcp_core.ports import ConvertedText, ExclusionPolicy
-from kbmcp_core.reading import (
-    ConversionGate,
-    LoadedDocument,
-    decode_uri_path,
-    load_document,
-    with_notice,
-)
-from kbmcp_core.search import Searcher, SearchRequest, SearchResponse, check_filter_text
+from kbmcp_core.reading import ConversionGate, LoadedDocument, load_document
+from kbmcp_core.search import Searcher, SearchResponse
+from kbmcp_core.search_request import SearchDefaults, SearchRequest, check_filter_text
 from kbmcp_core.settings import Settings
-from kbmcp_core.shaping import ShapeOptions
+from kbmcp_core.uris import doc_uri
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,13 +91,6 @@ class DocumentView:
             "content": self.content,
             "truncated": self.truncated,
         }
-
-
-@dataclass(frozen=True, slots=True)
-class ResourceBody:
-    uri: str
-    text: str
-    media_type: str
 
 
 class KnowledgeBase:
@@ -135,16 +128,23 @@ class KnowledgeBase:
         it cannot be created or upgraded by this user."""
         self._container.open_store(create=create)
 
-    def warm_up(self) -> None:
-        """Load the embedding model and open the vector store, once (the first search
-        or index run would otherwise pay for it)."""
+    def warm_up(self, announce: Logger | None = None) -> None:
+        """Load the embedding model and open the vector store, once for this knowledge
+        base (the first search or index run would otherwise pay for it). ``announce``: the
+        log that says when the model starts loading and how long it took (the MCP server's
+        own; it is said once, by the call that loads)."""
         if self._warm:
             return
         with self._warm_lock:
             if self._warm:
                 return
+            if announce is not None:
+                announce.info("loading embedding model %s", self.settings.embedding_model)
+            started = time.monotonic()
             self._container.embedder.embed_query("kb-mcp")
             self._container.vectors  # noqa: B018  (built here once, not by racing threads)
+            if announce is not None:
+                announce.info("embedding model ready in %.1fs", time.monotonic() - started)
             self._warm = True
 
     # -- the pieces the watcher and the tools ask about --------------------
@@ -216,8 +216,9 @@ class KnowledgeBase:
                     progress(phase, done, total, item)
                 check()  # between two documents, or two embedding calls
 
-            return run_index(deps, force=force, prune_disabled=prune, progress=step,
-                             paths=paths, yield_to=yield_to)
+            # the model was checked above: the run starts at once (the check is made once)
+            return IndexRun(deps, force=force, prune_disabled=prune, progress=step,
+                            paths=paths, yield_to=yield_to).run()
 
     def check_configuration(self) -> None:
         """Build what an index run needs from the settings (the formats, the exclusion
@@ -240,7 +241,7 @@ class KnowledgeBase:
             raise StoreCorrupt(self._damaged_hint(), " ".join(problems[0].split())[:200])
 
     def _damaged_hint(self) -> str:
-        from kbmcp_adapters.store.migrate import rebuild_hint, sqlite_file
+        from kbmcp_adapters.store.engine import rebuild_hint, sqlite_file
 
         db = sqlite_file(self.settings.store_url)
         return rebuild_hint(db) if db is not None else "the index database"
@@ -256,7 +257,7 @@ class KnowledgeBase:
         """``IndexNotReady`` unless a run has read the whole folder into the index: an
         empty answer from an index that never got there would look like "no match"."""
         if not self.is_ready():
-            from kbmcp_adapters.store.migrate import pg_location, sqlite_file
+            from kbmcp_adapters.store.engine import pg_location, sqlite_file
 
             url = self.settings.store_url
             db = sqlite_file(url)
@@ -268,8 +269,9 @@ class KnowledgeBase:
         self._stopping.set()
 
     # -- reading -----------------------------------------------------------
-    def rules(self) -> ServableRules:
-        return ServableRules(self._container.store, self._container.registry)
+    def offer_rules(self) -> OfferRules:
+        """What the index offers (decision 0001): the one predicate reads and listings use."""
+        return OfferRules(self._container.store, self._container.registry)
 
     def searcher(self) -> Searcher:
         s = self.settings
@@ -277,30 +279,19 @@ class KnowledgeBase:
             self._container.store,
             self._container.vectors,
             self._container.embedder,
-            self.rules(),
-            max_limit=s.search_max_limit,
-            chunks_per_document=s.search_chunks_per_document,
-            shape=ShapeOptions(diversity=float(s.search_diversity),
-                               context=cast(ContextKind, s.search_context),
-                               context_chunks=s.search_context_chunks, rerank=s.search_rerank,
-                               rerank_candidates=s.search_rerank_candidates),
+            self.offer_rules(),
+            defaults=SearchDefaults.from_settings(s),
             reranker=self._container.reranker,
             fusion=s.fusion,
         )
 
     def search(self, query: str, **params: Any) -> SearchResponse:
         """Hybrid search. ``IndexNotFound`` without an index, ``IndexNotReady`` while no
-        run has read the whole folder into it yet."""
+        run has read the whole folder into it yet. ``params``: the fields of
+        ``SearchRequest``, lists welcome, None for one not given; the searcher resolves
+        them against the ``[search]`` settings (``search_request.resolve``)."""
         self._require_ready()
-        params.setdefault("limit", self.settings.search_default_limit)
-        for key in ("path_globs", "tags_any", "tags_all"):
-            if params.get(key) is not None:
-                params[key] = tuple(params[key])
-        if params.get("tags_any") is None:
-            params.pop("tags_any", None)
-        if params.get("tags_all") is None:
-            params.pop("tags_all", None)
-        return self.searcher().search(SearchRequest(query=query, **params))
+        return self.searcher().search(SearchRequest.of(query, **params))
 
     def load(self, path: str) -> LoadedDocument:
         """The guard chain; a converted document's text comes from the index when it
@@ -330,56 +321,42 @@ class KnowledgeBase:
         except IndexNotFound:
             return None
 
-    def servable_paths(self) -> list[str]:
-        return self.rules().servable_paths()
+    def offered_paths(self) -> list[str]:
+        """Every document the index offers as a resource, sorted."""
+        return self.offer_rules().offered_paths()
 
     def topic_groups(self) -> list[TopicGroup]:
-        return topic_groups(self.rules())
+        return topic_groups(self.offer_rules())
 
     def topic_summaries(self) -> list[TopicSummary]:
         """Topic groups with counts and first paths: the cheap listing."""
-        return topic_summaries(self.rules())
+        return topic_summaries(self.offer_rules())
 
     def titles(self, paths: Collection[str]) -> dict[str, str]:
         return {d.path: d.title for d in self._container.store.documents(paths)}
 
     def read_resource(self, uri: str) -> ResourceBody:
-        """``kb://doc/<path>`` (offered documents only) or ``kb://topic/<prefix>``."""
-        if uri.startswith("kb://topic/"):
-            prefix = uri.removeprefix("kb://topic/")
-            from urllib.parse import unquote
-
-            prefix = unquote(prefix).strip("/")
-            group = topic_group(self.rules(), prefix)
-            if group is None:
-                raise NotServable(prefix, "no such topic")
-            return ResourceBody(uri, topic_body(group), "text/markdown")
-        if not uri.startswith("kb://doc/"):
-            raise NotServable(uri[:200], "unknown resource URI")
-        try:
-            path = decode_uri_path(uri.removeprefix("kb://doc/"))
-        except UnicodeDecodeError:
-            raise PathRefused(uri[:200], "malformed percent-encoding") from None
-        if not self.rules().is_servable(path):
-            raise NotServable(path, "not offered by this knowledge base")
-        loaded = self.load(path)
-        return ResourceBody(uri, with_notice(loaded), loaded.media_type)
+        """``kb://doc/<path>`` (offered documents only) or ``kb://topic/<prefix>``: the
+        core use-case ``offer.read_resource`` over this knowledge base's adapters."""
+        c = self._container
+        return read_resource(uri, self.offer_rules(), c.fs, _KeptConversions(c),
+                             self._conversions)
 
     def connection_graph(self, *, path: str | None = None, query: str | None = None,
                          bounds: GraphBounds | None = None) -> ConnectionGraph:
         """Offered documents linked by nearest-neighbour chunks, from one document or from
         the documents a search finds (kbmcp_core.graph). Searching loads the model."""
-        from kbmcp_adapters.app.connections import ChunkNeighbours
+        from kbmcp_core.neighbours import ChunkNeighbours
 
         if (path is None) == (query is None):
             raise InvalidQuery("give exactly one of path or query")
         if path is not None:
             check_filter_text("path", path)
-        rules = self.rules()
-        offered = rules.servable_paths()
+        rules = self.offer_rules()
+        offered = rules.offered_paths()
         if path is not None:
-            if not rules.is_servable(path):
-                raise NotServable(path, "not offered by this knowledge base")
+            if not rules.is_offered(path):
+                raise NotOffered(path, "not offered by this knowledge base")
             seeds, seeded_by = [path], {"path": path}
         else:
             assert query is not None
@@ -399,7 +376,8 @@ class KnowledgeBase:
             store = c.open_store(create=False, migrate=False)
         except StoreCorrupt as exc:  # too damaged to open at all
             return damaged_store_report([exc.detail], where)
-        from kbmcp_adapters.app.store_copy import META_COPY, marked_source
+        from kbmcp_core.index_copy import marked_source
+        from kbmcp_core.meta_keys import META_COPY
 
         try:
             ready: bool | None = index_ready(store)
@@ -416,7 +394,7 @@ class KnowledgeBase:
 
     def _reranker_problem(self) -> str | None:
         """Why the reranker that ``[search].rerank`` turns on cannot run, if it cannot."""
-        from kbmcp_adapters.embedding.cross_encoder import CrossEncoderReranker
+        from kbmcp_adapters.rerank.cross_encoder import CrossEncoderReranker
 
         reranker = self._container.reranker
         if not self.settings.search_rerank or not isinstance(reranker, CrossEncoderReranker):

@@ -1,1 +1,1 @@
-"""Embedders: the offline default (fastembed), named models shipped by packages, a stand-in."""
+"""Embedders: the offline default (fastembed), named models shipped by packages."""

@@ -12,7 +12,7 @@ from kbmcp_core.errors import ConfigError, EmbeddingUnavailable, KbError
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-    from kbmcp_adapters.embedding.registry import PackagedModel
+    from kbmcp_adapters.embedding.catalogue import PackagedModel
 
 #: Padded tokens per text in a full batch: ``batch_size`` texts of 96 tokens, or fewer
 #: longer ones (memory grows with tokens per batch, not with texts).

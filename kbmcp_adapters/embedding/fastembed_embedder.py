@@ -19,9 +19,9 @@ from kbmcp_adapters.embedding.common import reason as _reason
 from kbmcp_adapters.embedding.common import translated as _translated
 from kbmcp_adapters.embedding.common import unit as _unit
 from kbmcp_adapters.embedding.wordpiece_count import WordPieceCounter
+from kbmcp_core.cjk import readable_share
 from kbmcp_core.errors import ConfigError, EmbeddingUnavailable
 from kbmcp_core.models import Vector
-from kbmcp_core.search import readable_share
 
 __all__ = ["BATCH_TOKENS_PER_TEXT", "DEFAULT_MODEL_ID", "FastEmbedEmbedder"]
 
@@ -63,11 +63,6 @@ def default_cache_dir() -> Path:
     """The per-user model cache: ``$XDG_CACHE_HOME/kb-mcp/models`` or ``~/.cache/kb-mcp/models``."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "kb-mcp" / "models"
-
-
-def supported_model_names() -> list[str]:
-    """Every model name the embedder accepts: the default first, then fastembed's catalogue."""
-    return [DEFAULT_MODEL_ID, *(str(d["model"]) for d in _catalogue())]
 
 
 class FastEmbedEmbedder:
@@ -305,7 +300,7 @@ def _find_in_catalogue(name: str) -> dict[str, Any]:
     for entry in catalogue:
         if str(entry["model"]).lower() == name.lower():
             return entry
-    from kbmcp_adapters.embedding.registry import PACKAGED_MODELS
+    from kbmcp_adapters.embedding.catalogue import PACKAGED_MODELS
 
     packaged = [m.name for m in PACKAGED_MODELS.values()]
     names = [str(entry["model"]) for entry in catalogue] + packaged

@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from kbmcp_adapters.embedding.catalogue import PackagedModel, package_dir
 from kbmcp_adapters.embedding.checksums import read_verified
 from kbmcp_adapters.embedding.common import (
     PackagedEmbedderBase,
@@ -24,7 +25,6 @@ from kbmcp_adapters.embedding.common import (
     translated,
     unit,
 )
-from kbmcp_adapters.embedding.registry import PackagedModel, package_dir
 from kbmcp_core.errors import EmbeddingUnavailable
 from kbmcp_core.models import Vector
 

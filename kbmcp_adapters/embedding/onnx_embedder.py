@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
+from kbmcp_adapters.embedding.catalogue import PackagedModel, package_dir
 from kbmcp_adapters.embedding.checksums import read_verified
 from kbmcp_adapters.embedding.common import (
     PackagedEmbedderBase,
@@ -19,10 +20,9 @@ from kbmcp_adapters.embedding.common import (
     translated,
     unit,
 )
-from kbmcp_adapters.embedding.registry import PackagedModel, package_dir
+from kbmcp_core.cjk import readable_share
 from kbmcp_core.errors import EmbeddingUnavailable
 from kbmcp_core.models import Vector
-from kbmcp_core.search import readable_share
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray

@@ -29,8 +29,12 @@ _ROOT_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC
 _FOLDER_FLAGS = _ROOT_FLAGS | _NOFOLLOW
 _FILE_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | _CLOEXEC
 
+#: Why a path is refused, worded once for this adapter and the walk (``scanner``).
 LINK_ON_THE_WAY = "a folder on the way is a symbolic link; links are never followed"
 NO_SUCH_DOCUMENT = "no such document"
+IS_A_LINK = "is a symbolic link; links are never followed"
+NOT_A_REGULAR_FILE = "not a regular file (FIFO, socket or device)"
+MORE_THAN_ONE_LINK = "has more than one hard link"
 
 EntryKind = Literal["file", "folder", "link", "link_to_folder", "other"]
 
@@ -163,9 +167,9 @@ class LocalFileSystem:
             if stat.S_ISDIR(st.st_mode):
                 raise PathRefused(rel_path, "is a folder, not a document")
             if not stat.S_ISREG(st.st_mode):
-                raise PathRefused(rel_path, "not a regular file (FIFO, socket or device)")
+                raise PathRefused(rel_path, NOT_A_REGULAR_FILE)
             if st.st_nlink > 1:
-                raise PathRefused(rel_path, "has more than one hard link")
+                raise PathRefused(rel_path, MORE_THAN_ONE_LINK)
         except OSError as exc:
             os.close(fd)
             raise PathRefused(rel_path, f"cannot read ({exc.strerror})") from None
@@ -262,9 +266,9 @@ def _refusal_on_the_way(rel_path: str, name: str, parent: int, exc: OSError) -> 
 
 def _refusal_at_the_end(rel_path: str, exc: OSError) -> PathRefused:
     if exc.errno in (errno.ELOOP, getattr(errno, "EMLINK", -1)):
-        return PathRefused(rel_path, "is a symbolic link; links are never followed")
+        return PathRefused(rel_path, IS_A_LINK)
     if exc.errno in (errno.ENOENT, errno.ENOTDIR):
         return NoSuchPath(rel_path)
     if exc.errno == errno.ENXIO:  # a socket, or a device with nothing behind it
-        return PathRefused(rel_path, "not a regular file (FIFO, socket or device)")
+        return PathRefused(rel_path, NOT_A_REGULAR_FILE)
     return PathRefused(rel_path, f"cannot open ({exc.strerror})")

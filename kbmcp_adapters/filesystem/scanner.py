@@ -3,7 +3,9 @@
 Folders are listed, and files hashed, through the file system's root-bound route (each
 folder opened relative to its parent without following a link), so a folder swapped for
 a link during the walk is refused, never entered. Every path the walk meets and does not
-take is either refused with a warning or counted as skipped under its reason.
+take is either refused with a warning or counted as skipped under its reason. An index
+run says which files it needs hashed (``needs_hash``); the others are opened and checked
+but not read, and the run's own read of them is their only one.
 """
 
 from __future__ import annotations
@@ -16,7 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kbmcp_adapters.filesystem.exclusion import INDEX_FOLDER
-from kbmcp_adapters.filesystem.local import Entry, LinkOnTheWay, LocalFileSystem, NoSuchPath
+from kbmcp_adapters.filesystem.local import (
+    IS_A_LINK,
+    MORE_THAN_ONE_LINK,
+    NOT_A_REGULAR_FILE,
+    Entry,
+    LinkOnTheWay,
+    LocalFileSystem,
+    NoSuchPath,
+)
 from kbmcp_core.errors import PathRefused
 from kbmcp_core.models import (
     INDEX_CAP_BYTES,
@@ -31,7 +41,7 @@ from kbmcp_core.models import (
     Refusal,
     extension_of,
 )
-from kbmcp_core.ports import ExclusionPolicy, FileSystem
+from kbmcp_core.ports import ExclusionPolicy, FileSystem, HashNeeded
 from kbmcp_core.settings import IGNORE_FILE_NAME
 
 log = logging.getLogger(__name__)
@@ -71,6 +81,7 @@ def classify(
     entry: Entry,
     extensions: Collection[str],
     rules: ExclusionPolicy,
+    needs_hash: HashNeeded | None = None,
 ) -> DiskFile | Refusal | Skip | None:
     """Decide what one non-folder path is for indexing: a file to index, a refusal, a
     quiet skip, or None (kb-mcp's own file, or gone meanwhile).
@@ -78,7 +89,8 @@ def classify(
     The full walk and the watcher both call this, so they can never disagree. ``entry``
     (what lstat said while walking) only sorts out links and special files; the bytes and
     the size come from one descriptor opened through the root-bound route, which checks
-    all of that again.
+    all of that again. When ``needs_hash(path, size)`` says no, the file is not read: its
+    ``content_hash`` is None and the index run reads and hashes it (once).
     """
     why = rules.reason(rel_path)
     if why == INDEX_FOLDER or rel_path == IGNORE_FILE_NAME:
@@ -90,15 +102,17 @@ def classify(
     if not is_utf8(rel_path):
         return Refusal(shown(rel_path), BAD_NAME, "absent", SKIP_BAD_NAME)
     if entry.kind in ("link", "link_to_folder"):
-        return Refusal(rel_path, "is a symbolic link; links are never followed", "absent",
-                       SKIP_LINK)
+        return Refusal(rel_path, IS_A_LINK, "absent", SKIP_LINK)
     if entry.kind != "file":
-        return Refusal(rel_path, "not a regular file (FIFO, socket or device)", "absent",
-                       SKIP_SPECIAL)
+        return Refusal(rel_path, NOT_A_REGULAR_FILE, "absent", SKIP_SPECIAL)
     if entry.nlink > 1:
-        return Refusal(rel_path, "has more than one hard link", "absent", SKIP_HARD_LINK)
+        return Refusal(rel_path, MORE_THAN_ONE_LINK, "absent", SKIP_HARD_LINK)
     try:
         with fs.open_file(rel_path) as handle:
+            size = handle.size
+            if size <= INDEX_CAP_BYTES and needs_hash is not None \
+                    and not needs_hash(rel_path, size):
+                return DiskFile(rel_path, size, None)
             data = handle.read(INDEX_CAP_BYTES)
             size = handle.size
     except NoSuchPath:
@@ -118,6 +132,8 @@ class _Found:
     #: the paths behind ``skipped`` (an excluded folder is one path: it is not entered)
     skipped_paths: dict[str, list[str]] = field(default_factory=dict)
     folders: list[str] = field(default_factory=list)
+    #: which files to read and hash (None: all of them)
+    needs_hash: HashNeeded | None = None
 
     def scan(self) -> DiskScan:
         return DiskScan(self.files, tuple(self.refused), dict(self.skipped),
@@ -139,15 +155,16 @@ class DiskScanner:
         self.rules = rules
         self.extensions = frozenset(extensions)
 
-    def scan(self) -> DiskScan:
-        found = _Found(folders=[""])
+    def scan(self, needs_hash: HashNeeded | None = None) -> DiskScan:
+        found = _Found(folders=[""], needs_hash=needs_hash)
         self._walk(found)
         return found.scan()
 
-    def scan_paths(self, paths: Collection[str]) -> DiskScan:
+    def scan_paths(self, paths: Collection[str], needs_hash: HashNeeded | None = None
+                   ) -> DiskScan:
         """The watcher's entry: each path is classified exactly as the walk would; a
         folder is walked with the walk's own code."""
-        found = _Found()
+        found = _Found(needs_hash=needs_hash)
         for rel in sorted(set(paths)):
             parts = rel.split("/")
             if not rel or any(p in ("", ".", "..") for p in parts):
@@ -202,7 +219,7 @@ class DiskScanner:
             else:
                 found.folders.append(rel)
             return
-        outcome = classify(self.fs, rel, entry, self.extensions, self.rules)
+        outcome = classify(self.fs, rel, entry, self.extensions, self.rules, found.needs_hash)
         if isinstance(outcome, DiskFile):
             found.files[rel] = outcome
         elif isinstance(outcome, Refusal):

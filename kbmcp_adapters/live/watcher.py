@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kbmcp_adapters.app.write_guard import IndexRunStopped
+from kbmcp_adapters.app.in_process_lock import IndexRunStopped
 from kbmcp_adapters.live.watch_paths import relative_path, select_paths
 from kbmcp_core.errors import IndexNotFound, IndexReadOnly, StoreError, WriterBusy
 from kbmcp_core.models import RunSummary
@@ -55,7 +55,7 @@ class SyncReport:
     """What one sync did; handed to ``on_synced`` after every successful index run."""
 
     summary: RunSummary
-    #: the set of offered documents (``kb.servable_paths()``) differs from before the run
+    #: the set of offered documents (``kb.offered_paths()``) differs from before the run
     offer_changed: bool
     #: the kb-relative paths the targeted run was given; empty for a full reconciliation
     changed_paths: tuple[str, ...]
@@ -381,11 +381,11 @@ class Watcher:
                     return
                 if len(targets) > FULL_RUN_OVER:
                     targets, full = None, True  # a checkout or a pull: one walk is cheaper
-            before = set(kb.servable_paths())
+            before = set(kb.offered_paths())
             with self.tracking() if self.tracking else contextlib.nullcontext() as progress:
                 summary = kb.index(paths=targets, stop=self._stop, progress=progress,
                                    purpose="the live-sync watcher", yield_to=yield_to)
-            after = set(kb.servable_paths())
+            after = set(kb.offered_paths())
         except (IndexNotFound, IndexReadOnly) as exc:  # until the next reconciliation
             with self._wake:
                 self._pending.clear()

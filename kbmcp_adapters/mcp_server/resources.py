@@ -12,12 +12,12 @@ from kbmcp_adapters.mcp_server.runtime import KbRuntime
 from kbmcp_adapters.mcp_server.tools import printable
 from kbmcp_core.errors import IndexNotFound, KbError, PathRefused, ReadBusy
 from kbmcp_core.offer import TopicSummary
+from kbmcp_core.uris import DOC_PREFIX, DOC_URI_TEMPLATE
 
 log = logging.getLogger(__name__)
 
 #: MCP's "resource not found": anything not offered or refused by the guard chain.
 RESOURCE_NOT_FOUND = -32002
-DOC_TEMPLATE = "kb://doc/{path}"
 _URI_SHOWN = 300
 
 
@@ -33,7 +33,7 @@ def topic_resource(group: TopicSummary) -> types.Resource:
         uri=group.uri,
         name=topic_name(group),
         title=f"Topic: {topic_name(group)}",
-        description=f"{count} {noun} {where}: a Markdown list linking each one (kb://doc/...).",
+        description=f"{count} {noun} {where}: a Markdown list linking each one ({DOC_PREFIX}...).",
         mime_type="text/markdown",
     )
 
@@ -60,7 +60,7 @@ async def list_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesRe
     return types.ListResourceTemplatesResult(
         resource_templates=[
             types.ResourceTemplate(
-                uri_template=DOC_TEMPLATE,
+                uri_template=DOC_URI_TEMPLATE,
                 name="document",
                 title="A document of the knowledge base",
                 description=(
@@ -96,7 +96,7 @@ async def read_resource(
 def read_error(exc: BaseException, uri: str) -> MCPError:
     """THE place a resource failure becomes a JSON-RPC error: -32002 or -32603, never mixed.
 
-    Refused or not offered (the guard chain, a race it lost, ServableRules, an unknown
+    Refused or not offered (the guard chain, a race it lost, OfferRules, an unknown
     URI, no index yet) is "resource not found"; the reason never names a server path.
     Anything else is an internal error whose details stay in the server log.
     """

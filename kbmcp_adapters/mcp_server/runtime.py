@@ -80,6 +80,10 @@ class ChangeNotifier:
 class KbRuntime:
     """One knowledge base as the server sees it: opened on first need, one rebuild at a time.
 
+    The runtime builds the one ``KnowledgeBase`` that every tool, the watcher and the local
+    search server of ``serve`` share; opening the index, warming the model and closing are
+    that knowledge base's (and its container's) to do once.
+
     Blocking methods (``open_index``, ``ensure_model``, ...) run in worker threads via
     ``in_thread`` so the event loop keeps answering while they work.
     """
@@ -104,8 +108,6 @@ class KbRuntime:
         self._open_kb = open_kb
         self._kb: KnowledgeBase | None = None
         self._open_lock = threading.Lock()
-        self._model_lock = threading.Lock()
-        self._model_ready = False
         self._rebuild_since: datetime | None = None
         #: the running rebuild's progress: phase "scan", then "index" (step "text" or
         #: "vectors", the two phases of an index run) with done/total
@@ -135,8 +137,7 @@ class KbRuntime:
                 raise IndexReadOnly(store_location(self.settings), REPLICA_WHY, REPLICA_HINT)
             self._check_replica_schema()
         kb = self.knowledge_base()
-        with self._open_lock:  # the first open migrates the schema: once, not per thread
-            kb.open_index(create=create)
+        kb.open_index(create=create)  # the container opens (and migrates) it once
         return kb
 
     def _check_replica_schema(self) -> None:
@@ -164,17 +165,9 @@ class KbRuntime:
             return self.knowledge_base()
 
     def ensure_model(self, kb: KnowledgeBase) -> None:
-        """Load the embedding model (and open the vector store) once, saying so on the log."""
-        if self._model_ready:
-            return
-        with self._model_lock:
-            if self._model_ready:
-                return
-            log.info("loading embedding model %s", self.settings.embedding_model)
-            started = time.monotonic()
-            kb.warm_up()
-            log.info("embedding model ready in %.1fs", time.monotonic() - started)
-            self._model_ready = True
+        """Load the embedding model (and open the vector store), saying so on this
+        server's log; the knowledge base does it once, whoever asks first."""
+        kb.warm_up(announce=log)
 
     @contextlib.contextmanager
     def tracking(self) -> Iterator[Progress]:
@@ -196,11 +189,11 @@ class KbRuntime:
 
     def _rebuild_blocking(self, force: bool) -> tuple[dict[str, object], bool]:
         kb = self.open_index(create=True)
-        before = set(kb.servable_paths())
+        before = set(kb.offered_paths())
         self.ensure_model(kb)
         with self.tracking() as progress:
             summary = kb.index(force=force, purpose="a rebuild_index call", progress=progress)
-        after = set(kb.servable_paths())
+        after = set(kb.offered_paths())
         log.info("rebuild_index: %s", summary.line())
         return summary.as_dict(), before != after
 

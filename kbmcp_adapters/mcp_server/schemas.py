@@ -18,14 +18,19 @@ from kbmcp_core.graph import MAX_DEPTH as GRAPH_MAX_DEPTH
 from kbmcp_core.graph import MAX_FAN_OUT as GRAPH_MAX_FAN_OUT
 from kbmcp_core.graph import MAX_NODES as GRAPH_MAX_NODES
 from kbmcp_core.models import DATE_PATTERN
-from kbmcp_core.search import MAX_FILTER_ITEMS, MAX_QUERY_CHARS
+from kbmcp_core.search_request import (
+    MAX_CONTEXT_CHUNKS,
+    MAX_FILTER_ITEMS,
+    MAX_QUERY_CHARS,
+    SearchDefaults,
+)
 from kbmcp_core.settings import Settings
-from kbmcp_core.shaping import MAX_CONTEXT_CHUNKS
 
 JsonObject = dict[str, Any]
 
 MAX_PATH_CHARS = 4096
 MAX_FILTER_CHARS = 512
+#: The most passages per document a tool call may ask for (the command line has no cap).
 MAX_CHUNKS_PER_DOCUMENT = 10
 #: At least one character that is not white space.
 NOT_BLANK = r"\S"
@@ -60,15 +65,15 @@ def _date(description: str) -> JsonObject:
 
 # -- inputs ------------------------------------------------------------------------------------
 def search_input(settings: Settings) -> JsonObject:
-    limit_max = settings.search_max_limit
-    per_doc = settings.search_chunks_per_document
+    """The search tool's arguments, their bounds and the defaults shown from what
+    ``search_request.resolve`` applies for these settings."""
+    d = SearchDefaults.from_settings(settings)
     return _obj(
         {
             "query": _text("What to look for, in natural language or keywords.",
                            limit=MAX_QUERY_CHARS),
             "limit": _typed("integer", "How many passages to return.", minimum=1,
-                            maximum=limit_max,
-                            default=min(settings.search_default_limit, limit_max)),
+                            maximum=d.max_limit, default=d.default_limit),
             "path_globs": _filter_list("Only paths matching these globs (e.g. 'guides/**'); "
                                        "a glob starting with '!' excludes."),
             "tags_any": _filter_list("Documents with at least one of these tags."),
@@ -78,22 +83,23 @@ def search_input(settings: Settings) -> JsonObject:
             "category": _text("Documents whose frontmatter category is this."),
             "topic": _text("Documents whose frontmatter topic is this."),
             "chunks_per_document": _typed("integer",
-                                          f"Most passages from one document (default {per_doc}).",
+                                          f"Most passages from one document (default "
+                                          f"{d.chunks_per_document}).",
                                           minimum=1, maximum=MAX_CHUNKS_PER_DOCUMENT),
             "diversity": _typed("number", "MMR trade-off from 0 to 1: lower values favour passages "
                                 "unlike those already picked, 1 keeps the relevance order "
-                                f"(default {settings.search_diversity:g}).",
+                                f"(default {d.shape.diversity:g}).",
                                 minimum=0, maximum=1),
             "context": _typed("string", "Return each hit with its surroundings: 'adjacent' "
                               "(neighbouring chunks) or 'section' (its whole section), capped "
                               f"at {MAX_CONTEXT_CHARS} characters (default "
-                              f"'{settings.search_context}').", enum=list(CONTEXT_KINDS)),
+                              f"'{d.shape.context}').", enum=list(CONTEXT_KINDS)),
             "context_chunks": _typed("integer", "Neighbours on each side for context='adjacent' "
-                                     f"(default {settings.search_context_chunks}).",
+                                     f"(default {d.shape.context_chunks}).",
                                      minimum=1, maximum=MAX_CONTEXT_CHUNKS),
-            "rerank": _typed("boolean", "Reorder the best 20 candidates with a cross-encoder "
-                             "(more accurate, ~0.5-1 s slower on a laptop; default "
-                             f"{str(settings.search_rerank).lower()})."),
+            "rerank": _typed("boolean", f"Reorder the best {d.shape.rerank_candidates} "
+                             "candidates with a cross-encoder (more accurate, ~0.5-1 s slower "
+                             f"on a laptop; default {str(d.shape.rerank).lower()})."),
         },
         "query",
         closed=True,

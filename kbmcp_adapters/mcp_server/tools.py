@@ -27,6 +27,7 @@ from kbmcp_adapters.mcp_server.schemas import (
 )
 from kbmcp_core.errors import IndexNotFound, IndexNotReady, KbError, PathRefused, StoreError
 from kbmcp_core.graph import GraphBounds
+from kbmcp_core.search_request import needs_embedder
 from kbmcp_core.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -129,7 +130,8 @@ async def _search(rt: KbRuntime, args: JsonObject) -> JsonObject:
 
     def run() -> JsonObject:
         kb = rt.open_index()
-        rt.ensure_model(kb)
+        if needs_embedder(args.get("mode")):  # /ui may ask for the lexical leg alone
+            rt.ensure_model(kb)
         return kb.search(query, **args).as_dict()
 
     return await rt.in_thread(run)

@@ -24,9 +24,9 @@ from starlette.routing import Route
 from kbmcp_adapters.mcp_server import resources, tools
 from kbmcp_adapters.mcp_server.runtime import KbRuntime
 from kbmcp_adapters.mcp_server.schemas import ArgumentChecker, JsonObject
-from kbmcp_core.errors import IndexNotFound
-from kbmcp_core.offer import doc_uri
-from kbmcp_core.search import MODES
+from kbmcp_core.errors import IndexNotFound, InvalidQuery
+from kbmcp_core.search_request import check_mode
+from kbmcp_core.uris import SCHEME, doc_uri
 
 log = logging.getLogger(__name__)
 
@@ -102,10 +102,14 @@ class UiApi:
         args = await _body(request)
         if isinstance(args, Response):
             return args
-        mode = args.pop("mode", None) or "hybrid"
-        if mode not in MODES:
-            return _error("invalid_argument", f"mode must be one of {', '.join(MODES)}")
-        return await self.tool("search", args, {"mode": mode})
+        mode = args.pop("mode", None)
+        extra = {"mode": mode} if mode else {}  # "" or null: the request's default
+        try:
+            if mode:
+                check_mode(mode)  # refused before the tool opens the index
+        except InvalidQuery as exc:
+            return _error(InvalidQuery.code, str(exc))
+        return await self.tool("search", args, extra)
 
     async def graph(self, request: Request) -> Response:
         args = await _body(request)
@@ -119,8 +123,8 @@ class UiApi:
         if isinstance(args, Response):
             return args
         uri = args.get("uri")
-        if not isinstance(uri, str) or not uri.startswith("kb://"):
-            return _error("invalid_argument", "uri must be a kb:// URI")
+        if not isinstance(uri, str) or not uri.startswith(SCHEME):
+            return _error("invalid_argument", f"uri must be a {SCHEME} URI")
         try:
             result = await resources.read_resource(
                 self.rt, None, types.ReadResourceRequestParams(uri=uri))

@@ -2,11 +2,11 @@
 
 Every parser works on a list of lines (0-based indices here; parsers report 1-based line
 numbers). A *unit* is a candidate chunk: an inclusive line range, a label (the section or
-page it belongs to) and its text. Budgets are always checked on the exact text that will
-be embedded (``ChunkDraft.embed_text``: heading trail + content), so a unit that passes
-here is never truncated by the embedder. A chunk is also capped at
-``MAX_CHARS_PER_TOKEN`` characters per budget token, so a blob that tokenizes to a handful
-of unknown-word tokens cannot become a megabyte-sized search hit.
+page it belongs to) and its text. Budgets are always checked on the chunk's whole text
+(``whole_text_of``: heading trail + content), which holds all the embedder is given (its
+prose, decision 0020), so a unit that passes here is never truncated by the embedder. A
+chunk is also capped at ``MAX_CHARS_PER_TOKEN`` characters per budget token, so a blob that
+tokenizes to a handful of unknown-word tokens cannot become a megabyte-sized search hit.
 
 Splitting prefers, in order: paragraph boundaries (blank lines, but never inside a fenced
 code block), then line boundaries, then word or CJK sentence boundaries, then characters.
@@ -20,14 +20,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kbmcp_core.errors import ParseError
-from kbmcp_core.models import ChunkDraft
+from kbmcp_core.models import whole_text_of
 from kbmcp_core.ports import ChunkBudget
 
 __all__ = [
     "MAX_CHARS_PER_TOKEN",
     "Unit",
     "decode_text",
-    "embed_text",
     "fit_heading_path",
     "indexed_text",
     "join_lines",
@@ -90,11 +89,6 @@ def split_lines(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
 
 
-def embed_text(heading_path: tuple[str, ...], content: str) -> str:
-    """The text the embedder will see, built by the core model itself."""
-    return ChunkDraft(0, "", heading_path, content).embed_text
-
-
 def measured(budget: ChunkBudget, text: str) -> int:
     """The budget count of ``text``: its tokens, but at least one per
     ``MAX_CHARS_PER_TOKEN`` characters, so text that tokenizes to a few unknown-word
@@ -103,10 +97,10 @@ def measured(budget: ChunkBudget, text: str) -> int:
 
 
 def token_count(budget: ChunkBudget, heading_path: tuple[str, ...], content: str) -> int:
-    """The budget count of a chunk's embedded text."""
+    """The budget count of a chunk's whole text (``whole_text_of``)."""
     if not content:
         return _trail_count(budget, heading_path)
-    return measured(budget, embed_text(heading_path, content))
+    return measured(budget, whole_text_of(heading_path, content))
 
 
 def _trail_count(budget: ChunkBudget, heading_path: tuple[str, ...]) -> int:
@@ -117,12 +111,12 @@ def _trail_count(budget: ChunkBudget, heading_path: tuple[str, ...]) -> int:
     try:
         return _cached_trail_count(budget, heading_path)
     except TypeError:
-        return measured(budget, embed_text(heading_path, ""))
+        return measured(budget, whole_text_of(heading_path, ""))
 
 
 @functools.lru_cache(maxsize=4096)
 def _cached_trail_count(budget: ChunkBudget, heading_path: tuple[str, ...]) -> int:
-    return measured(budget, embed_text(heading_path, ""))
+    return measured(budget, whole_text_of(heading_path, ""))
 
 
 def join_lines(lines: Sequence[str], start: int, end: int) -> str:
@@ -349,7 +343,7 @@ def fit_heading_path(heading_path: tuple[str, ...], budget: ChunkBudget) -> tupl
         return token_count(budget, path, "")
 
     path = heading_path
-    if _surely_fits(budget, embed_text(path, ""), limit) or cost(path) <= limit:
+    if _surely_fits(budget, whole_text_of(path, ""), limit) or cost(path) <= limit:
         return path
     while len(path) > 1 and cost(path) > limit:
         path = path[1:]

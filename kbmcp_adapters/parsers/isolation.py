@@ -41,7 +41,7 @@ from kbmcp_core.models import ParsedDocument
 from kbmcp_core.ports import ChunkBudget
 
 if TYPE_CHECKING:
-    from kbmcp_adapters.parsers.registry import Convertible
+    from kbmcp_adapters.parsers.converted import Convertible
 
 __all__ = ["Isolation", "IsolatedParser", "WorkerPool"]
 
@@ -268,7 +268,7 @@ class IsolatedParser:
 def worker_main() -> None:
     """A worker's life: read its formats and limits, load the parsers, cap the address
     space, then convert until the socket closes. Its socket is ``argv[1]``."""
-    from kbmcp_adapters.parsers.registry import convertible
+    from kbmcp_adapters.parsers.converted import convertible
 
     # Ctrl-C is the parent's to handle. (No PR_SET_PDEATHSIG: it fires when the *thread*
     # that started the worker ends, and reads start workers from short-lived threads; a

@@ -7,48 +7,27 @@ isolation is turned off, in the worker pool of ``isolation`` (decision 0022).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Mapping, Sequence
 
 from kbmcp_adapters.parsers.budget import DEFAULT_LIMITS, ParserLimits
+from kbmcp_adapters.parsers.converted import convertible
 from kbmcp_adapters.parsers.isolation import IsolatedParser, Isolation, WorkerPool
 from kbmcp_adapters.parsers.markdown import MarkdownParser
 from kbmcp_adapters.parsers.text import TextParser
 from kbmcp_core.errors import ConfigError
-from kbmcp_core.models import ParsedDocument
-from kbmcp_core.ports import ChunkBudget, Parser
+from kbmcp_core.ports import Parser
 
 __all__ = [
     "CONVERTED",
     "KNOWN_FORMATS",
-    "Convertible",
     "FormatRegistry",
     "build_registry",
-    "convertible",
 ]
 
 #: The names accepted by ``[parsers].enabled``, in documentation order.
 KNOWN_FORMATS: tuple[str, ...] = ("md", "txt", "pdf", "html", "docx", "pptx", "xlsx", "epub")
 #: The formats converted by a third-party library from untrusted bytes.
 CONVERTED: tuple[str, ...] = ("pdf", "html", "docx", "pptx", "xlsx", "epub")
-
-
-class Convertible(Protocol):
-    """A converted format's parser in two steps: ``convert`` reads the bytes into a
-    picklable value (the step that may run in a worker), ``text_of`` and ``document``
-    turn that value into the served text and the chunks."""
-
-    extensions: tuple[str, ...]
-
-    def convert(self, path: str, data: bytes) -> Any: ...
-
-    def text_of(self, converted: Any) -> str: ...
-
-    def document(self, path: str, converted: Any, budget: ChunkBudget) -> ParsedDocument: ...
-
-    def parse(self, path: str, data: bytes, budget: ChunkBudget) -> ParsedDocument: ...
-
-    def extract_text(self, path: str, data: bytes) -> str: ...
 
 
 class FormatRegistry:
@@ -104,54 +83,3 @@ def build_registry(
         else:
             parsers.append(convertible(name, limits))
     return FormatRegistry(parsers, pool)
-
-
-def convertible(fmt: str, limits: ParserLimits) -> Convertible:
-    """The in-process parser of a converted format (its module imported only now)."""
-    return _MAKERS[fmt](limits)
-
-
-def _pdf(limits: ParserLimits) -> Convertible:
-    from kbmcp_adapters.parsers.pdf import PdfParser
-
-    return PdfParser(limits)
-
-
-def _html(limits: ParserLimits) -> Convertible:
-    from kbmcp_adapters.parsers.htmlpage import HtmlParser
-
-    return HtmlParser(limits)
-
-
-def _docx(limits: ParserLimits) -> Convertible:
-    from kbmcp_adapters.parsers.word import DocxParser
-
-    return DocxParser(limits)
-
-
-def _pptx(limits: ParserLimits) -> Convertible:
-    from kbmcp_adapters.parsers.slides import PptxParser
-
-    return PptxParser(limits)
-
-
-def _xlsx(limits: ParserLimits) -> Convertible:
-    from kbmcp_adapters.parsers.sheets import XlsxParser
-
-    return XlsxParser(limits)
-
-
-def _epub(limits: ParserLimits) -> Convertible:
-    from kbmcp_adapters.parsers.epub import EpubParser
-
-    return EpubParser(limits)
-
-
-_MAKERS: dict[str, Callable[[ParserLimits], Convertible]] = {
-    "pdf": _pdf,
-    "html": _html,
-    "docx": _docx,
-    "pptx": _pptx,
-    "xlsx": _xlsx,
-    "epub": _epub,
-}

@@ -1,2 +1,1 @@
-"""Rerankers (the ``Reranker`` port) that need no model. The packaged cross-encoder lives
-with the other packaged models in ``kbmcp_adapters.embedding.cross_encoder`` (decision 0016)."""
+"""The reranker (the ``Reranker`` port): a packaged cross-encoder run by onnxruntime."""

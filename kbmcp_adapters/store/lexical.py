@@ -17,9 +17,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# One definition of CJK text and of the stop words, shared with the match spans, so a span
-# marks exactly what this compiler lets the lexical leg match.
-from kbmcp_core.spans import STOP_WORDS, is_cjk
+# One definition of CJK text (kbmcp_core.cjk) and of the stop words, shared with the match
+# spans, so a span marks exactly what this compiler lets the lexical leg match.
+from kbmcp_core.cjk import is_cjk
+from kbmcp_core.spans import STOP_WORDS
 
 #: Input beyond this many characters is ignored (a search query is a sentence, not a file).
 MAX_INPUT_CHARS = 4096
@@ -188,24 +189,6 @@ def _grams_terms(analysis: _Analysis) -> Terms:
     return _combine(required, optional)
 
 
-def _words_expression(analysis: _Analysis) -> str | None:
-    return _words_terms(analysis).fts5()
-
-
-def _grams_expression(analysis: _Analysis) -> str | None:
-    return _grams_terms(analysis).fts5()
-
-
-def compile_words(text: str) -> str | None:
-    """The ``fts_words`` MATCH expression for ``text``, or None when it has no words."""
-    return _words_expression(_analyse(text))
-
-
-def compile_grams(text: str) -> str | None:
-    """The ``fts_grams`` MATCH expression for ``text``, or None when nothing can use it."""
-    return _grams_expression(_analyse(text))
-
-
 def _short_runs(analysis: _Analysis) -> tuple[str, ...]:
     runs = analysis.free_runs + analysis.quoted_runs
     short = [r for r in runs if len(r) < 3]
@@ -216,11 +199,6 @@ def _short_runs(analysis: _Analysis) -> tuple[str, ...]:
     if not content and has_other:
         return ()
     return tuple(_dedup(content or short, MAX_SHORT_RUNS))
-
-
-def short_cjk_runs(text: str) -> tuple[str, ...]:
-    """CJK runs of one or two characters: too short for the trigram index."""
-    return _short_runs(_analyse(text))
 
 
 def compile_query(text: str) -> LexicalQuery:

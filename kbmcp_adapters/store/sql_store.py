@@ -4,7 +4,8 @@ One store class for both databases. What differs sits behind ``Dialect``: the le
 tables (SQLite: two FTS5 tables keyed by rowid; PostgreSQL: one ``lexical`` table with a
 tsvector and a trigram index, keyed by id), the path-list filter, the upsert, and the
 ranking legs (``ranking.rank`` / ``pg_lexical.rank``, sharing their math). Engine set-up,
-read-only detection, error translation and the integrity check are in ``migrate``.
+read-only detection, error translation and the integrity check are in ``engine``; the
+schema revisions in ``alembic_runner``.
 """
 
 from __future__ import annotations
@@ -21,14 +22,9 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
 
-from kbmcp_adapters.store import filters, migrate, pg_lexical
-from kbmcp_adapters.store.migrate import (
-    head_revision,
-    make_engine,
-    open_at_revision,
-    schema_revision,
-    translated,
-)
+from kbmcp_adapters.store import alembic_runner, engine, filters, pg_lexical
+from kbmcp_adapters.store.alembic_runner import head_revision, open_at_revision, schema_revision
+from kbmcp_adapters.store.engine import make_engine, translated
 from kbmcp_adapters.store.ranking import rank
 from kbmcp_adapters.store.tables import (
     FTS_TABLES,
@@ -48,6 +44,7 @@ from kbmcp_adapters.store.tables import chunks as chunk_table
 from kbmcp_adapters.store.tables import converted_text as converted_table
 from kbmcp_adapters.store.tables import documents as document_table
 from kbmcp_core.errors import StoreError
+from kbmcp_core.meta_keys import META_DIMENSION, META_LAST_RUN, META_MODEL
 from kbmcp_core.models import (
     ChunkRecord,
     Consistency,
@@ -70,7 +67,7 @@ T = TypeVar("T")
 BATCH = 500
 #: At most this many problems are listed by ``quick_check`` (one is enough to act on).
 QUICK_CHECK_MAX = 20
-#: The size query behind ServableRules; ``ix_documents_size_bytes`` serves it. No ORDER BY:
+#: The size query behind OfferRules; ``ix_documents_size_bytes`` serves it. No ORDER BY:
 #: sorting by path would tempt the planner to walk every row in path order.
 SIZES_OVER_SQL = "SELECT path, size_bytes FROM documents WHERE size_bytes > :min_bytes"
 _PATH_ID = select(document_table.c.id).where(document_table.c.path == bindparam("path"))
@@ -125,14 +122,14 @@ class SqlIndexStore:
         health check can report its revision; only head-schema reads are then safe.
         ``read_only``: a SQLite file is opened read-only even when this user may write it.
         """
-        self._db = migrate.sqlite_file(url)
+        self._db = engine.sqlite_file(url)
         #: a PostgreSQL store's URL for messages (password hidden); None for SQLite
-        self._location = migrate.pg_location(url)
-        self._engine = migrate.open_engine(url, create, read_only=read_only)
+        self._location = engine.pg_location(url)
+        self._engine = engine.open_engine(url, create, read_only=read_only)
         self._dialect = POSTGRESQL if self._engine.dialect.name == "postgresql" else SQLITE
         try:
             #: True when this process may not write the index: it was opened read-only
-            self.read_only = migrate.is_read_only(self._engine)
+            self.read_only = engine.is_read_only(self._engine)
             # Only an index behind head takes the write lock: opening never waits on a
             # running index writer otherwise.
             if migrate_schema and (revision := self.schema_revision()) != head_revision():
@@ -144,7 +141,7 @@ class SqlIndexStore:
                         "not write it: run `kb-mcp index` once as a user who can"
                     )
                 with self._write() as conn:
-                    migrate.upgrade(conn, "head")
+                    alembic_runner.upgrade(conn, "head")
         except BaseException:
             self._engine.dispose()
             raise
@@ -162,7 +159,7 @@ class SqlIndexStore:
                 yield conn
 
     def _write(self) -> AbstractContextManager[Connection]:
-        return migrate.write_transaction(self._engine, self._db, self._location)
+        return engine.write_transaction(self._engine, self._db, self._location)
 
     def close(self) -> None:
         self._filters.close()
@@ -176,7 +173,7 @@ class SqlIndexStore:
 
     def schema_revision(self) -> str | None:
         with self._read() as conn:
-            return migrate.current_revision(conn)
+            return alembic_runner.current_revision(conn)
 
     # -- writer side -----------------------------------------------------------------
     def indexed_states(self) -> dict[str, IndexedState]:
@@ -215,7 +212,8 @@ class SqlIndexStore:
                 [document_values(w.document) for w in batch],
             ).scalars().all()
             # Rows in chunk id order: FTS5 writes its pending terms out as a new segment
-            # whenever a rowid comes lower than the one before, and chunk ids are random.
+            # whenever a rowid comes lower than the one before (a run hands its ids out in
+            # increasing order; sorting keeps the rows so whatever order the batch is in).
             owned = sorted(((c, int(doc_id), w.document.title)
                             for doc_id, w in zip(new_ids, batch, strict=True) for c in w.chunks),
                            key=lambda row: row[0].id)
@@ -379,14 +377,14 @@ class SqlIndexStore:
             n_documents = conn.execute(select(func.count()).select_from(document_table)).scalar()
             n_chunks = conn.execute(select(func.count()).select_from(chunk_table)).scalar()
             meta = {k: v for k, v in conn.execute(select(index_meta.c.key, index_meta.c.value))}
-            revision = migrate.current_revision(conn)
-        dimension = meta.get("embedding_dimension")
+            revision = alembic_runner.current_revision(conn)
+        dimension = meta.get(META_DIMENSION)
         return IndexStats(
             documents=int(n_documents or 0),
             chunks=int(n_chunks or 0),
-            model_id=meta.get("embedding_model"),
+            model_id=meta.get(META_MODEL),
             dimension=int(dimension) if dimension and dimension.isdigit() else None,
-            last_run=json_object(meta["last_run"]) if meta.get("last_run") else None,
+            last_run=json_object(meta[META_LAST_RUN]) if meta.get(META_LAST_RUN) else None,
             schema_revision=revision,
         )
 
@@ -483,7 +481,7 @@ class SqlIndexStore:
                 set(conn.execute(text(f"SELECT {key} FROM {table}")).scalars())
                 for table in self._dialect.lexical_tables
             ]
-            revision = migrate.current_revision(conn)
+            revision = alembic_runner.current_revision(conn)
             if revision != head_revision():  # older schemas may lack size_bytes
                 queries.pop("unsized")
             found = {k: tuple(conn.execute(text(sql)).scalars()) for k, sql in queries.items()}
@@ -500,13 +498,13 @@ class SqlIndexStore:
 
     def has_integrity_check(self) -> bool:
         """SQLite's ``PRAGMA quick_check``; PostgreSQL has none to run (see
-        ``migrate.quick_check``)."""
+        ``engine.quick_check``)."""
         return self._engine.dialect.name == "sqlite"
 
     def quick_check(self, budget_s: float) -> list[str] | None:
-        """``PRAGMA quick_check`` within ``budget_s`` (see ``migrate.quick_check``); on
+        """``PRAGMA quick_check`` within ``budget_s`` (see ``engine.quick_check``); on
         PostgreSQL [] (no file for kb-mcp to check: the server guards its pages)."""
-        return migrate.quick_check(self._engine, self._db, budget_s, QUICK_CHECK_MAX)
+        return engine.quick_check(self._engine, self._db, budget_s, QUICK_CHECK_MAX)
 
     def lexical_search(
         self, query: str, limit: int, document_paths: Collection[str] | None = None

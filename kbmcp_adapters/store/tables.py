@@ -37,7 +37,7 @@ documents = Table(
 chunks = Table(
     "chunks",
     metadata,
-    # Ids are chosen by the indexer (random 62-bit integers), never by the database.
+    # Ids are chosen by the indexer (62-bit, increasing: decision 0004), never by the database.
     Column("id", BigInt, primary_key=True, autoincrement=False),
     Column(
         "document_id",
@@ -49,7 +49,7 @@ chunks = Table(
     Column("heading", Text),
     Column("heading_path", Text),  # JSON list of strings
     Column("content", Text),
-    Column("content_hash", Text),
+    Column("content_hash", Text),  # the chunk's text hash: ChunkRecord.text_hash
     Column("start_line", Integer, nullable=True),
     Column("end_line", Integer, nullable=True),
     Column("page", Integer, nullable=True),
@@ -144,7 +144,9 @@ def chunk_values(document_id: int, chunk: ChunkRecord) -> dict[str, object]:
         "heading": chunk.heading,
         "heading_path": json.dumps(list(chunk.heading_path), ensure_ascii=False),
         "content": chunk.content,
-        "content_hash": chunk.content_hash,
+        # the column predates the name: on ``chunks`` it holds the chunk's text hash, not
+        # the file's (renaming it would need a migration for no gain)
+        "content_hash": chunk.text_hash,
         "start_line": chunk.start_line,
         "end_line": chunk.end_line,
         "page": chunk.page,

@@ -1,5 +1,6 @@
 """LanceDB adapter for the VectorStore port: chunk vectors keyed by chunk id, cosine k-NN,
-in a folder or in object storage (``s3://``, ``gs://``, ``az://``)."""
+in a folder or in object storage (``s3://``, ``gs://``, ``az://``). When to keep an
+approximate index and how a query probes it is ``ann_policy``'s."""
 
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ import math
 import os
 import shutil
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
+from kbmcp_adapters.vectors import ann_policy
+from kbmcp_adapters.vectors.ann_policy import ANN_MIN_ROWS
 from kbmcp_adapters.vectors.translate import translate
 from kbmcp_core.errors import StoreError
 from kbmcp_core.models import Vector
@@ -53,22 +55,8 @@ DEFAULT_PREFILTER_MAX_IDS = 4000
 ALLOWED_ROWS_KEPT = 16_000
 #: ``compact`` removes versions older than this; a younger one may still be read elsewhere.
 KEEP_OLD_VERSIONS = timedelta(minutes=5)
-#: From this many rows on, ``compact`` keeps an approximate (IVF_PQ) index on the vectors;
-#: below it exact search is fast enough (measured: docs/decisions/0019-flat-tails-and-ann.md).
-ANN_MIN_ROWS = 20_000
 #: The environment variable that sets the level of LanceDB's native log (stderr).
 LANCEDB_LOG_ENV = "LANCEDB_LOG"
-#: The share of the IVF partitions (√rows at training) probed per query, at least
-#: ``ANN_MIN_PROBES``; candidates re-ranked by exact distance (× k).
-ANN_PROBE_SHARE = 0.5
-ANN_MIN_PROBES = 20
-ANN_REFINE = 10
-#: The index is trained again when the table has grown or shrunk by this factor, or when
-#: more than this share of its rows were added since it was trained or last folded.
-ANN_RETRAIN_GROWTH = 2.0
-ANN_FOLD_SHARE = 0.1
-#: The index's name carries the row count it was trained on: ``vector_ann_<rows>``.
-_ANN_PREFIX = f"{_VECTOR}_ann_"
 
 
 class LanceVectorStore:
@@ -226,12 +214,12 @@ class LanceVectorStore:
             table = self._existing()
             if table is not None:
                 # decided before optimize, which folds new rows into an existing index
-                plan, trained = self._ann_plan(table)
+                plan, trained = ann_policy.plan(table, self._ann_min_rows)
                 if trained is not None and plan != "keep":
-                    table.drop_index(_ann_name(trained))
+                    table.drop_index(ann_policy.index_name(trained))
                 table.optimize(cleanup_older_than=keep)
                 if plan == "train":
-                    self._train_ann(table)
+                    ann_policy.train(table, _VECTOR, self._dimension)
                 if not any(list(i.columns) == [_ID] for i in table.list_indices()):
                     from lancedb.index import BTree
 
@@ -247,41 +235,8 @@ class LanceVectorStore:
             table = self._existing()
             if table is None:
                 return None
-            trained = _trained_rows(table)
+            trained = ann_policy.trained_rows(table)
             return None if trained is None else (trained, table.count_rows())
-
-    def _ann_plan(self, table: Table) -> tuple[str, int | None]:
-        """("keep" | "drop" | "train", rows the current index was trained on).
-
-        A table of ``ann_min_rows`` rows or more gets an IVF_PQ index. Rows added since
-        training are searched exactly next to it (LanceDB scans unindexed fragments) until
-        ``optimize`` folds them in with the trained codebooks; deleted rows are never
-        returned. Folding is right for a few rows, not for many: the index is trained again
-        when more than ``ANN_FOLD_SHARE`` of its rows are new, or when the table has grown
-        or shrunk by ``ANN_RETRAIN_GROWTH``; it is dropped below half the threshold."""
-        rows = table.count_rows()
-        trained = _trained_rows(table)
-        if rows < self._ann_min_rows:
-            drop = trained is not None and rows < self._ann_min_rows // 2
-            return ("drop" if drop else "keep"), trained
-        if trained is None or not trained / ANN_RETRAIN_GROWTH < rows < (
-                trained * ANN_RETRAIN_GROWTH):
-            return "train", trained
-        stats = table.index_stats(_ann_name(trained))
-        new = 0 if stats is None else stats.num_unindexed_rows
-        return ("train" if new > ANN_FOLD_SHARE * trained else "keep"), trained
-
-    def _train_ann(self, table: Table) -> None:
-        from lancedb.index import IvfPq
-
-        rows = table.count_rows()
-        started = time.monotonic()
-        config = IvfPq(distance_type="cosine", num_partitions=_partitions(rows),
-                       num_sub_vectors=_sub_vectors(self._dimension))
-        # with a config, the first argument names the column (LanceDB 0.40)
-        table.create_index(_VECTOR, config=config, name=_ann_name(rows))
-        log.info("built the approximate vector index over %d rows in %.1f s", rows,
-                 time.monotonic() - started)
 
     # -- reads -------------------------------------------------------------
     def get(self, ids: Collection[int]) -> dict[int, Vector]:
@@ -501,12 +456,7 @@ class LanceVectorStore:
 def _nearest(table: Table, query: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
     vector_query = cast("LanceVectorQueryBuilder", table.search(query, vector_column_name=_VECTOR))
     builder = vector_query.distance_type("cosine").limit(k).select([_ID, _DISTANCE])
-    trained = _trained_rows(table)
-    if trained is not None:
-        # probe a share of the partitions and re-rank ANN_REFINE × k candidates by their
-        # exact distance: recall@10 >= 0.95 of exact search (0019)
-        builder = builder.nprobes(_probes(trained)).refine_factor(ANN_REFINE)
-    data = builder.to_arrow()
+    data = ann_policy.probed(builder, table).to_arrow()
     return [
         (chunk_id, min(1.0, max(-1.0, 1.0 - distance)))
         for chunk_id, distance in zip(
@@ -595,33 +545,6 @@ def _read_rows(
     if not keys:
         return np.zeros(0, dtype=np.int64), np.zeros((0, dimension), dtype=np.float32)
     return np.concatenate(keys), np.concatenate(parts)
-
-
-def _ann_name(rows: int) -> str:
-    return f"{_ANN_PREFIX}{rows}"
-
-
-def _trained_rows(table: Table) -> int | None:
-    """The row count the table's approximate index was trained on; None without one."""
-    for index in table.list_indices():
-        name = str(getattr(index, "name", ""))
-        if name.startswith(_ANN_PREFIX) and name[len(_ANN_PREFIX):].isdigit():
-            return int(name[len(_ANN_PREFIX):])
-    return None
-
-
-def _partitions(rows: int) -> int:
-    return max(1, round(math.sqrt(rows)))
-
-
-def _probes(trained: int) -> int:
-    return max(ANN_MIN_PROBES, math.ceil(ANN_PROBE_SHARE * _partitions(trained)))
-
-
-def _sub_vectors(dimension: int) -> int:
-    """PQ sub-vectors: 8 dimensions each, or the largest divisor of ``dimension`` below."""
-    wanted = max(1, dimension // 8)
-    return next(n for n in range(wanted, 0, -1) if dimension % n == 0)
 
 
 def _unique_ints(ids: Collection[int]) -> list[int]:

@@ -3,8 +3,8 @@
 SQLite: two FTS5 tables (words with the porter stemmer, trigrams). PostgreSQL: one
 ``lexical`` table whose generated ``tsvector`` has a GIN index (English stemming, weights
 per column) and a ``pg_trgm`` GIN index on the same text for CJK substring search. Chunk
-ids are random 62-bit integers: BIGINT on PostgreSQL; INTEGER on SQLite, where that is
-64-bit already and keeps the column the rowid.
+ids are 62-bit integers the writer chooses (decision 0004): BIGINT on PostgreSQL; INTEGER
+on SQLite, where that is 64-bit already and keeps the column the rowid.
 
 Revision ID: 0001
 Revises:

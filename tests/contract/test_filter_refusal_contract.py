@@ -10,9 +10,10 @@ import pytest
 
 from kbmcp_core.errors import InvalidQuery
 from kbmcp_core.models import ChunkRecord, DocumentRecord
-from kbmcp_core.offer import ServableRules
+from kbmcp_core.offer import OfferRules
 from kbmcp_core.ports import IndexStore
-from kbmcp_core.search import Searcher, SearchRequest
+from kbmcp_core.search import Searcher
+from kbmcp_core.search_request import SearchRequest
 from tests.fakes import FakeEmbedder, FakeRegistry, FakeVectorStore
 
 #: (request fields, the parameter the refusal names)
@@ -36,10 +37,10 @@ def searcher(store: IndexStore) -> Searcher:
                        date="2026-01-01", topic="ops", category="guide", tags=("ops",),
                        metadata={}, last_indexed="2026-01-01T00:00:00Z"),
         [ChunkRecord(id=7, ordinal=0, heading="A", heading_path=("A",),
-                     content="rotate the signing keys", content_hash="c7", start_line=1,
+                     content="rotate the signing keys", text_hash="c7", start_line=1,
                      end_line=2, page=None)])
     return Searcher(store, FakeVectorStore(), FakeEmbedder(),
-                    ServableRules(store, FakeRegistry()))
+                    OfferRules(store, FakeRegistry()))
 
 
 @pytest.mark.parametrize(("fields", "parameter"), HOSTILE,

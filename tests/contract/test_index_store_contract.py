@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from kbmcp_core.errors import StoreError
+from kbmcp_core.meta_keys import META_DIMENSION, META_MODEL
 from kbmcp_core.models import ChunkRecord, DocumentRecord, IndexedState
 from kbmcp_core.ports import ConvertedText, DocumentWrite, IndexStore
 from tests.contract.conftest import StoreUnderTest
@@ -34,7 +35,7 @@ def chunk(cid: int, ordinal: int, content: str, heading: str = "Intro") -> Chunk
         heading=heading,
         heading_path=("Top", heading),
         content=content,
-        content_hash=f"text-{content}",
+        text_hash=f"text-{content}",
         start_line=ordinal * 10 + 1,
         end_line=ordinal * 10 + 9,
         page=None,
@@ -117,11 +118,11 @@ def test_writing_a_path_again_replaces_its_rows(store: IndexStore) -> None:
 
 
 def test_meta_values_are_kept_and_overwritten(store: IndexStore) -> None:
-    assert store.get_meta("embedding_model") is None
-    store.set_meta("embedding_model", "model-a")
-    store.set_meta("embedding_dimension", "384")
-    store.set_meta("embedding_model", "model-b")
-    assert store.get_meta("embedding_model") == "model-b"
+    assert store.get_meta(META_MODEL) is None
+    store.set_meta(META_MODEL, "model-a")
+    store.set_meta(META_DIMENSION, "384")
+    store.set_meta(META_MODEL, "model-b")
+    assert store.get_meta(META_MODEL) == "model-b"
     stats = store.stats()
     assert (stats.model_id, stats.dimension) == ("model-b", 384)
 

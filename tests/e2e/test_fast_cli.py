@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kbmcp_adapters.app.local_socket import SOCKET_NAME, supported
+from kbmcp_adapters.local_search.channel import SOCKET_NAME, supported
 from tests.e2e.conftest import DEADLINE, Env, LineReader, kb_mcp_command, stop
 
 pytestmark = pytest.mark.skipif(not supported(), reason="needs Unix sockets with SO_PEERCRED")

@@ -19,7 +19,7 @@ import mcp_types as types
 import pytest
 
 from kbmcp_adapters.mcp_server import resources, tools
-from kbmcp_core.errors import IndexNotFound, NotServable, PathRefused, WriterBusy
+from kbmcp_core.errors import IndexNotFound, NotOffered, PathRefused, WriterBusy
 from tests.e2e.conftest import DEADLINE, Env, LineReader, kb_mcp_command, run_index, stop, write
 
 #: A server whose stdin was closed must have exited by then, whatever it was doing.
@@ -329,7 +329,7 @@ def test_a_signal_during_rebuild_index_stops_the_server_and_leaves_nothing_to_re
 HOLD = """
 import sys
 from pathlib import Path
-from kbmcp_adapters.app.writer_lock import writer_lock
+from kbmcp_adapters.store.cross_process_lock import writer_lock
 with writer_lock(Path(sys.argv[1]), 5):
     print("held", flush=True)
     sys.stdin.read()  # held until the test closes our stdin
@@ -367,7 +367,7 @@ def test_rebuild_index_answers_busy_while_another_process_writes(
 
 # -- the one place errors become codes -------------------------------------------------------
 @pytest.mark.parametrize("exc", [PathRefused("a.md", "is a folder"),
-                                 NotServable("a.md", "not offered by this knowledge base")])
+                                 NotOffered("a.md", "not offered by this knowledge base")])
 def test_a_refusal_from_anywhere_is_path_refused(exc: PathRefused) -> None:
     result = tools.failure_result(exc)
     assert result.is_error

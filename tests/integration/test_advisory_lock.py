@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from kbmcp_adapters.app.writer_lock import writer_lock
 from kbmcp_adapters.store.advisory_lock import (
     FREED_WITHIN_S,
     advisory_lock,
     is_postgresql_url,
 )
+from kbmcp_adapters.store.cross_process_lock import writer_lock
 from kbmcp_core.errors import StoreError, WriterBusy
 
 HOLD = """

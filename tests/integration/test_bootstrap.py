@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+import pytest
 
 from kbmcp_adapters import KnowledgeBase, bootstrap
 from kbmcp_adapters.app.bootstrap import OpenedStore
 from kbmcp_adapters.app.config import build_settings
+from kbmcp_adapters.filesystem.local import Entry, LocalFileSystem, OpenedFile
 from kbmcp_core.models import SKIP_IGNORED, DiskFile, DiskScan
 from kbmcp_core.ports import (
     Clock,
@@ -141,12 +146,53 @@ def test_a_given_embedder_embeds_what_is_indexed(tmp_path: Path) -> None:
 def test_a_given_fs_serves_get_document(tmp_path: Path) -> None:
     write_files(tmp_path, {"a.md": NOTE})
     fs = FakeFileSystem({"a.md": b"# Granite\n\nThe fake filesystem's granite.\n"})
-    kb = open_with(tmp_path, fs=fs)
+    kb = open_with(tmp_path, fs=fs, scanner=FakeScanner(fs))
     try:
         assert "The fake filesystem's granite." in kb.get_document("a.md").content
         assert fs.reads == ["a.md"]
     finally:
         kb.close()
+
+
+class RecordingFileSystem(LocalFileSystem):
+    """The real root-bound file system, noting every folder listed and file opened."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.listed: list[str] = []
+        self.opened: list[str] = []
+
+    def entries(self, rel_dir: str) -> list[Entry]:
+        self.listed.append(rel_dir)
+        return super().entries(rel_dir)
+
+    @contextmanager
+    def open_file(self, rel_path: str) -> Iterator[OpenedFile]:
+        self.opened.append(rel_path)
+        with super().open_file(rel_path) as handle:
+            yield handle
+
+
+def test_a_given_fs_is_the_one_the_default_scanner_walks(tmp_path: Path) -> None:
+    write_files(tmp_path, {"a.md": NOTE, "notes/b.md": "# Slate\n\nSlate splits.\n"})
+    fs = RecordingFileSystem(tmp_path)
+    kb = open_with(tmp_path, fs=fs)
+    try:
+        assert set(kb.scan().files) == {"a.md", "notes/b.md"}
+        assert sorted(fs.listed) == ["", "notes"]
+        assert {"a.md", "notes/b.md"} <= set(fs.opened)
+        fs.listed.clear()
+        kb.index()
+        assert sorted(fs.listed) == ["", "notes"]  # the index run walks it too
+    finally:
+        kb.close()
+
+
+def test_a_given_fs_that_cannot_be_walked_needs_a_scanner(tmp_path: Path) -> None:
+    settings = build_settings(None, cwd=tmp_path, kb_path=tmp_path)
+    with pytest.raises(ValueError, match="a given fs needs a given scanner"):
+        bootstrap(settings, fs=FakeFileSystem({"a.md": b"# A\n"}))
+    bootstrap(settings, fs=FakeFileSystem(), scanner=FakeScanner(FakeFileSystem())).close()
 
 
 def test_a_given_registry_parses_what_is_indexed(tmp_path: Path) -> None:

@@ -16,11 +16,11 @@ import pytest
 from kbmcp_adapters.app.bootstrap import bootstrap
 from kbmcp_adapters.app.config import build_settings
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
-from kbmcp_adapters.app.store_copy import migrate_store
+from kbmcp_adapters.app.migrate_store import migrate_store
 from kbmcp_adapters.parsers.registry import FormatRegistry, build_registry
 from kbmcp_core.errors import ReadBusy
+from kbmcp_core.meta_keys import META_CONVERSIONS
 from kbmcp_core.models import ParsedDocument
-from kbmcp_core.offer import doc_uri
 from kbmcp_core.ports import ChunkBudget, Parser
 from kbmcp_core.reading import (
     CONVERTED_FORMATS,
@@ -28,6 +28,7 @@ from kbmcp_core.reading import (
     ConversionGate,
     cut_utf8,
 )
+from kbmcp_core.uris import doc_uri
 from tests.conftest import make_big_pdf, write_files
 from tests.fakes import FakeEmbedder
 from tests.fixtures.formats_kb import build_formats_kb
@@ -288,7 +289,7 @@ def test_an_index_from_before_kept_texts_is_read_by_converting_and_filled_by_one
     kb.close()
     with sqlite3.connect(root / ".kb-mcp" / "index.db") as conn:  # as kb-mcp 0003 left it
         conn.execute("DELETE FROM converted_text")
-        conn.execute("DELETE FROM index_meta WHERE key = 'converted_text_filled'")
+        conn.execute("DELETE FROM index_meta WHERE key = ?", (META_CONVERSIONS,))
     conn.close()
 
     kb = open_kb(root, registry)

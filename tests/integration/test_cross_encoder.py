@@ -13,12 +13,12 @@ import pytest
 from click.testing import CliRunner
 
 from kbmcp_adapters.app.config import build_settings
-from kbmcp_adapters.embedding.cross_encoder import (
+from kbmcp_adapters.embedding.catalogue import installed_dir
+from kbmcp_adapters.rerank.cross_encoder import (
     MS_MARCO_MINILM_L12,
     CrossEncoderReranker,
     make_reranker,
 )
-from kbmcp_adapters.embedding.registry import installed_dir
 from kbmcp_cli.main import cli
 from kbmcp_core.errors import ConfigError, RerankerUnavailable
 from kbmcp_core.settings import DEFAULT_RERANKER

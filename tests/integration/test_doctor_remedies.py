@@ -13,10 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from kbmcp_adapters.store.migrate import downgrade, make_engine
+from kbmcp_adapters.store.alembic_runner import downgrade
+from kbmcp_adapters.store.engine import make_engine
 from kbmcp_adapters.store.sql_store import SqlIndexStore
 from kbmcp_adapters.vectors.lance_store import LanceVectorStore
 from kbmcp_core.doctor import CHECKS, DoctorReport, Finding
+from kbmcp_core.meta_keys import META_COPY, META_IN_PROGRESS, META_MODEL
 from tests.conftest import OpenKb, write_files
 from tests.store_faults import PAGES, damage_manifests, damage_store, kb_mcp, no_traceback
 
@@ -147,15 +149,15 @@ def empty_a_document(kb: Path, env: Env) -> None:
 
 
 def record_another_model(kb: Path, env: Env) -> None:
-    sql(kb, "UPDATE index_meta SET value = 'someone/else-model' WHERE key = 'embedding_model'")
+    sql(kb, f"UPDATE index_meta SET value = 'someone/else-model' WHERE key = '{META_MODEL}'")
 
 
 def interrupt_a_copy(kb: Path, env: Env) -> None:
     """The marks a `kb-mcp migrate-store` into this index leaves when it is killed."""
     sql(kb, "INSERT INTO index_meta (key, value) VALUES "
-            "('copy_from', '{\"source\": \"/elsewhere/index.db\"}')")
+            f"('{META_COPY}', '{{\"source\": \"/elsewhere/index.db\"}}')")
     sql(kb, "UPDATE index_meta SET value = 'copy from /elsewhere/index.db' "
-            "WHERE key = 'run_in_progress'")
+            f"WHERE key = '{META_IN_PROGRESS}'")
 
 
 def downgrade_schema(kb: Path, env: Env) -> None:

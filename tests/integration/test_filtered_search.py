@@ -14,13 +14,14 @@ import numpy as np
 import pytest
 from sqlalchemy import event
 
-from kbmcp_adapters.embedding.hashing import HashingEmbedder
 from kbmcp_adapters.parsers.registry import build_registry
 from kbmcp_adapters.store.sql_store import SqlIndexStore
 from kbmcp_adapters.vectors.lance_store import LanceVectorStore
 from kbmcp_core.models import ChunkRecord, DocumentRecord
-from kbmcp_core.offer import ServableRules
-from kbmcp_core.search import Searcher, SearchRequest, document_matches
+from kbmcp_core.offer import OfferRules
+from kbmcp_core.search import Searcher
+from kbmcp_core.search_request import SearchDefaults, SearchRequest, document_filter
+from tests.hashing_embedder import HashingEmbedder
 
 DIM = 16
 WORDS = ("lantern", "harbor", "compass", "ledger", "orchard", "beacon")
@@ -63,8 +64,8 @@ def indexed(tmp_path: Path) -> Iterator[tuple[SqlIndexStore, LanceVectorStore, S
         store.write_document(_document(d), chunks)
         vectors.add([c.id for c in chunks], embedder.embed_documents([c.content for c in chunks]))
     vectors.compact()
-    searcher = Searcher(store, vectors, embedder, ServableRules(store, build_registry(["md"])),
-                        max_limit=200)
+    searcher = Searcher(store, vectors, embedder, OfferRules(store, build_registry(["md"])),
+                        defaults=SearchDefaults(max_limit=200))
     yield store, vectors, searcher
     store.close()
 
@@ -84,7 +85,7 @@ def test_a_filtered_search_is_the_unfiltered_one_restricted_to_the_filter(
     docs = {d.path: d for d in store.documents()}
     request = SearchRequest("x", **filters)
     unfiltered = _hits(searcher, mode=mode)
-    expected = [hit for hit in unfiltered if document_matches(docs[hit[0]], request)]
+    expected = [hit for hit in unfiltered if document_filter(request).matches(docs[hit[0]])]
     assert expected, "the filter keeps something the query finds"
     for _ in range(2):  # the second time answered from what the first one kept
         assert _hits(searcher, mode=mode, **filters) == expected
@@ -97,7 +98,7 @@ def test_a_filtered_hybrid_search_never_returns_a_document_outside_the_filter(
     store, _vectors, searcher = indexed
     docs = {d.path: d for d in store.documents()}
     request = SearchRequest("x", **filters)
-    kept = {p for p, d in docs.items() if document_matches(d, request)}
+    kept = {p for p, d in docs.items() if document_filter(request).matches(d)}
     for _ in range(2):
         got = _hits(searcher, **filters)
         assert got and {path for path, _ in got} <= kept

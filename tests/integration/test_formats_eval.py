@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from kbmcp_adapters.app.golden import load_golden
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
+from kbmcp_adapters.evaluation.golden import load_golden
 from kbmcp_adapters.parsers.headings import clean_heading
 from kbmcp_adapters.parsers.registry import build_registry
 from kbmcp_core.evaluation import METRICS, GoldenQuery, fold

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kbmcp_core.errors import InvalidQuery, NotServable
+from kbmcp_core.errors import InvalidQuery, NotOffered
 from kbmcp_core.graph import GraphBounds
 from tests.conftest import OpenKb, write_files
 
@@ -38,7 +38,7 @@ def test_graph_links_related_documents_and_never_shows_one_the_offer_excludes(
         kb_path: Path, open_kb: OpenKb) -> None:
     kb = open_kb(kb_path, enabled_formats=("md",))
     assert "ops/keys-copy.txt" in kb.indexed_paths()  # still indexed...
-    assert "ops/keys-copy.txt" not in kb.servable_paths()  # ...but not offered
+    assert "ops/keys-copy.txt" not in kb.offered_paths()  # ...but not offered
     graph = kb.connection_graph(path="ops/keys.md",
                                 bounds=GraphBounds(depth=2, fan_out=10, threshold=0.0))
     paths = [n.path for n in graph.nodes]
@@ -71,7 +71,7 @@ def test_graph_from_a_query_seeds_on_the_documents_search_finds(
 
 def test_graph_of_a_document_not_offered_is_refused(kb_path: Path, open_kb: OpenKb) -> None:
     kb = open_kb(kb_path, enabled_formats=("md",))
-    with pytest.raises(NotServable):
+    with pytest.raises(NotOffered):
         kb.connection_graph(path="ops/keys-copy.txt")
     with pytest.raises(InvalidQuery, match="exactly one"):
         kb.connection_graph()

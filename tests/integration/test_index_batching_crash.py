@@ -13,9 +13,9 @@ from pathlib import Path
 
 from kbmcp_adapters.app.bootstrap import bootstrap, settings_for
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
-from kbmcp_adapters.embedding.hashing import HashingEmbedder
 from kbmcp_core.index_run import WRITE_BATCHES
 from tests.conftest import write_files
+from tests.hashing_embedder import HashingEmbedder
 
 #: Two-chunk notes at batch_size 1: WRITE_BATCHES chunks (PER_BATCH notes) a transaction.
 PER_BATCH = WRITE_BATCHES // 2
@@ -28,7 +28,7 @@ import os, signal, sys
 from pathlib import Path
 from kbmcp_adapters.app.bootstrap import bootstrap, settings_for
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
-from kbmcp_adapters.embedding.hashing import HashingEmbedder
+from tests.hashing_embedder import HashingEmbedder
 from kbmcp_adapters.store.sql_store import SqlIndexStore
 
 inserted = SqlIndexStore._insert_many

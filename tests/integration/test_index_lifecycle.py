@@ -23,6 +23,7 @@ from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 from kbmcp_adapters.mcp_server import KbRuntime, build_server
 from kbmcp_adapters.store.sql_store import SqlIndexStore
 from kbmcp_core.errors import IndexNotReady, StoreCorrupt
+from kbmcp_core.meta_keys import META_READY
 from kbmcp_core.settings import Settings
 from tests.conftest import OpenKb, write_files
 from tests.fakes import FakeEmbedder, FakeVectorStore
@@ -153,7 +154,7 @@ def test_an_index_from_before_the_ready_mark_stays_searchable(
     built.close()
     conn = sqlite3.connect(kb / ".kb-mcp" / "index.db")
     try:
-        conn.execute("DELETE FROM index_meta WHERE key = 'ready_since'")
+        conn.execute("DELETE FROM index_meta WHERE key = ?", (META_READY,))
         conn.commit()
     finally:
         conn.close()

@@ -14,7 +14,8 @@ from kbmcp_adapters import KnowledgeBase, bootstrap, open_knowledge_base
 from kbmcp_adapters.app.bootstrap import real_vectors
 from kbmcp_adapters.app.config import build_settings
 from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
-from kbmcp_adapters.store.migrate import downgrade, make_engine
+from kbmcp_adapters.store.alembic_runner import downgrade
+from kbmcp_adapters.store.engine import make_engine
 from kbmcp_core.errors import ModelMismatch
 from kbmcp_core.ports import VectorStore
 from tests.conftest import OpenKb, write_files
@@ -231,7 +232,7 @@ def test_index_from_before_sizes_upgrades_without_reembedding(
     assert rows(tmp_path, "SELECT version_num FROM alembic_version") == [("0001",)]
 
     kb = open_kb(tmp_path)
-    assert kb.servable_paths() == ["a.md", "sub/b.md"]  # opening upgrades; NULL is offered
+    assert kb.offered_paths() == ["a.md", "sub/b.md"]  # opening upgrades; NULL is offered
     assert rows(tmp_path, "SELECT size_bytes FROM documents") == [(None,), (None,)]
     s = kb.index()
     assert (s.chunks_embedded, s.unchanged, s.sizes_backfilled) == (0, 2, 2)

@@ -9,7 +9,7 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
-from kbmcp_adapters.store import migrate
+from kbmcp_adapters.store import alembic_runner
 from kbmcp_adapters.store.sql_store import (
     SqlIndexStore,
     head_revision,
@@ -19,6 +19,7 @@ from kbmcp_adapters.store.sql_store import (
 )
 from kbmcp_adapters.store.tables import is_fts_name, metadata
 from kbmcp_core.errors import IndexNotFound
+from kbmcp_core.meta_keys import META_MODEL
 
 CHUNK_IDS = [(1 << 61) + 5, (1 << 62) - 1, 12345]
 
@@ -50,7 +51,7 @@ def build_revision_0001_index(db_file: Path) -> None:
                     f"INSERT INTO {table}(rowid, title, heading, body) VALUES (?, 'T', 'H', ?)",
                     (cid, f"lantern chapter {cid}"),
                 )
-        conn.execute("INSERT INTO index_meta VALUES ('embedding_model', 'minilm')")
+        conn.execute("INSERT INTO index_meta VALUES (?, 'minilm')", (META_MODEL,))
 
 
 def test_an_index_at_revision_0001_upgrades_without_losing_anything(tmp_path: Path) -> None:
@@ -62,7 +63,7 @@ def test_an_index_at_revision_0001_upgrades_without_losing_anything(tmp_path: Pa
         assert store.document_paths() == ["notes/a.md", "notes/b.md"]
         assert [d.size_bytes for d in store.documents()] == [None, None]
         assert store.chunk_ids() == set(CHUNK_IDS)
-        assert store.get_meta("embedding_model") == "minilm"
+        assert store.get_meta(META_MODEL) == "minilm"
         assert {cid for cid, _ in store.lexical_search("lanterns", 10)} == set(CHUNK_IDS)
         # The next index run fills the sizes without touching any chunk.
         assert store.backfill_sizes({"notes/a.md": 10, "notes/b.md": 20}) == 2
@@ -127,8 +128,8 @@ def test_downgrading_size_bytes_keeps_every_chunk(tmp_path: Path) -> None:
     engine = make_engine(url_of(db_file))
     try:
         with engine.begin() as conn:
-            migrate.downgrade(conn, "0001")
-            assert migrate.current_revision(conn) == "0001"
+            alembic_runner.downgrade(conn, "0001")
+            assert alembic_runner.current_revision(conn) == "0001"
     finally:
         engine.dispose()
     with SqlIndexStore(url_of(db_file), create=False) as store:
@@ -143,6 +144,6 @@ def _schema(db_file: Path) -> list[tuple[str, str]]:
 def test_the_declared_head_is_the_head_alembic_computes_from_the_scripts() -> None:
     """Opening an index compares its revision with ``kbmcp_migrations.HEAD`` (no Alembic
     import); a migration added without moving that constant fails here."""
-    from kbmcp_adapters.store.migrate import script_head
+    from kbmcp_adapters.store.alembic_runner import script_head
 
     assert head_revision() == script_head()

@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 
 from kbmcp_adapters.app.knowledge_base import open_knowledge_base
-from kbmcp_adapters.embedding.registry import (
+from kbmcp_adapters.embedding.catalogue import (
     BGE_SMALL_EN,
     MULTILINGUAL_E5_SMALL,
     MULTILINGUAL_USE,
     PackagedModel,
-    make_embedder,
     package_dir,
 )
+from kbmcp_adapters.embedding.factory import make_embedder
 from kbmcp_core.errors import EmbeddingUnavailable, ModelMismatch
 from kbmcp_core.ports import Embedder
 from tests.conftest import write_files

@@ -270,7 +270,7 @@ def test_a_long_section_is_split_under_budget_and_no_text_is_lost() -> None:
     long_chunks = [c for c in doc.chunks if c.heading == "Long section"]
     assert len(long_chunks) > 5
     for chunk in doc.chunks:
-        assert words_counter(chunk.embed_text) <= 80
+        assert words_counter(chunk.whole_text) <= 80
         assert chunk.content.strip()
         assert chunk.heading_path == ("Big", chunk.heading) or chunk.heading == "Big"
     joined = "\n".join(c.content for c in long_chunks)
@@ -309,7 +309,7 @@ def test_real_tokenizer_keeps_long_markdown_with_code_inside_the_window() -> Non
         "big.md", "\n\n".join(sections).encode(), ChunkBudget(256, 24, count)
     )
     assert len(doc.chunks) > 8
-    assert max(count(c.embed_text) for c in doc.chunks) <= 256
+    assert max(count(c.whole_text) for c in doc.chunks) <= 256
     assert {c.heading for c in doc.chunks} == {f"Part {n}" for n in range(8)}
 
 
@@ -382,7 +382,7 @@ def test_text_files_chunk_by_paragraph_with_line_ranges_and_file_name_title() ->
     lines = text.split("\n")
     for chunk in doc.chunks:
         assert (chunk.heading, chunk.heading_path, chunk.page) == ("", (), None)
-        assert words_counter(chunk.embed_text) <= 80
+        assert words_counter(chunk.whole_text) <= 80
         assert chunk.start_line is not None and chunk.end_line is not None
         assert lines[chunk.start_line - 1] == chunk.content.split("\n")[0]
         assert lines[chunk.end_line - 1] == chunk.content.split("\n")[-1]
@@ -451,7 +451,7 @@ def test_pdf_title_falls_back_to_the_file_name_and_long_pages_split() -> None:
     assert doc.date is None
     assert len(doc.chunks) > 3
     assert {c.page for c in doc.chunks} == {1}
-    assert all(words_counter(c.embed_text) <= 60 for c in doc.chunks)
+    assert all(words_counter(c.whole_text) <= 60 for c in doc.chunks)
 
 
 def test_pdf_outline_titles_name_the_pages_they_cover() -> None:

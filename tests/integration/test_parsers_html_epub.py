@@ -15,8 +15,8 @@ from kbmcp_adapters.parsers.epub import EpubParser
 from kbmcp_adapters.parsers.htmlpage import HtmlParser
 from kbmcp_core.errors import ParseError
 from kbmcp_core.models import ParsedDocument
-from kbmcp_core.offer import doc_uri
 from kbmcp_core.ports import ChunkBudget
+from kbmcp_core.uris import doc_uri
 from tests.conftest import OpenKb, write_files
 
 WORD = re.compile(r"\w+")

@@ -18,7 +18,7 @@ from kbmcp_adapters.parsers.slides import PptxParser
 from kbmcp_adapters.parsers.word import DocxParser
 from kbmcp_core.errors import ParseError
 from kbmcp_core.models import ChunkDraft, ParsedDocument
-from kbmcp_core.offer import doc_uri
+from kbmcp_core.uris import doc_uri
 from tests.conftest import OpenKb
 from tests.integration.test_parsers import budget
 

@@ -128,7 +128,7 @@ def test_a_block_split_by_a_small_budget_names_the_rows_each_piece_holds() -> No
     orders = [c for c in doc.chunks if c.heading_path[0] == "Orders"]
     assert [n for c in orders for n in rows_of(c)] == list(range(2, 41))
     for chunk in orders:
-        assert words_counter(chunk.embed_text) <= 40
+        assert words_counter(chunk.whole_text) <= 40
         numbers = [int(m) for m in re.findall(r"SO-(\d+)", chunk.content)]
         assert numbers == list(rows_of(chunk))
 

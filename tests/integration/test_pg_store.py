@@ -12,6 +12,7 @@ from sqlalchemy.engine import make_url
 from kbmcp_adapters.app.config import build_settings
 from kbmcp_adapters.store.sql_store import SqlIndexStore, head_revision
 from kbmcp_core.errors import ConfigError, IndexNotFound, IndexReadOnly, StoreError
+from kbmcp_core.meta_keys import META_MODEL
 from kbmcp_core.models import ChunkRecord, DocumentRecord
 from tests.conftest import OpenKb, write_files
 from tests.pg_cluster import PgCluster
@@ -186,7 +187,7 @@ def test_a_role_that_may_only_read_opens_read_only_and_cannot_write(
     pg_url: str, pg_cluster: PgCluster
 ) -> None:
     with SqlIndexStore(pg_url, create=True) as store:
-        store.set_meta("embedding_model", "m")
+        store.set_meta(META_MODEL, "m")
     name = _db_name(pg_url)
     with pg_cluster.connect(name) as conn:  # type: ignore[attr-defined]
         conn.execute(f"CREATE ROLE reader_{name} LOGIN")
@@ -194,9 +195,9 @@ def test_a_role_that_may_only_read_opens_read_only_and_cannot_write(
     reader_url = pg_url.replace("kbtest@", f"reader_{name}@")
     with SqlIndexStore(reader_url, create=False) as store:
         assert store.read_only is True
-        assert store.get_meta("embedding_model") == "m"
+        assert store.get_meta(META_MODEL) == "m"
         with pytest.raises(IndexReadOnly) as caught:
-            store.set_meta("embedding_model", "other")
+            store.set_meta(META_MODEL, "other")
     assert "permission denied" in str(caught.value)
 
 
@@ -259,7 +260,7 @@ def test_a_chunk_id_beyond_32_bits_round_trips(pg_url: str) -> None:
                             date=None, topic=None, category=None, tags=(), metadata={},
                             last_indexed="2026-01-01T00:00:00Z")
     chunk = ChunkRecord(id=big, ordinal=0, heading="H", heading_path=("H",),
-                        content="quartz lantern", content_hash="c", start_line=1,
+                        content="quartz lantern", text_hash="c", start_line=1,
                         end_line=2, page=None)
     with SqlIndexStore(pg_url, create=True) as store:
         store.write_document(record, [chunk])
@@ -274,10 +275,11 @@ def test_a_chunk_id_beyond_32_bits_round_trips(pg_url: str) -> None:
 def test_a_postgresql_index_at_revision_0001_upgrades_and_downgrades(
     pg_url: str, pg_cluster: PgCluster
 ) -> None:
-    from kbmcp_adapters.store import migrate
+    from kbmcp_adapters.store import alembic_runner
+    from kbmcp_adapters.store.engine import make_engine
 
-    migrate.open_at_revision(pg_url, "0001")
-    assert migrate.schema_revision(pg_url) == "0001"
+    alembic_runner.open_at_revision(pg_url, "0001")
+    assert alembic_runner.schema_revision(pg_url) == "0001"
     name = _db_name(pg_url)
     with pg_cluster.connect(name) as conn:  # type: ignore[attr-defined]
         conn.execute("INSERT INTO documents (id, path, title, content_hash, tags, metadata, "
@@ -290,12 +292,12 @@ def test_a_postgresql_index_at_revision_0001_upgrades_and_downgrades(
         assert store.schema_revision() == head_revision() == "0004"
         assert store.backfill_sizes({"a.md": 10}) == 1
         assert [cid for cid, _ in store.lexical_search("lanterns", 5)] == [4611686018427387897]
-    engine = migrate.make_engine(pg_url)
+    engine = make_engine(pg_url)
     try:
         with engine.begin() as conn:
-            migrate.downgrade(conn, "0001")
-            assert migrate.current_revision(conn) == "0001"
-            migrate.downgrade(conn, "base")
+            alembic_runner.downgrade(conn, "0001")
+            assert alembic_runner.current_revision(conn) == "0001"
+            alembic_runner.downgrade(conn, "base")
         with engine.connect() as conn:
             from sqlalchemy import inspect
 
@@ -308,11 +310,11 @@ def test_the_postgresql_head_schema_matches_the_table_definitions(pg_url: str) -
     from alembic.autogenerate import compare_metadata
     from alembic.migration import MigrationContext
 
-    from kbmcp_adapters.store import migrate
+    from kbmcp_adapters.store.engine import make_engine
     from kbmcp_adapters.store.tables import is_fts_name, metadata
 
     SqlIndexStore(pg_url, create=True).close()
-    engine = migrate.make_engine(pg_url)
+    engine = make_engine(pg_url)
     try:
         with engine.connect() as conn:
             context = MigrationContext.configure(

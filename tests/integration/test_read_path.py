@@ -14,9 +14,9 @@ from kbmcp_adapters.app.config import build_settings
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
 from kbmcp_adapters.filesystem.local import LocalFileSystem
-from kbmcp_core.errors import NotServable, PathRefused
-from kbmcp_core.offer import doc_uri
+from kbmcp_core.errors import NotOffered, PathRefused
 from kbmcp_core.reading import TRUNCATION_NOTICE, load_document
+from kbmcp_core.uris import doc_uri
 from tests.conftest import OpenKb, make_big_pdf, write_files
 
 MIB = 1024 * 1024
@@ -73,10 +73,10 @@ def test_big_markdown_is_searchable_but_not_offered(kb: KnowledgeBase) -> None:
     hits = kb.search("quarterly archive customs reference shipment").results
     hit = next(h for h in hits if h.path == "notes/big.md")
     assert hit.uri is None
-    assert "notes/big.md" not in kb.servable_paths()
+    assert "notes/big.md" not in kb.offered_paths()
     body = "".join(kb.read_resource(g.uri).text for g in kb.topic_groups())
     assert "big.md" not in body
-    with pytest.raises(NotServable):
+    with pytest.raises(NotOffered):
         kb.read_resource(doc_uri("notes/big.md"))
     report = kb.doctor()
     assert [f.check for f in report.findings] == ["larger-than-read-cap"]
@@ -86,7 +86,7 @@ def test_big_markdown_is_searchable_but_not_offered(kb: KnowledgeBase) -> None:
 
 def test_big_pdf_is_offered_and_read_truncated_with_a_notice(kb: KnowledgeBase) -> None:
     assert (kb.settings.kb_path / "papers/telemetry.pdf").stat().st_size > MIB
-    assert "papers/telemetry.pdf" in kb.servable_paths()
+    assert "papers/telemetry.pdf" in kb.offered_paths()
     body = kb.read_resource(doc_uri("papers/telemetry.pdf"))
     assert body.media_type == "text/plain"
     notice = TRUNCATION_NOTICE.format(cap=1)
@@ -98,7 +98,7 @@ def test_big_pdf_is_offered_and_read_truncated_with_a_notice(kb: KnowledgeBase) 
 
 def test_unindexed_file_is_readable_by_path_but_not_as_a_resource(kb: KnowledgeBase) -> None:
     assert kb.get_document("notes/later.md").content.startswith("# Later")
-    with pytest.raises(NotServable):
+    with pytest.raises(NotOffered):
         kb.read_resource(doc_uri("notes/later.md"))
 
 
@@ -106,8 +106,8 @@ def test_unindexed_file_is_readable_by_path_but_not_as_a_resource(kb: KnowledgeB
 def test_excluded_file_is_readable_by_path_but_not_offered(kb: KnowledgeBase,
                                                            path: str) -> None:
     assert kb.get_document(path).content
-    assert path not in kb.servable_paths()
-    with pytest.raises(NotServable):
+    assert path not in kb.offered_paths()
+    with pytest.raises(NotOffered):
         kb.read_resource(doc_uri(path))
 
 
@@ -205,7 +205,7 @@ def test_narrowing_formats_keeps_rows_searchable_but_not_offered(
     hits = narrowed.search("telemetry appendix sensor calibration").results
     pdf_hit = next(h for h in hits if h.path == "papers/telemetry.pdf")
     assert pdf_hit.uri is None
-    assert "papers/telemetry.pdf" not in narrowed.servable_paths()
+    assert "papers/telemetry.pdf" not in narrowed.offered_paths()
     with pytest.raises(PathRefused):
         narrowed.read_resource(doc_uri("papers/telemetry.pdf"))
     checks = {f.check: f for f in narrowed.doctor().findings}
@@ -224,11 +224,11 @@ def test_null_sizes_stay_offered_and_one_run_fills_them(own_kb: KnowledgeBase) -
     (kb.settings.kb_path / "notes/later.md").unlink()  # only what was indexed
     with sqlite3.connect(kb.settings.sqlite_path) as conn:
         conn.execute("UPDATE documents SET size_bytes = NULL")
-    assert "notes/big.md" in kb.servable_paths()  # unknown is offered, not refused
+    assert "notes/big.md" in kb.offered_paths()  # unknown is offered, not refused
     checks = {f.check: f for f in kb.doctor().findings}
     assert checks["size-not-recorded"].count == 4
     assert "without re-embedding" in checks["size-not-recorded"].remedy
     s = kb.index()
     assert (s.chunks_embedded, s.sizes_backfilled) == (0, 4)
-    assert "notes/big.md" not in kb.servable_paths()
+    assert "notes/big.md" not in kb.offered_paths()
     assert {f.check for f in kb.doctor().findings} == {"larger-than-read-cap"}

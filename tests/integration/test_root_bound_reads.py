@@ -18,8 +18,8 @@ import pytest
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 from kbmcp_adapters.filesystem.local import LocalFileSystem
 from kbmcp_core.errors import PathRefused
-from kbmcp_core.offer import doc_uri
 from kbmcp_core.ports import FileSystem
+from kbmcp_core.uris import doc_uri
 from tests.conftest import OpenKb, write_files
 from tests.fakes import FakeFileSystem
 
@@ -120,7 +120,7 @@ def race_kb(tmp_path: Path, open_kb: OpenKb) -> Iterator[tuple[KnowledgeBase, Pa
     kb_path, outside = make_race_kb(tmp_path)
     kb = open_kb(kb_path)
     kb.index()
-    assert "sub/race.md" in kb.servable_paths()
+    assert "sub/race.md" in kb.offered_paths()
     yield kb, outside
 
 
@@ -143,7 +143,7 @@ def test_a_folder_swapped_for_a_link_never_serves_outside_bytes(
                     text = kb.read_resource(uri).text
                 else:
                     text = kb.get_document("sub/race.md").content
-            except PathRefused as exc:  # NotServable is a PathRefused too
+            except PathRefused as exc:  # NotOffered is a PathRefused too
                 tally.refused += 1
                 assert SECRET not in str(exc)
             except Exception as exc:  # noqa: BLE001 - the test counts what escaped

@@ -26,12 +26,12 @@ import pytest
 
 from kbmcp_adapters.app.bootstrap import bootstrap
 from kbmcp_adapters.app.config import build_settings
-from kbmcp_adapters.app.golden import load_golden
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
+from kbmcp_adapters.evaluation.golden import load_golden
 from kbmcp_adapters.parsers.headings import clean_heading
 from kbmcp_core.evaluation import METRICS, EvalReport, GoldenQuery, fold
-from kbmcp_core.search import MODES
+from kbmcp_core.search_request import MODES
 from tests.eval_support import measure, table
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "eval-kb"

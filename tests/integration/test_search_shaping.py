@@ -16,15 +16,15 @@ from mcp import Client
 from kbmcp_adapters.app.bootstrap import bootstrap
 from kbmcp_adapters.app.config import build_settings
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
-from kbmcp_adapters.embedding.cross_encoder import MS_MARCO_MINILM_L12, CrossEncoderReranker
 from kbmcp_adapters.mcp_server import KbRuntime, build_server
-from kbmcp_adapters.rerank.term_overlap import TermOverlapReranker
+from kbmcp_adapters.rerank.cross_encoder import MS_MARCO_MINILM_L12, CrossEncoderReranker
 from kbmcp_cli.main import cli
 from kbmcp_core.errors import ConfigError
 from kbmcp_core.ports import Reranker
 from kbmcp_core.settings import DEFAULT_RERANKER
 from tests.fakes import FakeEmbedder, FakeVectorStore
 from tests.integration.test_mcp_in_memory import error_of, structured
+from tests.term_overlap_reranker import TermOverlapReranker
 
 DEADLINE = 30.0
 GUIDE = """# Deploying

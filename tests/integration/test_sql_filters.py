@@ -10,13 +10,14 @@ from typing import Any
 
 import pytest
 
-from kbmcp_adapters.embedding.hashing import HashingEmbedder
 from kbmcp_adapters.parsers.registry import build_registry
 from kbmcp_adapters.store.sql_store import SqlIndexStore
 from kbmcp_core.models import ChunkRecord, DocumentFilter, DocumentRecord, StoredDocument
-from kbmcp_core.offer import ServableRules
-from kbmcp_core.search import Searcher, SearchRequest, document_matches
+from kbmcp_core.offer import OfferRules
+from kbmcp_core.search import Searcher
+from kbmcp_core.search_request import SearchRequest, document_filter
 from tests.fakes import FakeVectorStore
+from tests.hashing_embedder import HashingEmbedder
 
 WORDS = ("lantern", "harbor", "compass", "ledger", "orchard", "beacon")
 
@@ -101,7 +102,7 @@ def test_a_filtered_search_finds_what_the_python_filter_found(
     mode: str,
 ) -> None:
     store, vectors, embedder = indexed
-    rules = ServableRules(store, build_registry(["md"]))
+    rules = OfferRules(store, build_registry(["md"]))
     before = Searcher(PythonFiltered(store), vectors, embedder, rules)
     now = Searcher(store, vectors, embedder, rules)
     request = SearchRequest("lantern harbor compass", limit=20, mode=mode,  # type: ignore[arg-type]
@@ -110,7 +111,7 @@ def test_a_filtered_search_finds_what_the_python_filter_found(
     got = now.search(request).as_dict()
     assert got == expected
     docs = {d.path: d for d in store.documents()}
-    assert all(document_matches(docs[h["path"]], request)
+    assert all(document_filter(request).matches(docs[h["path"]])
                for h in got["results"])  # type: ignore[attr-defined]
     store.close()
 
@@ -121,7 +122,7 @@ def test_a_filtered_search_does_not_read_every_document_row(
     store, vectors, embedder = indexed
     counting = CountingDocuments(store)
     searcher = Searcher(counting, vectors, embedder,
-                        ServableRules(store, build_registry(["md"])))
+                        OfferRules(store, build_registry(["md"])))
     response = searcher.search(SearchRequest("lantern", limit=5, tags_any=("gamma",)))
     assert response.results and all("gamma" in h.tags for h in response.results)
     assert counting.full_reads == 0

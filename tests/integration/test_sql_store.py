@@ -10,6 +10,7 @@ import pytest
 
 from kbmcp_adapters.store.sql_store import SIZES_OVER_SQL, SqlIndexStore, head_revision
 from kbmcp_core.errors import StoreError
+from kbmcp_core.meta_keys import META_DIMENSION, META_LAST_RUN, META_MODEL
 from kbmcp_core.models import ChunkRecord, DocumentRecord
 from tests.unit.test_lexical_query import HOSTILE
 
@@ -40,7 +41,7 @@ def chunk(cid: int, content: str, heading: str = "Intro", ordinal: int = 0) -> C
         heading=heading,
         heading_path=("Guide", heading),
         content=content,
-        content_hash=f"h{cid}",
+        text_hash=f"h{cid}",
         start_line=3,
         end_line=9,
         page=None,
@@ -184,11 +185,11 @@ def test_a_metadata_update_keeps_chunks_and_refreshes_the_title(store: SqlIndexS
 
 
 def test_meta_values_and_stats(store: SqlIndexStore) -> None:
-    assert store.get_meta("embedding_model") is None
-    store.set_meta("embedding_model", "minilm")
-    store.set_meta("embedding_model", "bge-small")
-    store.set_meta("embedding_dimension", "384")
-    store.set_meta("last_run", '{"added": 2}')
+    assert store.get_meta(META_MODEL) is None
+    store.set_meta(META_MODEL, "minilm")
+    store.set_meta(META_MODEL, "bge-small")
+    store.set_meta(META_DIMENSION, "384")
+    store.set_meta(META_LAST_RUN, '{"added": 2}')
     store.write_document(doc("a.md"), [chunk(1, "x"), chunk(2, "y")])
     stats = store.stats()
     assert (stats.documents, stats.chunks) == (1, 2)

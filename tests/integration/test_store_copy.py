@@ -9,15 +9,23 @@ from typing import Any
 
 import pytest
 
-from kbmcp_adapters.app import store_copy
 from kbmcp_adapters.app.bootstrap import Container, bootstrap
 from kbmcp_adapters.app.config import build_settings
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
-from kbmcp_adapters.app.store_copy import CopyReport, migrate_store
+from kbmcp_adapters.app.migrate_store import migrate_store
 from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
 from kbmcp_adapters.store.sql_store import SqlIndexStore
+from kbmcp_core import index_copy
 from kbmcp_core.errors import ConfigError, IndexNotFound, ModelMismatch
-from kbmcp_core.index_run import META_EMBED_TEXT, META_IN_PROGRESS, META_MODEL, META_VECTORS
+from kbmcp_core.index_copy import CopyReport
+from kbmcp_core.meta_keys import (
+    META_COPY,
+    META_DIMENSION,
+    META_EMBED_TEXT,
+    META_IN_PROGRESS,
+    META_MODEL,
+    META_VECTORS,
+)
 from kbmcp_core.models import EMBED_TEXT, Vector
 from kbmcp_core.settings import Settings
 from tests.conftest import write_files
@@ -160,7 +168,7 @@ def test_a_copy_answers_as_the_source_and_embeds_nothing(
     tmp_path: Path, source_kb: Path, embedder: FastEmbedEmbedder, opened: Opened,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(store_copy, "BATCH_DOCUMENTS", 3)  # several batches
+    monkeypatch.setattr(index_copy, "BATCH_DOCUMENTS", 3)  # several batches
     source = settings(source_kb)
     target = settings(source_kb, database_url=sqlite_url(tmp_path / "team" / "index.db"),
                       vectors_uri=str(tmp_path / "team-vectors"))
@@ -217,7 +225,7 @@ def test_refusals_write_nothing(tmp_path: Path, source_kb: Path, opened: Opened)
     # a target that holds an index of another model
     with SqlIndexStore(sqlite_url(team), create=True) as store:
         store.set_meta(META_MODEL, "BAAI/bge-small-en-v1.5")
-        store.set_meta("embedding_dimension", "384")
+        store.set_meta(META_DIMENSION, "384")
     with pytest.raises(ConfigError, match="bge-small-en-v1.5.*all-MiniLM|empty database"):
         copy(opened, source, target)
     with SqlIndexStore(sqlite_url(team)) as store:
@@ -254,29 +262,29 @@ def test_an_interrupted_copy_is_marked_and_the_same_command_finishes_it(
     tmp_path: Path, source_kb: Path, embedder: FastEmbedEmbedder, opened: Opened,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(store_copy, "BATCH_DOCUMENTS", 3)
+    monkeypatch.setattr(index_copy, "BATCH_DOCUMENTS", 3)
     source = settings(source_kb)
     target = settings(source_kb, database_url=sqlite_url(tmp_path / "team.db"),
                       vectors_uri=str(tmp_path / "tv"))
-    real_add = store_copy._Copy._copy_batch
+    real_add = index_copy._Copy._copy_batch
     calls = {"n": 0}
 
     def dies_in_second_batch(self: Any, paths: Sequence[str], have: set[int]) -> Any:
         calls["n"] += 1
         if calls["n"] == 2:
             for doc in self.source.documents(paths[:1]):  # one row written, no vectors
-                self.target.write_document(store_copy._document_record(doc), [])
+                self.target.write_document(index_copy._document_record(doc), [])
             raise Crash
         return real_add(self, paths, have)
 
-    monkeypatch.setattr(store_copy._Copy, "_copy_batch", dies_in_second_batch)
+    monkeypatch.setattr(index_copy._Copy, "_copy_batch", dies_in_second_batch)
     with pytest.raises(Crash):
         copy(opened, source, target)
-    monkeypatch.setattr(store_copy._Copy, "_copy_batch", real_add)
+    monkeypatch.setattr(index_copy._Copy, "_copy_batch", real_add)
     half = open_on(target, embedder)
     try:
         store = half._container.store
-        assert store.get_meta(store_copy.META_COPY)  # clearly marked as unfinished
+        assert store.get_meta(META_COPY)  # clearly marked as unfinished
         assert store.get_meta(META_IN_PROGRESS)
         assert 0 < store.stats().documents < len(CORPUS)
         health = half.doctor()
@@ -299,7 +307,7 @@ def test_an_interrupted_copy_is_marked_and_the_same_command_finishes_it(
     assert_same_index(source, target, embedder)
     done = open_on(target, embedder)
     try:
-        assert not done._container.store.get_meta(store_copy.META_COPY)
+        assert not done._container.store.get_meta(META_COPY)
         assert not done._container.store.get_meta(META_IN_PROGRESS)
         assert "copy-unfinished" not in {f.check for f in done.doctor().findings}
     finally:

@@ -188,7 +188,7 @@ def test_an_outage_is_a_store_error_never_not_offered_and_hides_the_url(
 
 def test_a_failing_size_lookup_is_a_server_error_not_a_document_not_offered(
         tmp_path: Path) -> None:
-    """ServableRules used to answer "not offered" whenever the store failed under it."""
+    """OfferRules used to answer "not offered" whenever the store failed under it."""
     write_files(tmp_path / "kb", PAGES)
     settings = build_settings(None, cwd=tmp_path / "kb", kb_path=tmp_path / "kb")
     store = FakeIndexStore()
@@ -272,7 +272,7 @@ def test_live_sync_through_an_outage_logs_one_line_per_failure_and_catches_up(
         lv.write("ops/rollback.md", "# Rollback\n\nRoll back with the previous blue stack.\n")
         lv.wait_until(lambda: bool(lv.w.status().get("last_error")), "the failed sync")
         relay.restore()  # the watcher retries on its own and catches up
-        lv.wait_until(lambda: "ops/rollback.md" in kb.servable_paths(), "the sync after it")
+        lv.wait_until(lambda: "ops/rollback.md" in kb.offered_paths(), "the sync after it")
     finally:
         assert lv.w.stop(timeout=WAIT_S), "the watcher thread did not end"
         kb.close()

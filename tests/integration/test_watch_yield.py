@@ -15,11 +15,11 @@ import pytest
 from kbmcp_adapters.app.bootstrap import Container, bootstrap
 from kbmcp_adapters.app.config import build_settings
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
-from kbmcp_adapters.embedding.hashing import HashingEmbedder
 from kbmcp_adapters.live.watcher import Watcher
-from kbmcp_core.index_run import META_IN_PROGRESS
+from kbmcp_core.meta_keys import META_IN_PROGRESS
 from kbmcp_core.models import Vector
 from tests.conftest import write_files
+from tests.hashing_embedder import HashingEmbedder
 from tests.integration.test_watcher import WAIT_S, Live
 
 #: The model batch of these tests: a watcher sync embeds this many chunks per call.

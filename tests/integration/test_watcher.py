@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
-from kbmcp_adapters.app.writer_lock import writer_lock
 from kbmcp_adapters.filesystem.exclusion import ExclusionRules
 from kbmcp_adapters.live import watcher as watcher_module
 from kbmcp_adapters.live.watcher import SyncReport, Watcher, select_paths
+from kbmcp_adapters.store.cross_process_lock import writer_lock
 from kbmcp_core.models import INDEX_CAP_BYTES
 from tests.conftest import OpenKb, write_files
 
@@ -207,7 +207,7 @@ def test_new_directory_is_scanned_and_a_deleted_one_removed(
 
 def test_a_file_grown_past_the_index_cap_is_withdrawn_with_its_size(live: StartLive) -> None:
     lv = live({"big.md": note("granite"), "small.md": note("slate")})
-    assert "big.md" in lv.kb.servable_paths()
+    assert "big.md" in lv.kb.offered_paths()
     start = len(lv.reports)
     os.truncate(lv.root / "big.md", INDEX_CAP_BYTES + 1)  # sparse: no 50 MiB written
 
@@ -222,8 +222,8 @@ def test_a_file_grown_past_the_index_cap_is_withdrawn_with_its_size(live: StartL
         "the new size recorded and the offer change reported",
     )
     assert lv.indexed("big.md"), "the row is kept"
-    assert "big.md" not in lv.kb.servable_paths()
-    assert "small.md" in lv.kb.servable_paths()
+    assert "big.md" not in lv.kb.offered_paths()
+    assert "small.md" in lv.kb.offered_paths()
 
 
 def test_an_ignore_file_edit_applies_at_once_and_to_later_events(live: StartLive) -> None:

@@ -163,7 +163,7 @@ def test_a_stopped_knowledge_base_refuses_to_start_a_run(tmp_path: Path, open_kb
 HOLD = """
 import sys, time
 from pathlib import Path
-from kbmcp_adapters.app.writer_lock import writer_lock
+from kbmcp_adapters.store.cross_process_lock import writer_lock
 with writer_lock(Path(sys.argv[1]), 5):
     print("held", flush=True)
     sys.stdin.read()  # held until the test closes our stdin

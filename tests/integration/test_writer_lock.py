@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from kbmcp_adapters.app.writer_lock import writer_lock
+from kbmcp_adapters.store.cross_process_lock import writer_lock
 from kbmcp_core.errors import WriterBusy
 from tests.conftest import write_files
 
 HOLD = """
 import sys, time
 from pathlib import Path
-from kbmcp_adapters.app.writer_lock import writer_lock
+from kbmcp_adapters.store.cross_process_lock import writer_lock
 with writer_lock(Path(sys.argv[1]), 5):
     print("held", flush=True)
     time.sleep(120)
@@ -60,7 +60,7 @@ def test_a_sigkilled_holder_does_not_block_the_next_writer(tmp_path: Path) -> No
 HOLD_UNTIL_TOLD = """
 import sys
 from pathlib import Path
-from kbmcp_adapters.app.writer_lock import writer_lock
+from kbmcp_adapters.store.cross_process_lock import writer_lock
 with writer_lock(Path(sys.argv[1]), 5):
     print("held", flush=True)
     sys.stdin.readline()

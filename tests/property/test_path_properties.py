@@ -5,7 +5,7 @@ an absolute symlink, a symlink to the folder around it, a symlink from a subfold
 link). Whatever path or URI a client sends (percent-encoding, ``%2e%2e``, ``%2f``, ``%00``,
 backslashes, dots, control characters, Unicode, overlong or invalid UTF-8 sequences), the
 answer is a document inside the root (offered, for a resource) with that document's own
-text, or ``PathRefused`` / ``NotServable`` — never the secret's bytes, never another error.
+text, or ``PathRefused`` / ``NotOffered`` — never the secret's bytes, never another error.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def world(tmp_path_factory: pytest.TempPathFactory, embedder: FastEmbedEmbedder
     os.link(outside / "hard-secret.md", root / "hard.md")
     kb = open_kb(root, embedder)
     kb.index()
-    offered = frozenset(kb.servable_paths())
+    offered = frozenset(kb.offered_paths())
     assert "a.md" in offered and "link.md" not in offered and "hard.md" not in offered
     yield Fixture(kb, root, outside, offered)
     kb.close()

@@ -21,7 +21,8 @@ from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
 from kbmcp_adapters.store.lexical import compile_query
 from kbmcp_core.errors import InvalidQuery
-from kbmcp_core.search import MAX_QUERY_CHARS, SearchResponse
+from kbmcp_core.search import SearchResponse
+from kbmcp_core.search_request import MAX_QUERY_CHARS
 from tests.property.support import (
     SYNTAX,
     budget,

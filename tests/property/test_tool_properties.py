@@ -32,7 +32,7 @@ from kbmcp_adapters.app.config import build_settings
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
 from kbmcp_adapters.mcp_server import KbRuntime, build_server
-from kbmcp_core.search import MAX_QUERY_CHARS
+from kbmcp_core.search_request import MAX_QUERY_CHARS
 from tests.property.support import SYNTAX, any_text, budget, hostile_text, open_kb, write_tree
 from tests.property.test_path_properties import raw_paths, uris
 

@@ -9,7 +9,6 @@ import pytest
 from kbmcp_adapters.parsers.chunking import (
     MAX_CHARS_PER_TOKEN,
     Unit,
-    embed_text,
     fit_heading_path,
     join_lines,
     merge_tiny,
@@ -17,6 +16,7 @@ from kbmcp_adapters.parsers.chunking import (
     split_range,
 )
 from kbmcp_adapters.parsers.headings import clean_heading, normalise_heading, title_from_path
+from kbmcp_core.models import whole_text_of
 from kbmcp_core.ports import ChunkBudget
 
 
@@ -92,7 +92,7 @@ def test_long_range_splits_on_paragraphs_under_budget_and_loses_nothing() -> Non
     units = split_range(lines, 0, len(lines) - 1, ("Doc", "Section"), budget(40), label=0)
     assert len(units) > 1
     for unit in units:
-        assert words_counter(embed_text(("Doc", "Section"), unit.text)) <= 40
+        assert words_counter(whole_text_of(("Doc", "Section"), unit.text)) <= 40
         assert unit.text == join_lines(lines, unit.start, unit.end)
         assert unit.exact
     joined = "\n".join(u.text for u in units)
@@ -141,7 +141,7 @@ def test_fit_heading_path_keeps_a_sane_trail_and_shortens_an_absurd_one() -> Non
     huge = ("Outer",) + (" ".join(["word"] * 200),)
     fitted = fit_heading_path(huge, budget(40))
     assert len(fitted) == 1
-    assert words_counter(embed_text(fitted, "")) <= 20
+    assert words_counter(whole_text_of(fitted, "")) <= 20
 
 
 # -- merging ---------------------------------------------------------------------------

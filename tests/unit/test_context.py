@@ -7,7 +7,7 @@ import pytest
 from kbmcp_core.context import MAX_CONTEXT_CHARS, build_context
 from kbmcp_core.errors import InvalidQuery
 from kbmcp_core.models import StoredChunk
-from kbmcp_core.search import SearchRequest
+from kbmcp_core.search_request import SearchRequest
 from tests.unit.test_search import build
 
 

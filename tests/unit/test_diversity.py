@@ -6,7 +6,8 @@ import pytest
 
 from kbmcp_core.diversity import mmr
 from kbmcp_core.errors import InvalidQuery
-from kbmcp_core.search import Searcher, SearchRequest
+from kbmcp_core.search import Searcher
+from kbmcp_core.search_request import SearchRequest
 from tests.unit.test_search import build
 
 
@@ -47,7 +48,8 @@ def test_diversity_spreads_the_page_over_more_documents(searcher: Searcher, mode
 def test_the_searcher_default_applies_when_the_call_says_nothing(searcher: Searcher) -> None:
     from dataclasses import replace
 
-    searcher.shape = replace(searcher.shape, diversity=0.3)
+    searcher.defaults = replace(searcher.defaults,
+                                shape=replace(searcher.defaults.shape, diversity=0.3))
     assert len(set(documents(searcher))) >= 3
     assert set(documents(searcher, diversity=1.0)) == {"ops/long.md"}
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kbmcp_core.index_run import META_EMBED_TEXT, META_IN_PROGRESS, IndexDeps, run_index
-from kbmcp_core.models import EMBED_TEXT, Vector, embed_text_of, prose_of, vector_text_of
+from kbmcp_core.index_run import IndexDeps, run_index
+from kbmcp_core.meta_keys import META_EMBED_TEXT, META_IN_PROGRESS
+from kbmcp_core.models import EMBED_TEXT, Vector, prose_of, vector_text_of, whole_text_of
 from tests.fakes import (
     FakeEmbedder,
     FakeFileSystem,
@@ -64,7 +65,7 @@ def test_a_chunk_that_is_all_code_is_embedded_whole() -> None:
 
 def test_the_model_gets_the_trail_and_the_prose_while_size_and_hash_keep_the_code() -> None:
     assert vector_text_of(("tar",), TLDR) == "tar\n" + prose_of(TLDR)
-    assert embed_text_of(("tar",), TLDR) == "tar\n" + TLDR
+    assert whole_text_of(("tar",), TLDR) == "tar\n" + TLDR
 
 
 def test_an_edit_to_the_code_alone_updates_the_stored_chunk() -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from kbmcp_core.errors import StoreError
 from kbmcp_core.index_run import WRITE_BATCHES, ChunkIds, IndexDeps, run_index
+from kbmcp_core.meta_keys import META_IN_PROGRESS
 from kbmcp_core.ports import DocumentWrite
 from tests.fakes import (
     FakeFileSystem,
@@ -89,14 +90,14 @@ def test_a_failed_batch_leaves_none_of_its_documents_and_the_next_run_completes(
 
     first = store.transactions[0]
     assert sorted(store.docs) == sorted(first)  # batch 1 whole, nothing of batch 2 or 3
-    assert whole(store) and store.meta.get("run_in_progress")
+    assert whole(store) and store.meta.get(META_IN_PROGRESS)
 
     store.fail_on = None
     summary = run_index(deps(fs, store, vectors))
     assert summary.added == FILES - len(first) and summary.unchanged == len(first)
     assert sorted(store.docs) == sorted(fs.files) and whole(store)
     assert store.chunk_ids() == vectors.ids()  # every chunk got its vector
-    assert not store.meta.get("run_in_progress")
+    assert not store.meta.get(META_IN_PROGRESS)
 
 
 def test_a_run_stopped_mid_phase_keeps_every_batch_it_handed_over_whole() -> None:

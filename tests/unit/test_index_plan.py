@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kbmcp_core.index_plan import plan
-from kbmcp_core.models import DiskFile, DiskScan, IndexedState, Refusal
+from kbmcp_core.index_plan import hash_needed, plan
+from kbmcp_core.models import INDEX_CAP_BYTES, DiskFile, DiskScan, IndexedState, Refusal
 
 MD = {"md"}
 
@@ -87,3 +87,28 @@ def test_nothing_is_deleted_when_the_root_could_not_be_listed() -> None:
     p = plan(scan, _rows("a.md", "sub/b.md"), enabled_extensions=MD)
     assert p.delete == ()
     assert p.kept_after_failure == ("a.md", "sub/b.md")
+
+
+def test_a_file_the_walk_did_not_hash_is_indexed_whatever_it_holds() -> None:
+    unread = DiskScan({"a.md": DiskFile("a.md", 12, None), "n.md": DiskFile("n.md", 7, None)})
+    p = plan(unread, rows(a=("h1", 10), gone=("h9", 5)), enabled_extensions=MD)
+    assert p.to_index == ("a.md", "n.md")
+    assert p.delete == ("gone.md",) and p.oversize_new == () and p.oversize_sizes == {}
+
+
+def test_only_the_hashes_the_plan_compares_are_needed() -> None:
+    indexed = rows(a=("h1", 10), b=("h2", 20))
+    needs = hash_needed(indexed, enabled_extensions=MD)
+    assert needs("a.md", 10)  # may be unchanged
+    assert not needs("a.md", 11)  # another size: changed whatever it holds
+    assert needs("new.md", 20)  # may be b.md moved
+    assert not needs("new.md", 30)  # no document of that size to be a rename of
+    assert not hash_needed(indexed, enabled_extensions=MD, force=True)("a.md", 10)
+    assert hash_needed({}, enabled_extensions=MD)("new.md", 10) is False  # a first index
+
+
+def test_a_document_of_unknown_size_makes_every_hash_needed() -> None:
+    for size in (None, INDEX_CAP_BYTES + 1):  # never recorded, or recorded while too big
+        needs = hash_needed(rows(a=("h1", size), b=("h2", 20)), enabled_extensions=MD)
+        assert needs("a.md", 10) and needs("new.md", 30) and needs("b.md", 20)
+        assert not needs("b.md", 21)

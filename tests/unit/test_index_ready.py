@@ -8,8 +8,10 @@ from __future__ import annotations
 import pytest
 
 from kbmcp_core import index_run
-from kbmcp_core.index_run import META_READY, IndexDeps, index_ready, run_index
+from kbmcp_core.index_run import IndexDeps, index_ready, run_index
+from kbmcp_core.meta_keys import META_MODEL, META_READY
 from kbmcp_core.models import DiskScan, Refusal
+from kbmcp_core.ports import HashNeeded
 from tests.fakes import FakeFileSystem, FakeScanner, fake_deps
 
 
@@ -71,7 +73,7 @@ def test_a_watcher_run_over_some_paths_never_makes_an_index_ready(world: IndexDe
 def test_indexes_from_before_the_mark(world: IndexDeps) -> None:
     store = world.store
     assert not index_ready(store)  # what a run that failed before writing anything left
-    store.set_meta("embedding_model", "fake-model")
+    store.set_meta(META_MODEL, "fake-model")
     assert index_ready(store)  # a run wrote rows: treated as complete, as before
     run_index(world)
     assert store.get_meta(META_READY)  # the next run writes the mark down
@@ -92,14 +94,14 @@ def test_a_first_run_that_wrote_rows_and_then_stopped_is_not_taken_for_an_old_in
         run_index(world, progress=stop_late)
     # rows and a model were written (32 chunks make a write batch): an index from before
     # the mark would look like this, but this one says "not yet"
-    assert world.store.chunk_ids() and world.store.get_meta("embedding_model")
+    assert world.store.chunk_ids() and world.store.get_meta(META_MODEL)
     assert world.store.get_meta(META_READY) == ""
     assert not index_ready(world.store)
 
 
 def test_a_run_that_could_not_list_the_folder_does_not_make_it_ready(world: IndexDeps) -> None:
     class Unlistable(FakeScanner):
-        def scan(self) -> DiskScan:
+        def scan(self, needs_hash: HashNeeded | None = None) -> DiskScan:
             return DiskScan({}, (Refusal(".", "cannot list the folder: permission denied"),))
 
     assert isinstance(world.fs, FakeFileSystem)

@@ -6,6 +6,7 @@ import pytest
 
 from kbmcp_core.errors import ModelMismatch
 from kbmcp_core.index_run import IndexDeps, run_index
+from kbmcp_core.meta_keys import META_IN_PROGRESS, META_MODEL
 from tests.fakes import (
     FakeEmbedder,
     FakeFileSystem,
@@ -36,7 +37,7 @@ def test_first_run_indexes_and_embeds_every_chunk(world: IndexDeps) -> None:
     s = run_index(world)
     assert (s.added, s.chunks_embedded) == (2, 3)
     assert world.vectors.ids() == world.store.chunk_ids()
-    assert world.store.get_meta("embedding_model") == "fake-model"
+    assert world.store.get_meta(META_MODEL) == "fake-model"
 
 
 def test_unchanged_run_parses_embeds_and_writes_nothing(world: IndexDeps) -> None:
@@ -139,7 +140,7 @@ def test_oversize_refusal_records_size_and_keeps_row(world: IndexDeps) -> None:
 def test_orphan_vectors_from_a_killed_run_are_removed(world: IndexDeps) -> None:
     run_index(world)
     world.vectors.add([12345], [[0.0] * 16])  # a killed run: a vector, no chunk...
-    world.store.set_meta("run_in_progress", "2026-01-01T00:00:00Z")  # ...and no clean end
+    world.store.set_meta(META_IN_PROGRESS, "2026-01-01T00:00:00Z")  # ...and no clean end
     run_index(world)
     assert world.vectors.ids() == world.store.chunk_ids()
 
@@ -167,7 +168,7 @@ def test_other_model_is_refused_unless_forced(world: IndexDeps) -> None:
         run_index(world)
     s = run_index(world, force=True)
     assert s.chunks_embedded == 3
-    assert world.store.get_meta("embedding_model") == "other-model"
+    assert world.store.get_meta(META_MODEL) == "other-model"
 
 
 def test_targeted_run_touches_only_its_paths(world: IndexDeps) -> None:
@@ -207,8 +208,9 @@ class FailingEmbedder(FakeEmbedder):
 def test_text_is_searchable_before_its_vectors_and_the_next_run_completes(
     world: IndexDeps,
 ) -> None:
-    from kbmcp_core.offer import ServableRules
-    from kbmcp_core.search import Searcher, SearchRequest
+    from kbmcp_core.offer import OfferRules
+    from kbmcp_core.search import Searcher
+    from kbmcp_core.search_request import SearchRequest
 
     emb = FailingEmbedder()
     world.embedder = emb
@@ -216,7 +218,7 @@ def test_text_is_searchable_before_its_vectors_and_the_next_run_completes(
         run_index(world)
     assert stored(world).document_paths() == ["a.md", "b.md"]
     assert world.vectors.ids() == set()
-    searcher = Searcher(stored(world), world.vectors, emb, ServableRules(stored(world),
+    searcher = Searcher(stored(world), world.vectors, emb, OfferRules(stored(world),
                                                                       FakeRegistry()))
     res = searcher.search(SearchRequest("gamma text"))
     assert res.results[0].path == "b.md"  # found lexically

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kbmcp_core.index_run import META_IN_PROGRESS, IndexDeps, run_index
+from kbmcp_core.index_run import IndexDeps, run_index
+from kbmcp_core.meta_keys import META_IN_PROGRESS
 from kbmcp_core.models import Vector
-from kbmcp_core.offer import ServableRules
-from kbmcp_core.search import Searcher, SearchRequest
+from kbmcp_core.offer import OfferRules
+from kbmcp_core.search import Searcher
+from kbmcp_core.search_request import SearchDefaults, SearchRequest
 from tests.fakes import (
     FakeEmbedder,
     FakeFileSystem,
@@ -52,7 +54,8 @@ def world(n: int = FILES) -> tuple[IndexDeps, CallsEmbedder, FakeFileSystem]:
 def searcher(deps: IndexDeps) -> Searcher:
     assert isinstance(deps.store, FakeIndexStore)
     return Searcher(deps.store, deps.vectors, deps.embedder,
-                    ServableRules(deps.store, FakeRegistry()), max_limit=50)
+                    OfferRules(deps.store, FakeRegistry()),
+                    defaults=SearchDefaults(max_limit=50))
 
 
 def finds(deps: IndexDeps, term: str) -> list[str]:

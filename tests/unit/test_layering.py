@@ -2,11 +2,16 @@
 
 - ``kbmcp_core`` imports only the standard library.
 - Driven adapters (store, vectors, embedding, filesystem, parsers, rerank) import only the core and
-  their own folder; the migrations belong to the store.
+  their own folder; the migrations belong to the store; the reranker borrows the packaged-model
+  plumbing (package lookup, sha256 check, onnxruntime session) of ``embedding``.
 - ``app/`` wires them and may import every driven adapter folder; it alone holds the
   Container.
-- Driving adapters (live, mcp_server) import the core, ``app/`` and their own folder.
-- ``kbmcp_cli`` imports the core, ``app/``, ``mcp_server/`` and ``live/``.
+- Driving adapters (live, mcp_server, local_search, evaluation) import the core, ``app/``
+  and their own folder, never each other; evaluation also uses the parsers' heading
+  clean-up, to compare headings as the index stores them.
+- ``kbmcp_cli`` imports the core, ``app/`` and every driving adapter folder.
+- No module imports itself round about (imports inside functions count too).
+- Nothing shipped imports ``tests`` or ``benchmarks`` (the test doubles are not in the wheel).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 DRIVEN = frozenset({"store", "vectors", "embedding", "filesystem", "parsers", "rerank"})
-DRIVING = frozenset({"live", "mcp_server"})
+DRIVING = frozenset({"live", "mcp_server", "local_search", "evaluation"})
 #: Which layers each layer may import (besides the standard library and third parties).
 ALLOWED: dict[str, frozenset[str]] = {
     "core": frozenset({"core"}),
@@ -29,6 +34,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "cli": frozenset({"core", "app", "cli"}) | DRIVING,
 }
 ALLOWED["store"] = ALLOWED["store"] | {"migrations"}
+ALLOWED["rerank"] = ALLOWED["rerank"] | {"embedding"}
+ALLOWED["evaluation"] = ALLOWED["evaluation"] | {"parsers"}
 PACKAGES = ("kbmcp_core", "kbmcp_adapters", "kbmcp_cli", "migrations")
 
 
@@ -42,6 +49,8 @@ def layer_of_module(name: str) -> str:
         return "cli"
     if top in ("migrations", "kbmcp_migrations"):
         return "migrations"
+    if top in ("tests", "benchmarks"):
+        return "checkout"  # not in the wheel: no layer may import it
     if top == "kbmcp_adapters":
         if len(parts) > 1 and parts[1] in DRIVEN | DRIVING | {"app"}:
             return parts[1]
@@ -152,8 +161,14 @@ CLEAN = {
                                       "from .paths import p\n",
     "kbmcp_adapters/mcp_server/tools.py": "import mcp\n"
                                           "from kbmcp_adapters import open_knowledge_base\n",
+    "kbmcp_adapters/local_search/serve_task.py": "from kbmcp_adapters.app.kb import KnowledgeBase\n"
+                                                 "from .server import LocalSearchServer\n",
+    "kbmcp_adapters/evaluation/golden.py": "from kbmcp_adapters.parsers.headings import h\n"
+                                           "from kbmcp_adapters.app.kb import KnowledgeBase\n",
     "kbmcp_cli/main.py": "import click\nfrom kbmcp_adapters.mcp_server import tools\n"
-                         "from kbmcp_adapters.live.watcher import w\n",
+                         "from kbmcp_adapters.live.watcher import w\n"
+                         "from kbmcp_adapters.local_search.client import ask\n"
+                         "from kbmcp_adapters.evaluation import golden\n",
     "migrations/env.py": "from kbmcp_adapters.store.tables import metadata\n",
 }
 
@@ -174,6 +189,9 @@ def test_the_layering_test_reports_each_kind_of_leak(tmp_path: Path) -> None:
         "kbmcp_cli/status.py": "from kbmcp_adapters import store\n",
         "kbmcp_cli/index.py": "def f():\n    from kbmcp_adapters.app.boot import bootstrap\n",
         "kbmcp_adapters/misc.py": "import os\n",
+        "kbmcp_adapters/local_search/serve_task.py": "from kbmcp_adapters.mcp_server import rt\n",
+        "kbmcp_adapters/evaluation/golden.py": "from kbmcp_adapters.store.sql import S\n",
+        "kbmcp_adapters/rerank/double.py": "from tests.term_overlap_reranker import T\n",
     }
     found = violations(_tree(tmp_path, bad))
     assert sorted(found) == sorted([
@@ -189,4 +207,103 @@ def test_the_layering_test_reports_each_kind_of_leak(tmp_path: Path) -> None:
         "kbmcp_cli/index.py:2: cli reaches into the container",
         "kbmcp_adapters/misc.py: unclassified (kbmcp_adapters/misc.py): not in any layer "
         "(add its folder to the rule)",
+        "kbmcp_adapters/local_search/serve_task.py:1: local_search imports "
+        "kbmcp_adapters.mcp_server (mcp_server)",
+        "kbmcp_adapters/evaluation/golden.py:1: evaluation imports kbmcp_adapters.store.sql "
+        "(store)",
+        "kbmcp_adapters/rerank/double.py:1: rerank imports tests.term_overlap_reranker "
+        "(checkout)",
     ])
+
+
+# -- no import cycle ----------------------------------------------------------------
+#: The packages the cycle check covers (the migrations are Alembic's scripts, not imported).
+CYCLE_PACKAGES = ("kbmcp_core", "kbmcp_adapters", "kbmcp_cli")
+
+
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """Each project module and the project modules it imports. Every import counts:
+    module level, inside functions and under ``if TYPE_CHECKING`` (a deferred import still
+    ties the two modules together). An imported name resolves to the deepest module file
+    that exists (``from a.b import c`` is ``a.b.c`` when that is a module, else ``a.b``)."""
+    files: dict[str, Path] = {}
+    for package in CYCLE_PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            rel = path.relative_to(root)
+            files[".".join(_package_of(rel) + ([] if rel.stem == "__init__" else [rel.stem]))] = rel
+
+    def resolve(name: str) -> str | None:
+        while name and name not in files:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for module, rel in files.items():
+        source = (root / rel).read_text(encoding="utf-8")
+        targets = {resolve(full) for _, _, full in imports_of(source, rel)}
+        graph[module] = {t for t in targets if t is not None and t != module}
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that import each other, round about (Tarjan's strongly
+    connected components of more than one module), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(cycles)
+
+
+def test_no_module_imports_itself_round_about() -> None:
+    cycles = import_cycles(import_graph(ROOT))
+    assert cycles == [], "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_the_cycle_check_finds_a_cycle_through_a_deferred_import(tmp_path: Path) -> None:
+    tree = _tree(tmp_path, {
+        "kbmcp_core/__init__.py": "",
+        "kbmcp_core/models.py": "from kbmcp_core import errors\n",
+        "kbmcp_core/errors.py": "import dataclasses\n",
+        "kbmcp_adapters/__init__.py": "",
+        "kbmcp_adapters/embedding/__init__.py": "",
+        "kbmcp_adapters/embedding/registry.py": "def make():\n"
+                                                "    from .onnx import E\n    return E()\n",
+        "kbmcp_adapters/embedding/onnx.py": "from kbmcp_adapters.embedding.registry import M\n",
+        "kbmcp_adapters/embedding/common.py": "from typing import TYPE_CHECKING\n"
+                                              "if TYPE_CHECKING:\n"
+                                              "    from kbmcp_adapters.embedding import plain\n",
+        "kbmcp_adapters/embedding/plain.py": "from . import common\n",
+        "kbmcp_cli/__init__.py": "",
+        "kbmcp_cli/main.py": "from kbmcp_core.models import Chunk\n",
+    })
+    assert import_cycles(import_graph(tree)) == [
+        ["kbmcp_adapters.embedding.common", "kbmcp_adapters.embedding.plain"],
+        ["kbmcp_adapters.embedding.onnx", "kbmcp_adapters.embedding.registry"],
+    ]

@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 
 from kbmcp_adapters.app.bootstrap import real_embedder
-from kbmcp_adapters.embedding.registry import (
+from kbmcp_adapters.embedding.catalogue import (
     BGE_SMALL_EN,
     MULTILINGUAL_E5_SMALL,
     MULTILINGUAL_USE,
     PACKAGED_MODELS,
     PackagedModel,
-    make_embedder,
     packaged_model,
 )
+from kbmcp_adapters.embedding.factory import make_embedder
 from kbmcp_core.errors import EmbeddingUnavailable
 from kbmcp_core.settings import Settings
 

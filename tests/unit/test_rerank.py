@@ -9,10 +9,10 @@ from dataclasses import replace
 
 import pytest
 
-from kbmcp_adapters.rerank.term_overlap import TermOverlapReranker
 from kbmcp_core.errors import InvalidQuery
 from kbmcp_core.rerank import RERANK_CANDIDATES, TRUST_MIDPOINT, blend, trust
-from kbmcp_core.search import SearchRequest
+from kbmcp_core.search_request import SearchRequest
+from tests.term_overlap_reranker import TermOverlapReranker
 from tests.unit.test_search import build
 
 FILES = {
@@ -129,7 +129,8 @@ def test_the_configured_number_of_candidates_is_reranked() -> None:
     searcher, _ = build(files)
     reranker = TermOverlapReranker()
     searcher.reranker = reranker
-    searcher.shape = replace(searcher.shape, rerank_candidates=7)
+    searcher.defaults = replace(searcher.defaults,
+                                shape=replace(searcher.defaults.shape, rerank_candidates=7))
     response = searcher.search(SearchRequest("backup note", rerank=True))
     assert len(reranker.calls[0][1]) == 7
     assert response.rerank is not None and response.rerank.candidates == 7

@@ -9,9 +9,10 @@ import pytest
 from kbmcp_core.errors import InvalidQuery
 from kbmcp_core.fusion import fuse
 from kbmcp_core.index_run import IndexDeps, run_index
-from kbmcp_core.offer import ServableRules
+from kbmcp_core.offer import OfferRules
 from kbmcp_core.ports import ChunkBudget
-from kbmcp_core.search import Searcher, SearchRequest
+from kbmcp_core.search import Searcher
+from kbmcp_core.search_request import SearchDefaults, SearchRequest
 from tests.fakes import (
     FakeClock,
     FakeEmbedder,
@@ -30,8 +31,9 @@ def build(files: dict[str, bytes]) -> tuple[Searcher, FakeIndexStore]:
                      fs=fs, scanner=FakeScanner(fs), clock=FakeClock(),
                      budget=ChunkBudget(64, 1, lambda t: len(t.split())))
     run_index(deps)
-    rules = ServableRules(store, FakeRegistry())
-    return Searcher(store, vectors, emb, rules, max_limit=20, chunks_per_document=2), store
+    rules = OfferRules(store, FakeRegistry())
+    return Searcher(store, vectors, emb, rules,
+                    defaults=SearchDefaults(max_limit=20, chunks_per_document=2)), store
 
 
 def doc(i: int, extra: str = "") -> bytes:

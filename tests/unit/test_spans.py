@@ -72,7 +72,7 @@ def test_the_stemmer_agrees_with_sqlites_porter_tokenizer() -> None:
 def test_each_search_hit_carries_its_matches() -> None:
     searcher, _ = build({"a.md": b"# Keys\nRotating signing keys every quarter\n",
                          "b.md": b"# Garden\nTomatoes and basil\n"})
-    from kbmcp_core.search import SearchRequest
+    from kbmcp_core.search_request import SearchRequest
 
     hit = searcher.search(SearchRequest("rotate keys", mode="lexical")).results[0]
     assert [hit.content[s:e] for s, e in hit.matches] == ["Rotating", "keys"]
@@ -83,7 +83,7 @@ def _pieces_char_by_char(text: str) -> list[tuple[int, int, bool]]:
     """The definition of ``word_pieces``: each word cut wherever the script changes."""
     import re
 
-    from kbmcp_core.spans import is_cjk
+    from kbmcp_core.cjk import is_cjk
 
     out = []
     for m in re.finditer(r"[^\W_]+", text):

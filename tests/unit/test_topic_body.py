@@ -5,7 +5,8 @@ from __future__ import annotations
 from markdown_it import MarkdownIt
 
 from kbmcp_core.models import StoredDocument
-from kbmcp_core.offer import TopicGroup, code_span, doc_uri, markdown_text, topic_body
+from kbmcp_core.offer import TopicGroup, code_span, markdown_text, topic_body
+from kbmcp_core.uris import doc_uri
 
 
 def _doc(path: str, title: str) -> StoredDocument:

@@ -9,8 +9,9 @@ import pytest
 
 from kbmcp_core.index_run import IndexDeps, run_index
 from kbmcp_core.models import Vector
-from kbmcp_core.offer import ServableRules
-from kbmcp_core.search import Searcher, SearchRequest
+from kbmcp_core.offer import OfferRules
+from kbmcp_core.search import Searcher
+from kbmcp_core.search_request import SearchDefaults, SearchRequest
 from tests.fakes import (
     FakeEmbedder,
     FakeFileSystem,
@@ -40,7 +41,8 @@ def deps(fs: FakeFileSystem, embedder: FakeEmbedder) -> IndexDeps:
 def searcher(world: IndexDeps) -> Searcher:
     assert isinstance(world.store, FakeIndexStore)
     return Searcher(world.store, world.vectors, world.embedder,
-                    ServableRules(world.store, FakeRegistry()), max_limit=50)
+                    OfferRules(world.store, FakeRegistry()),
+                    defaults=SearchDefaults(max_limit=50))
 
 
 class GatedEmbedder(FakeEmbedder):

@@ -1,19 +1,17 @@
-"""The index store's engine set-up and its Alembic migrations, run in code (no alembic.ini)."""
+"""Opening the index store's database: SQLite and PostgreSQL engines, read-only opening,
+pragmas, the integrity check, and driver failures translated into kb-mcp errors."""
 
 from __future__ import annotations
 
 import errno
-import functools
 import logging
 import os
 import sqlite3
-import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote
 
 from sqlalchemy import Engine, create_engine, event, inspect, text
@@ -22,7 +20,6 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.exc import OperationalError as SAOperationalError
 from sqlalchemy.pool import NullPool
 
-import kbmcp_migrations
 from kbmcp_adapters.store.urls import check_database_url, is_postgresql, normalized_url, safe_url
 from kbmcp_core.errors import (
     IndexNotFound,
@@ -33,11 +30,9 @@ from kbmcp_core.errors import (
     StoreUnreachable,
 )
 
-if TYPE_CHECKING:  # Alembic is imported only to migrate: opening an index at head
-    from alembic.config import Config  # (every search) does not pay for it
-
 log = logging.getLogger(__name__)
 
+#: The table Alembic keeps the schema revision in: where it exists, kb-mcp has indexed.
 VERSION_TABLE = "alembic_version"
 #: Execution option that makes a transaction start with BEGIN IMMEDIATE.
 WRITE_OPTION = "kb_write"
@@ -57,9 +52,6 @@ PG_CONNECT_TIMEOUT_S = 10
 #: SQLSTATEs of a PostgreSQL write this user may not make: a read-only transaction or
 #: server (hot standby), and a missing privilege.
 _PG_READ_ONLY_STATES = frozenset({"25006", "42501"})
-
-
-# -- engine ------------------------------------------------------------------------
 
 
 def _on_connect(dbapi_connection: Any, _record: object) -> None:
@@ -319,110 +311,6 @@ def write_transaction(
         conn.execution_options(**{WRITE_OPTION: True})
         with conn.begin():
             yield conn
-
-
-# -- alembic -------------------------------------------------------------------------
-
-
-def script_location() -> Path:
-    """The directory of the migration scripts (the checkout's ``migrations/`` folder,
-    installed as the ``kbmcp_migrations`` package), wherever it is installed.
-
-    ``__path__`` (not ``__file__``) so that an editable install that maps the package as
-    a namespace package resolves too.
-    """
-    return Path(next(iter(kbmcp_migrations.__path__))).resolve()
-
-
-def alembic_config(connection: Connection | None = None) -> Config:
-    """An Alembic config built in code; Alembic's own output goes to stderr."""
-    from alembic.config import Config
-
-    config = Config(stdout=sys.stderr)
-    config.set_main_option("script_location", str(script_location()))
-    config.set_main_option("path_separator", "os")
-    if connection is not None:
-        config.attributes["connection"] = connection
-    return config
-
-
-#: Alembic keeps the running migration's context in module globals: one at a time per
-#: process (across processes, SQLite's write lock or PostgreSQL's advisory lock serialise).
-_ALEMBIC = threading.Lock()
-
-
-def upgrade(connection: Connection, revision: str = "head") -> None:
-    """Migrate the database behind ``connection`` to ``revision`` (inside its transaction)."""
-    from alembic import command
-
-    with _ALEMBIC, _migration_errors():
-        command.upgrade(alembic_config(connection), revision)
-
-
-def downgrade(connection: Connection, revision: str) -> None:
-    """Migrate the database behind ``connection`` down to ``revision``."""
-    from alembic import command
-
-    with _ALEMBIC, _migration_errors():
-        command.downgrade(alembic_config(connection), revision)
-
-
-@contextmanager
-def _migration_errors() -> Iterator[None]:
-    from alembic.util import CommandError
-
-    try:
-        yield
-    except CommandError as exc:
-        raise StoreError(f"the index schema cannot be migrated: {exc}") from exc
-
-
-def head_revision() -> str:
-    """The newest revision shipped with this version of kb-mcp: the constant the
-    migrations package declares (a test holds it equal to Alembic's own head, which
-    ``script_head`` reads), so opening an index at head never imports Alembic."""
-    declared = getattr(kbmcp_migrations, "HEAD", None)  # None: a namespace-package mapping
-    return str(declared) if declared is not None else script_head()
-
-
-@functools.cache
-def script_head() -> str:
-    """The head revision as Alembic computes it from the migration scripts."""
-    from alembic.script import ScriptDirectory
-
-    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
-    if head is None:
-        raise StoreError("the packaged migrations have no head revision")
-    return head
-
-
-def current_revision(connection: Connection) -> str | None:
-    """The revision the database is at, or None for a database Alembic never touched."""
-    if not inspect(connection).has_table(VERSION_TABLE):
-        return None
-    value = connection.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalar()
-    return None if value is None else str(value)
-
-
-def open_at_revision(url: str, revision: str) -> None:
-    """Create (or migrate) the database at ``url`` to exactly ``revision``; for tests."""
-    engine = open_engine(url, create=True)
-    try:
-        with write_transaction(engine, location=pg_location(url)) as conn:
-            upgrade(conn, revision)
-    finally:
-        engine.dispose()
-
-
-def schema_revision(url: str, *, read_only: bool = False) -> str | None:
-    """The revision of an existing index, read without migrating it (``read_only``: as
-    ``open_engine``)."""
-    engine = open_engine(url, create=False, read_only=read_only)
-    try:
-        with translated(location=pg_location(url)), engine.connect() as conn:
-            return current_revision(conn)
-    finally:
-        engine.dispose()
 
 
 def quick_check(engine: Engine, db: Path | None, budget_s: float, most: int) -> list[str] | None:

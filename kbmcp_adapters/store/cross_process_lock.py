@@ -1,4 +1,7 @@
-"""One writer at a time across processes: an ``flock`` on a file in the index directory.
+"""The cross-process writer lock: an ``flock`` on a file in the index directory.
+
+One writer at a time across processes; within a process, writers first queue on
+``kbmcp_adapters.app.in_process_lock``.
 
 With a PostgreSQL store (``store_url``), the lock is a PostgreSQL session advisory lock
 instead (``kbmcp_adapters.store.advisory_lock``), so writers on different hosts exclude each

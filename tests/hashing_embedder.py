@@ -1,9 +1,10 @@
 """A model-free Embedder: deterministic feature-hashed bag-of-words vectors.
 
-Not a retrieval model. It exists so that tests (``tests/fakes.py``) and benchmarks
-(``benchmarks/standin.py``) share one stand-in that needs no model files, no numpy and no
-network, and gives the same vector for the same words on every machine: each lower-cased
-word adds 1 to dimension ``md5(word) mod dimension``, and the sum is scaled to unit length.
+Not a retrieval model, and not shipped in the wheel: it lives with the tests so that tests
+(``tests/fakes.py``) and benchmarks (``benchmarks/standin.py``, run from the checkout) share
+one stand-in that needs no model files, no numpy and no network, and gives the same vector
+for the same words on every machine: each lower-cased word adds 1 to dimension
+``md5(word) mod dimension``, and the sum is scaled to unit length.
 Texts that share words get similar vectors, so simple search behaviour can be asserted.
 Nothing in kb-mcp builds it unless a caller passes it in (``bootstrap(embedder=...)``).
 """

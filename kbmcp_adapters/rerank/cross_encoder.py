@@ -3,7 +3,9 @@
 The weights come inside a package from the registry, used only as a carrier of files:
 its folder is found without importing it, each file is read once and hashed, and the
 hashed bytes are what onnxruntime and the tokenizer get (a file swapped after the check is
-never loaded). Nothing is read until the first ``score``.
+never loaded). Nothing is read until the first ``score``. Finding the package, checking the
+sha256 and opening the onnxruntime session are shared with the packaged embedders, imported
+from ``kbmcp_adapters.embedding`` (the one edge between two driven folders, one-way).
 """
 
 from __future__ import annotations
@@ -15,11 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kbmcp_adapters.embedding.catalogue import PackageCarried, PackagedFile, package_dir
 from kbmcp_adapters.embedding.checksums import read_verified, verify
 from kbmcp_adapters.embedding.common import length_batches, onnx_session, translated
-from kbmcp_adapters.embedding.registry import PackageCarried, PackagedFile, package_dir
+from kbmcp_core.cjk import readable_share
 from kbmcp_core.errors import ConfigError, RerankerUnavailable
-from kbmcp_core.search import readable_share
 from kbmcp_core.settings import DEFAULT_RERANKER
 
 if TYPE_CHECKING:

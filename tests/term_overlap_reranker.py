@@ -1,4 +1,4 @@
-"""A model-free, deterministic ``Reranker`` for tests and benchmarks of the rerank seam.
+"""A model-free, deterministic ``Reranker`` for tests of the rerank seam (not in the wheel).
 
 It scores a passage by the share of the query's word stems (and CJK pieces) it contains,
 ties broken by nothing: it claims no quality, it makes reranking observable. Pass it as

@@ -1,0 +1,1 @@
+"""Search evaluation: golden files, saved ``kb-mcp eval`` runs, ``kb-mcp tune``."""

@@ -1,0 +1,85 @@
+"""The converted formats' in-process parsers, each library imported only when asked for.
+
+Both the registry (in this process) and a worker of ``isolation`` (in its own) build a
+converted format's parser here, so neither imports the other to get one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from kbmcp_adapters.parsers.budget import ParserLimits
+from kbmcp_core.models import ParsedDocument
+from kbmcp_core.ports import ChunkBudget
+
+__all__ = ["Convertible", "convertible"]
+
+
+class Convertible(Protocol):
+    """A converted format's parser in two steps: ``convert`` reads the bytes into a
+    picklable value (the step that may run in a worker), ``text_of`` and ``document``
+    turn that value into the served text and the chunks."""
+
+    extensions: tuple[str, ...]
+
+    def convert(self, path: str, data: bytes) -> Any: ...
+
+    def text_of(self, converted: Any) -> str: ...
+
+    def document(self, path: str, converted: Any, budget: ChunkBudget) -> ParsedDocument: ...
+
+    def parse(self, path: str, data: bytes, budget: ChunkBudget) -> ParsedDocument: ...
+
+    def extract_text(self, path: str, data: bytes) -> str: ...
+
+
+def convertible(fmt: str, limits: ParserLimits) -> Convertible:
+    """The in-process parser of a converted format (its module imported only now)."""
+    return _MAKERS[fmt](limits)
+
+
+def _pdf(limits: ParserLimits) -> Convertible:
+    from kbmcp_adapters.parsers.pdf import PdfParser
+
+    return PdfParser(limits)
+
+
+def _html(limits: ParserLimits) -> Convertible:
+    from kbmcp_adapters.parsers.htmlpage import HtmlParser
+
+    return HtmlParser(limits)
+
+
+def _docx(limits: ParserLimits) -> Convertible:
+    from kbmcp_adapters.parsers.word import DocxParser
+
+    return DocxParser(limits)
+
+
+def _pptx(limits: ParserLimits) -> Convertible:
+    from kbmcp_adapters.parsers.slides import PptxParser
+
+    return PptxParser(limits)
+
+
+def _xlsx(limits: ParserLimits) -> Convertible:
+    from kbmcp_adapters.parsers.sheets import XlsxParser
+
+    return XlsxParser(limits)
+
+
+def _epub(limits: ParserLimits) -> Convertible:
+    from kbmcp_adapters.parsers.epub import EpubParser
+
+    return EpubParser(limits)
+
+
+_MAKERS: dict[str, Callable[[ParserLimits], Convertible]] = {
+    "pdf": _pdf,
+    "html": _html,
+    "docx": _docx,
+    "pptx": _pptx,
+    "xlsx": _xlsx,
+    "epub": _epub,
+}

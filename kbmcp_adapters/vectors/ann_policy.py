@@ -1,0 +1,126 @@
+"""The approximate (IVF_PQ) vector index policy: when it is built, folded, trained again
+or dropped, its shape, and how a query probes it (decision 0019)."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from lancedb.query import LanceVectorQueryBuilder
+    from lancedb.table import Table
+
+__all__ = [
+    "ANN_FOLD_SHARE",
+    "ANN_MIN_PROBES",
+    "ANN_MIN_ROWS",
+    "ANN_PREFIX",
+    "ANN_PROBE_SHARE",
+    "ANN_REFINE",
+    "ANN_RETRAIN_GROWTH",
+    "Plan",
+    "index_name",
+    "partitions",
+    "plan",
+    "probed",
+    "probes",
+    "sub_vectors",
+    "train",
+    "trained_rows",
+]
+
+log = logging.getLogger(__name__)
+
+#: From this many rows on, ``compact`` keeps an approximate (IVF_PQ) index on the vectors;
+#: below it exact search is fast enough (measured: docs/decisions/0019-flat-tails-and-ann.md).
+ANN_MIN_ROWS = 20_000
+#: The share of the IVF partitions (√rows at training) probed per query, at least
+#: ``ANN_MIN_PROBES``; candidates re-ranked by exact distance (× k).
+ANN_PROBE_SHARE = 0.5
+ANN_MIN_PROBES = 20
+ANN_REFINE = 10
+#: The index is trained again when the table has grown or shrunk by this factor, or when
+#: more than this share of its rows were added since it was trained or last folded.
+ANN_RETRAIN_GROWTH = 2.0
+ANN_FOLD_SHARE = 0.1
+#: The index's name (after the vector column) carries the row count it was trained on:
+#: ``vector_ann_<rows>``, so any process can tell.
+ANN_PREFIX = "vector_ann_"
+
+#: What ``compact`` does with the index: leave it, drop it, or (drop and) train it anew.
+Plan = Literal["keep", "drop", "train"]
+
+
+def plan(table: Table, min_rows: int) -> tuple[Plan, int | None]:
+    """(what to do, rows the current index was trained on).
+
+    A table of ``min_rows`` rows or more gets an IVF_PQ index. Rows added since training
+    are searched exactly next to it (LanceDB scans unindexed fragments) until ``optimize``
+    folds them in with the trained codebooks; deleted rows are never returned. Folding is
+    right for a few rows, not for many: the index is trained again when more than
+    ``ANN_FOLD_SHARE`` of its rows are new, or when the table has grown or shrunk by
+    ``ANN_RETRAIN_GROWTH``; it is dropped below half the threshold."""
+    rows = table.count_rows()
+    trained = trained_rows(table)
+    if rows < min_rows:
+        drop = trained is not None and rows < min_rows // 2
+        return ("drop" if drop else "keep"), trained
+    if trained is None or not trained / ANN_RETRAIN_GROWTH < rows < (
+            trained * ANN_RETRAIN_GROWTH):
+        return "train", trained
+    stats = table.index_stats(index_name(trained))
+    new = 0 if stats is None else stats.num_unindexed_rows
+    return ("train" if new > ANN_FOLD_SHARE * trained else "keep"), trained
+
+
+def train(table: Table, column: str, dimension: int) -> None:
+    """Build the index over ``column`` of every row now in the table."""
+    from lancedb.index import IvfPq
+
+    rows = table.count_rows()
+    started = time.monotonic()
+    config = IvfPq(distance_type="cosine", num_partitions=partitions(rows),
+                   num_sub_vectors=sub_vectors(dimension))
+    # with a config, the first argument names the column (LanceDB 0.40)
+    table.create_index(column, config=config, name=index_name(rows))
+    log.info("built the approximate vector index over %d rows in %.1f s", rows,
+             time.monotonic() - started)
+
+
+def probed(builder: LanceVectorQueryBuilder, table: Table) -> LanceVectorQueryBuilder:
+    """The query set to use the table's index, if it has one: probe a share of the
+    partitions and re-rank ``ANN_REFINE`` × k candidates by their exact distance (recall@10
+    >= 0.95 of exact search, 0019)."""
+    trained = trained_rows(table)
+    if trained is None:
+        return builder
+    return builder.nprobes(probes(trained)).refine_factor(ANN_REFINE)
+
+
+def index_name(rows: int) -> str:
+    return f"{ANN_PREFIX}{rows}"
+
+
+def trained_rows(table: Table) -> int | None:
+    """The row count the table's approximate index was trained on; None without one."""
+    for index in table.list_indices():
+        name = str(getattr(index, "name", ""))
+        if name.startswith(ANN_PREFIX) and name[len(ANN_PREFIX):].isdigit():
+            return int(name[len(ANN_PREFIX):])
+    return None
+
+
+def partitions(rows: int) -> int:
+    return max(1, round(math.sqrt(rows)))
+
+
+def probes(trained: int) -> int:
+    return max(ANN_MIN_PROBES, math.ceil(ANN_PROBE_SHARE * partitions(trained)))
+
+
+def sub_vectors(dimension: int) -> int:
+    """PQ sub-vectors: 8 dimensions each, or the largest divisor of ``dimension`` below."""
+    wanted = max(1, dimension // 8)
+    return next(n for n in range(wanted, 0, -1) if dimension % n == 0)

@@ -1,0 +1,55 @@
+"""The index's metadata vocabulary: the ``index_meta`` keys and what each value means.
+
+The names are stored in every index on disk, so they are a file format: renaming one
+orphans the value older indexes hold under the old name.
+"""
+
+from __future__ import annotations
+
+#: the embedding model the stored vectors were made with
+META_MODEL = "embedding_model"
+#: that model's vector dimension, as a decimal string
+META_DIMENSION = "embedding_dimension"
+#: the last run's summary and end time, as JSON
+META_LAST_RUN = "last_run"
+#: the vector store's fingerprint when the last run ended (see ``IndexRun._needs_repair``)
+META_VECTORS = "vector_fingerprint"
+#: set while a run writes (cleared at its end): search then says vectors may be missing
+META_IN_PROGRESS = "run_in_progress"
+#: what text the stored vectors were made from (``models.EMBED_TEXT``); absent before 0020
+META_EMBED_TEXT = "embed_text"
+#: Set while `kb-mcp migrate-store` copies into this index (the copy's source, as JSON).
+META_COPY = "copy_from"
+#: set once a whole-folder run has kept the converted text of every unchanged document
+#: an older kb-mcp indexed without one (decision 0023)
+META_CONVERSIONS = "converted_text_filled"
+#: When phase one of a whole-folder run first ended (every file searchable by keywords):
+#: the index is *ready*. "" from the start of an index's first run until then; absent in
+#: indexes from before this mark (``index_run.index_ready`` decides those).
+META_READY = "ready_since"
+
+#: every key above, in the order they are described
+META_KEYS: tuple[str, ...] = (
+    META_MODEL,
+    META_DIMENSION,
+    META_LAST_RUN,
+    META_VECTORS,
+    META_IN_PROGRESS,
+    META_EMBED_TEXT,
+    META_COPY,
+    META_CONVERSIONS,
+    META_READY,
+)
+
+__all__ = [
+    "META_CONVERSIONS",
+    "META_COPY",
+    "META_DIMENSION",
+    "META_EMBED_TEXT",
+    "META_IN_PROGRESS",
+    "META_KEYS",
+    "META_LAST_RUN",
+    "META_MODEL",
+    "META_READY",
+    "META_VECTORS",
+]
