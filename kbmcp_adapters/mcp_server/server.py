@@ -134,6 +134,11 @@ def serve_stdio(
     finally:
         if not rt.shutdown():
             exit_now(wire)
+        # Closed here, never left to the collector: a ResourceWarning raised while the
+        # interpreter exits can deadlock on an import lock that a frozen thread holds.
+        for stream in (wire, wire_in):
+            with contextlib.suppress(OSError, ValueError):
+                stream.close()
 
 
 async def _serve_stdio(

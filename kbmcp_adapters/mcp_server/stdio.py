@@ -21,6 +21,7 @@ import os
 import re
 import sys
 import threading
+import tracemalloc  # noqa: F401 - imported now: a warning at exit must not import
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from functools import partial
@@ -237,6 +238,7 @@ async def stdio_transport(
                 # now. A daemon thread frozen by the interpreter's exit while it still runs
                 # Python code can hold an import lock that the exit then waits for forever.
                 pump.join(timeout=2.0)
+            lines_send.close()  # a pump still blocked in read(2) finds it closed and ends
             on_end_of_input()
 
     async def write_lines() -> None:
