@@ -1,5 +1,8 @@
 # kb-mcp: `make run` (set up + index the bundled docs + sample search), `make test`, `make bench`
 # (`make bench-quick` or `BENCH_QUICK=1 make bench`: every step once on tiny corpora, < 1 min).
+# `make run` installs only what running needs (`make install`: the project, no extras);
+# `make test`, `lint` and `bench` add the dev extras to the same venv (`make install-dev`).
+# One stamp each: `make run` then `make test` installs only the extras; `make test` alone both.
 # Test tiers (docs/architecture.md, "Tests"); `make test` runs all of them, as CI does:
 #   test-unit         tests/unit: the core on in-memory fakes, no model, no server (seconds)
 #   test-integration  tests/integration, contract, cli, property: real adapters in process
@@ -9,43 +12,52 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-stamp
+RUN_STAMP := $(VENV)/.run-stamp
+DEV_STAMP := $(VENV)/.dev-stamp
+PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt
 EXAMPLE_KB ?= docs
 
-.PHONY: install run test test-unit test-integration test-e2e lint bench bench-quick clean
+.PHONY: install install-dev run test test-unit test-integration test-e2e lint bench bench-quick clean
 
-$(STAMP): pyproject.toml constraints.txt
+$(RUN_STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
-	touch $(STAMP)
+	$(PIP) -e .
+	touch $(RUN_STAMP)
 
-install: $(STAMP)
+$(DEV_STAMP): $(RUN_STAMP)
+	$(PIP) -e '.[dev]'
+	touch $(DEV_STAMP)
 
-run: $(STAMP)
+install: $(RUN_STAMP)
+
+install-dev: $(DEV_STAMP)
+
+run: $(RUN_STAMP)
 	$(BIN)/kb-mcp index --kb-path $(EXAMPLE_KB)
 	$(BIN)/kb-mcp status --kb-path $(EXAMPLE_KB)
 	$(BIN)/kb-mcp search "which documents are offered as resources" --kb-path $(EXAMPLE_KB) --limit 3 --format text
+	@echo "Next, your own folder: $(BIN)/kb-mcp init --kb-path /path/to/notes (README.md, \"Use it\")"
 
-test: $(STAMP)
+test: $(DEV_STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-test-unit: $(STAMP)
+test-unit: $(DEV_STAMP)
 	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)
 
-test-integration: $(STAMP)
+test-integration: $(DEV_STAMP)
 	$(BIN)/python -m pytest tests/integration tests/contract tests/cli tests/property $(PYTEST_ARGS)
 
-test-e2e: $(STAMP)
+test-e2e: $(DEV_STAMP)
 	$(BIN)/python -m pytest tests/e2e $(PYTEST_ARGS)
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check kbmcp_core kbmcp_adapters kbmcp_cli tests benchmarks
 	$(BIN)/mypy
 
-bench: $(STAMP)
+bench: $(DEV_STAMP)
 	$(BIN)/python -m benchmarks.run $(if $(BENCH_QUICK),--quick)
 
-bench-quick: $(STAMP)
+bench-quick: $(DEV_STAMP)
 	$(BIN)/python -m benchmarks.run --quick
 
 clean:

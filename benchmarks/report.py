@@ -222,6 +222,12 @@ def rows(results: dict[str, Any]) -> list[Row]:
     from benchmarks import tails  # likewise
 
     out += tails.rows(results.get("tails"))
+    from benchmarks import install_size  # likewise
+
+    out += install_size.rows(results.get("install"))
+    from benchmarks import embed_speed  # likewise
+
+    out += embed_speed.rows(results.get("embed_speed"))
     for step, value in results.items():
         if isinstance(value, dict) and "error" in value:
             out.append(Row(f"{step}: failed", "-", value["error"][:70], "", "ERROR"))

@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import (
+    embed_speed,
     fast_cli,
     goals,
+    install_size,
     report,
     rerank_bench,
     steps,
@@ -31,7 +33,7 @@ from benchmarks.measure import REPO
 #: A 1-minute load average above this at the start earns a warning.
 BUSY_LOAD = 1.0
 STEPS = ("full", "two_phase", "reindex", "search", "rerank", "fastcli", "initialize", "listings",
-         "team", "ui", "tails")
+         "team", "ui", "tails", "install", "embed")
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -97,6 +99,8 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         results[name]["load_before"] = load
         results[name]["load_after"] = os.getloadavg()[0]
 
+    if "embed" in wanted:  # the default model against the packaged file (issue 29.1)
+        step("embed_speed", lambda: embed_speed.measure(work, quick=args.quick))
     if "full" in wanted:
         step("full_index", lambda: steps.full_index(cfg, work, source))
     if "two_phase" in wanted:
@@ -137,6 +141,8 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         steps.say("the /ui page in headless Chromium: first paint, search vs MCP, 500-node graph")
         step("ui", lambda: ui_bench.ui_step(work, files=12 if args.quick else 60,
                                             repeats=3 if args.quick else 10))
+    if "install" in wanted:  # the runtime install's size; built in full runs only (issue 24)
+        step("install", lambda: install_size.measure(work, build=not args.quick))
     return {"config": cfg.as_dict(), **results}
 
 

@@ -15,8 +15,9 @@ from kbmcp_cli.doctor_cmd import doctor
 from kbmcp_cli.eval_cmd import eval_cmd
 from kbmcp_cli.graph_cmd import graph
 from kbmcp_cli.index_cmd import index
+from kbmcp_cli.init_cmd import init
 from kbmcp_cli.migrate_cmd import migrate_store
-from kbmcp_cli.options import EXIT_CANNOT_RUN
+from kbmcp_cli.options import EXIT_CANNOT_RUN, EXIT_STOPPED, stopped_message
 from kbmcp_cli.search_cmd import search
 from kbmcp_cli.serve_cmd import serve
 from kbmcp_cli.status_cmd import status
@@ -24,21 +25,28 @@ from kbmcp_cli.token_cmd import token
 from kbmcp_cli.trust_cmd import trust
 from kbmcp_cli.tune_cmd import tune
 from kbmcp_cli.watch_cmd import watch
-from kbmcp_core.errors import ConfigError, IndexNotFound, KbError, ModelMismatch, StoreUnreachable
+from kbmcp_core.errors import ConfigError, IndexNotFound, InvalidQuery, KbError, ModelMismatch
 
 
 class KbGroup(click.Group):
-    """Turns every ``KbError`` into one line on stderr and an exit code, in one place."""
+    """Turns every ``KbError`` into one line on stderr and an exit code, in one place
+    (the table is in docs/usage.md; decision 0027): 2 for what the command line or the
+    set-up must change (a bad argument or query, the configuration, no index yet, another
+    model), 1 for a failure while running (an unreachable database included), 130 for
+    Ctrl-C."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (ConfigError, IndexNotFound, ModelMismatch, StoreUnreachable) as exc:
+        except (ConfigError, IndexNotFound, ModelMismatch, InvalidQuery) as exc:
             click.echo(f"kb-mcp: error: {exc}", err=True)
             sys.exit(EXIT_CANNOT_RUN)
         except KbError as exc:
             click.echo(f"kb-mcp: error: {exc}", err=True)
             sys.exit(1)
+        except KeyboardInterrupt:
+            click.echo(f"\nkb-mcp: {stopped_message(ctx.invoked_subcommand)}", err=True)
+            sys.exit(EXIT_STOPPED)
 
 
 @click.group(cls=KbGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -46,12 +54,15 @@ class KbGroup(click.Group):
 def cli() -> None:
     """kb-mcp: a local knowledge base for AI clients, over MCP.
 
-    Index a folder of Markdown, text and PDF files, search it from the command line,
-    or serve it to an MCP client with `kb-mcp serve`.
+    Index a folder of Markdown, text, PDF, HTML, Word, PowerPoint, Excel, EPUB,
+    reStructuredText, AsciiDoc and Jupyter notebook files (each format but Markdown turned
+    on in [parsers].enabled), search it from the command
+    line, or serve it to an MCP client with `kb-mcp serve`: over stdio, or over HTTP with
+    bearer tokens (`kb-mcp token`) and a search page at /ui. Start with `kb-mcp init`.
     """
 
 
-for _command in (index, status, search, doctor, eval_cmd, serve, watch, migrate_store,
+for _command in (init, index, status, search, doctor, eval_cmd, serve, watch, migrate_store,
                  token, trust, graph, tune):
     cli.add_command(_command)
 

@@ -22,7 +22,8 @@ Checks:
 The index database gets SQLite's quick integrity check, stopped after
 {CHECK_BUDGET_S:g} s on a very large index ("store check: unfinished").
 
-Exit status: 0 healthy, 1 findings, 2 could not run (no index, bad config).
+Exit status: 0 healthy, 1 findings (or a database server that cannot be reached), 2
+could not run as asked (no index, bad config).
 """
 
 
@@ -30,7 +31,7 @@ Exit status: 0 healthy, 1 findings, 2 could not run (no index, bad config).
 @kb_options
 @format_option
 def doctor(kb_path: Path | None, config: Path | None, fmt: str) -> None:
-    from kbmcp_core.errors import KbError
+    from kbmcp_core.errors import KbError, StoreUnreachable
 
     setup_logging()
     try:
@@ -41,7 +42,7 @@ def doctor(kb_path: Path | None, config: Path | None, fmt: str) -> None:
             kb.close()
     except KbError as exc:
         click.echo(f"kb-mcp: doctor could not run: {exc}", err=True)
-        sys.exit(EXIT_CANNOT_RUN)
+        sys.exit(1 if isinstance(exc, StoreUnreachable) else EXIT_CANNOT_RUN)
     from kbmcp_adapters.app.bootstrap import store_location
 
     where = {"config": kb.settings.config_origin.describe(), "store": store_location(kb.settings)}

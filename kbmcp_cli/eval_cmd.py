@@ -51,16 +51,18 @@ def eval_cmd(kb_path: Path | None, config: Path | None, golden: Path | None, fmt
              overwrite: bool, compare_name: str | None, threshold: float) -> None:
     """Measure retrieval on golden queries: recall@1/5/10, MRR@10, nDCG@10.
 
-    Golden file: `queries: [{id, query, expected: [{path, heading?}], kind?}]`. Metrics are
-    given at document level (distinct documents) and at section level (heading match after
-    the same clean-up the indexer applies), overall and per `kind`.
+    Golden file: `queries: [{id, query, expected: [{path, heading?, lines?}], kind?}]`;
+    `expected: []` is a question with no answer: its response should say low_confidence.
+    Metrics are given at document level (distinct documents) and at section level (heading
+    match after the same clean-up the indexer applies, and/or a hit overlapping `lines:
+    [first, last]`), overall and per `kind`.
 
     `--save NAME` keeps the metrics under the index folder; `--compare NAME` diffs against
     them and exits 1 when a metric dropped by more than `--threshold` (compare, then save).
     """
     from kbmcp_adapters.evaluation import saved_runs
     from kbmcp_adapters.evaluation.golden import evaluate_modes, load_golden_with_digest
-    from kbmcp_core.evaluation import Ranked, compare_metrics, run_metrics
+    from kbmcp_core.evaluation import Ranked, Retrieved, compare_metrics, run_metrics
 
     setup_logging()
     kb = open_kb(kb_path, config)
@@ -73,9 +75,10 @@ def eval_cmd(kb_path: Path | None, config: Path | None, golden: Path | None, fmt
         queries, golden_sha = load_golden_with_digest(golden_path)
         model = kb.settings.embedding_model
 
-        def retrieve(query: str, m: str) -> list[Ranked]:
+        def retrieve(query: str, m: str) -> Retrieved:
             res = kb.search(query, limit=limit, mode=m, rerank=rerank)
-            return [Ranked(h.path, h.heading) for h in res.results]
+            return Retrieved([Ranked(h.path, h.heading, h.start_line, h.end_line)
+                              for h in res.results], res.low_confidence)
 
         reports = evaluate_modes(queries, ["hybrid", "vector", "lexical"] if mode == "all"
                                  else [mode], retrieve)
@@ -124,12 +127,14 @@ def _print_table(reports: list[EvalReport]) -> None:
 
     header = f"{'mode':<8} {'level':<8} " + " ".join(f"{m:>9}" for m in METRICS)
     click.echo(f"{reports[0].n} queries")
-    click.echo(header)
+    if any(r.document for r in reports):  # else only no-answer questions: flags below
+        click.echo(header)
     for r in reports:
         for level, values in (("document", r.document), ("section", r.section)):
             if values:
                 click.echo(f"{r.mode:<8} {level:<8} "
                            + " ".join(f"{values[m]:>9.3f}" for m in METRICS))
+    _print_flagged(reports)
     counts = reports[0].kind_counts
     if len(counts) < 2:  # one kind (or none): the table above already is that kind's
         return
@@ -143,6 +148,24 @@ def _print_table(reports: list[EvalReport]) -> None:
                 if values:
                     click.echo(f"{r.mode:<8} {kind:<{width}} {level:<8} "
                                + " ".join(f"{values[m]:>9.3f}" for m in METRICS))
+
+
+def _print_flagged(reports: list[EvalReport]) -> None:
+    """The share of responses that said ``low_confidence``: all of the no-answer questions
+    (``expected: []``) should, none of the others."""
+    rows = [(r.mode, r.flagged) for r in reports if r.flagged is not None]
+    if not rows:
+        return
+    click.echo("\nlow_confidence (flagged / queries)")
+    for mode, f in rows:
+        parts = []
+        if f.no_answer:
+            parts.append(f"no answer {f.no_answer_flagged / f.no_answer:.3f} "
+                         f"({f.no_answer_flagged}/{f.no_answer})")
+        if f.answerable:
+            parts.append(f"answerable {f.answerable_flagged / f.answerable:.3f} "
+                         f"({f.answerable_flagged}/{f.answerable})")
+        click.echo(f"{mode:<8} " + ", ".join(parts))
 
 
 def _warn_if_changed(saved: SavedRun, golden_sha: str, model: str) -> None:

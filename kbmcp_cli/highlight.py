@@ -1,7 +1,9 @@
 """Search output for people: a snippet around the first match, with the matches marked.
 
-On a terminal the matched words are bold (ANSI); elsewhere (a pipe, a file, ``NO_COLOR``
-set) they are wrapped in ``[[`` and ``]]``, so the marks survive where escapes would not.
+With colour on (a terminal without ``NO_COLOR``, or ``--color``) the matched words are
+bold (ANSI); otherwise (a pipe, a file, ``NO_COLOR``, ``--no-color``) they are wrapped in
+``⟦`` and ``⟧``: marks that survive where escapes would not and that no wiki link
+(``[[on-call]]``) or Markdown syntax uses, so a mark is never mistaken for the text.
 """
 
 from __future__ import annotations
@@ -19,19 +21,28 @@ if TYPE_CHECKING:  # not at run time: `kb-mcp search` answered by a server stays
 SNIPPET_CHARS = 200
 LEAD_CHARS = 60
 BOLD = ("\x1b[1m", "\x1b[0m")
-BRACKETS = ("[[", "]]")
+#: The marks without colour: white square brackets (U+27E6, U+27E7).
+PLAIN = ("\u27e6", "\u27e7")
 _SPACE = re.compile(r"\s+")
 
 
-def highlight_marks() -> tuple[str, str]:
-    """Bold on a terminal that allows colour, ``[[ ]]`` otherwise."""
-    if os.environ.get("NO_COLOR") or not sys.stdout.isatty():
-        return BRACKETS
-    return BOLD
+def use_color(color: bool | None = None) -> bool:
+    """``--color``/``--no-color`` when given; else colour on a terminal unless ``NO_COLOR``
+    is set to anything but "" (https://no-color.org)."""
+    if color is not None:
+        return color
+    if os.environ.get("NO_COLOR"):
+        return False
+    return sys.stdout.isatty()
+
+
+def highlight_marks(color: bool | None = None) -> tuple[str, str]:
+    """Bold when colour is on (``use_color``), ``⟦ ⟧`` otherwise."""
+    return BOLD if use_color(color) else PLAIN
 
 
 def snippet(content: str, matches: Sequence[tuple[int, int]],
-            marks: tuple[str, str] = BRACKETS, width: int = SNIPPET_CHARS) -> str:
+            marks: tuple[str, str] = PLAIN, width: int = SNIPPET_CHARS) -> str:
     """About ``width`` characters of ``content`` (white space folded), starting a little
     before the first match, with every match inside wrapped in ``marks``."""
     start = max(0, matches[0][0] - LEAD_CHARS) if matches else 0

@@ -15,8 +15,18 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: Exit code for "could not run at all" (bad config, no index): shared by every command.
+#: Exit code for "could not run as asked" (a bad argument or query, bad config, no index):
+#: shared by every command, and click's own for a bad command line.
 EXIT_CANNOT_RUN = 2
+#: Exit code after Ctrl-C (SIGINT), as a shell reports a process its signal ended.
+EXIT_STOPPED = 130
+#: Commands whose work a second run picks up where an interrupted one stopped.
+_RESUMABLE = frozenset({"index", "init", "migrate-store"})
+
+
+def stopped_message(command: str | None) -> str:
+    """What a command stopped by Ctrl-C says (a resumable one: how to finish its work)."""
+    return "stopped; run again to resume" if command in _RESUMABLE else "stopped"
 #: ``ctx.meta`` key set by ``-v``: setup_logging then logs at debug level.
 _VERBOSE = "kb_mcp.verbose"
 

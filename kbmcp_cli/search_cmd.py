@@ -55,11 +55,14 @@ if TYPE_CHECKING:
               help="Search in this process even when a `kb-mcp serve` or `kb-mcp watch` of "
                    "the same index could answer (it is asked over kb-mcp.sock in the index "
                    "folder).")
+@click.option("--color/--no-color", "color", default=None,
+              help="Matched words in bold (ANSI) or between \u27e6 \u27e7 marks (default: bold on "
+                   "a terminal unless NO_COLOR is set).")
 @click.option("--verbose", "-v", is_flag=True,
               help="Say on stderr who answered (a server, or this process and why); debug "
                    "logging.")
 def search(query: str, kb_path: Path | None, config: Path | None, fmt: str, no_server: bool,
-           verbose: bool, **options: Any) -> None:
+           verbose: bool, color: bool | None, **options: Any) -> None:
     """Search the knowledge base (hybrid: vectors + BM25, fused).
 
     When a `kb-mcp serve` or `kb-mcp watch` of the same index runs as you, with the same
@@ -82,16 +85,16 @@ def search(query: str, kb_path: Path | None, config: Path | None, fmt: str, no_s
     text = None
     if response is not None:
         try:
-            text = render(response, fmt)
+            text = render(response, fmt, color)
         except (KeyError, TypeError, ValueError, AttributeError):
             response, note = None, "the server's answer was malformed"
     if text is None:
         if not no_server:
             note = f"searched in this process: {note}"
-        text = render(local_search(settings, query, params), fmt)
+        text = render(local_search(settings, query, params), fmt, color)
     if verbose:
         click.echo(f"kb-mcp: search: {note}", err=True)
-    click.echo(text)
+    click.echo(text, color=color)
 
 
 def local_search(settings: Settings, query: str, params: dict[str, Any]) -> dict[str, Any]:

@@ -48,6 +48,8 @@ _OPTIONS: dict[str, tuple[str, object]] = {
     "--mode": ("mode", frozenset({"hybrid", "vector", "lexical"})),
 }
 _FLAGS = {"--no-server": "no_server", "--verbose": "verbose", "-v": "verbose"}
+#: ``--color``/``--no-color``: the match marks (kbmcp_cli.highlight.use_color).
+_COLOR_FLAGS = {"--color": True, "--no-color": False}
 
 
 def parse(args: list[str]) -> dict[str, Any] | None:
@@ -65,6 +67,8 @@ def parse(args: list[str]) -> dict[str, Any] | None:
             query = arg
         elif arg in _FLAGS:
             got[_FLAGS[arg]] = True
+        elif arg in _COLOR_FLAGS:
+            got["color"] = _COLOR_FLAGS[arg]
         else:
             name, eq, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
             if name not in _OPTIONS:
@@ -110,7 +114,7 @@ def no_server_from_env() -> bool:
 
 
 #: Parameters of the command that are not arguments of ``KnowledgeBase.search``.
-CLI_ONLY = frozenset({"query", "kb_path", "config", "fmt", "no_server", "verbose"})
+CLI_ONLY = frozenset({"query", "kb_path", "config", "fmt", "no_server", "verbose", "color"})
 
 
 def search_params(got: Mapping[str, Any]) -> dict[str, Any]:
@@ -149,16 +153,17 @@ def _remember(index_dir: Path, reply: Reply) -> Reply:
     return reply
 
 
-def render(response: Mapping[str, Any], fmt: str) -> str:
+def render(response: Mapping[str, Any], fmt: str, color: bool | None = None) -> str:
     """What ``kb-mcp search`` prints for a response (``SearchResponse.as_dict()``), whoever
-    searched: the MCP tool's JSON, or a numbered list with a marked snippet per hit."""
+    searched: the MCP tool's JSON, or a numbered list with a marked snippet per hit (bold
+    or ``⟦ ⟧`` marks: ``color`` is ``--color``/``--no-color``, None when not given)."""
     if fmt == "json":
         return json.dumps(response, ensure_ascii=False, indent=2)
     from kbmcp_cli.highlight import context_lines, highlight_marks, snippet
 
     results = response["results"]
     lines = [] if results else ["no results"]
-    marks = highlight_marks()
+    marks = highlight_marks(color)
     for i, hit in enumerate(results, 1):
         page = hit.get("page")
         where = f"p.{page}" if page is not None else f"L{hit['start_line']}-{hit['end_line']}"
@@ -200,11 +205,11 @@ def answer(argv: list[str]) -> int | None:
     if reply.response is None:
         return None
     try:
-        text = render(reply.response, got.get("fmt") or "text")
+        text = render(reply.response, got.get("fmt") or "text", got.get("color"))
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
-    if "\x1b" in text and not stdout.isatty():  # click strips them from piped output
-        return None
+    if "\x1b" in text and not stdout.isatty() and got.get("color") is not True:
+        return None  # click strips escapes from piped output unless --color asks for them
     if got.get("verbose"):
         print(f"kb-mcp: INFO: config: {config}", file=sys.stderr)
         print(f"kb-mcp: search: {reply.note}", file=sys.stderr, flush=True)

@@ -90,6 +90,17 @@ log = logging.getLogger("kbmcp_adapters.mcp_server")
     "NAME:PORT only on that port.",
 )
 @click.option(
+    "--trusted-proxy",
+    "trusted_proxies",
+    multiple=True,
+    metavar="ADDRESS",
+    help="HTTP: a reverse proxy or load balancer (IP address or network, e.g. 10.0.0.0/24) "
+    "whose X-Forwarded-For/-Proto/-Host headers are believed: the client address in the "
+    "log and the Host checked come from them. Repeatable; adds to "
+    "[server].trusted_proxies. From any other address they are ignored (default: none "
+    "trusted, loopback included).",
+)
+@click.option(
     "--body-timeout",
     type=click.FloatRange(min=0, min_open=True),
     default=30.0,
@@ -146,6 +157,13 @@ log = logging.getLogger("kbmcp_adapters.mcp_server")
     is_flag=True,
     help="Do not watch the knowledge base for file changes while serving.",
 )
+@click.option(
+    "--no-index",
+    is_flag=True,
+    help="Do not index at start: no missing index is built and no stale one brought up to "
+    "date in the background (as [server].index_on_start = false); until `kb-mcp index` or "
+    "the rebuild_index tool builds one, search and list_topics answer index_not_found.",
+)
 @click.option("--verbose", "-v", is_flag=True, help="Debug logging (on stderr).")
 @click.option("--quiet", "-q", is_flag=True, help="Only errors on stderr.")
 def serve(
@@ -160,6 +178,7 @@ def serve(
     token_hashes: str | None,
     read_only: bool,
     allowed_hosts: tuple[str, ...],
+    trusted_proxies: tuple[str, ...],
     body_timeout: float,
     session_idle_timeout: float,
     max_sessions: int,
@@ -167,6 +186,7 @@ def serve(
     max_connections: int,
     max_connections_per_client: int,
     no_watch: bool,
+    no_index: bool,
     verbose: bool,
     quiet: bool,
 ) -> None:
@@ -176,6 +196,11 @@ def serve(
     the embedding model are opened on the first request that needs them, so the client's
     `initialize` is answered at once.
 
+    Unless --read-only or --no-index, the server indexes in the background as it starts
+    (the watcher's first sync, or one run with --no-watch): a missing index is built, a
+    stale one brought up to date. Meanwhile search and list_topics answer "indexing: N of
+    M files"; search answers by keywords once every file is read.
+
     Over HTTP, /mcp needs a bearer token whenever one is configured, and always beyond
     loopback (see `kb-mcp token`); /healthz stays open.
     """
@@ -183,6 +208,9 @@ def serve(
 
     # A bad configuration fails here, before the process hands its stdout to the protocol.
     settings = settings_for(kb_path, config)
+    from kbmcp_adapters.mcp_server.http_proxy import parse_trusted_proxies
+
+    proxies = parse_trusted_proxies([*settings.server_trusted_proxies, *trusted_proxies])
     wire = None
     if transport == "stdio":
         from kbmcp_adapters.mcp_server.stdio import claim_stdout
@@ -198,16 +226,21 @@ def serve(
     # SIGINT and SIGTERM stop the server cleanly (exit 0), from here on
     signals = StopSignals()
     signals.install()
+    index_on_start = settings.server_index_on_start and not no_index and not read_only
     if settings.database_url is None and not settings.sqlite_path.exists():
-        log.warning(
-            "no index yet at %s: tools will ask for `kb-mcp index` (or the "
-            "rebuild_index tool) until one exists",
-            settings.index_dir,
-        )
+        if index_on_start:
+            log.info("no index yet at %s: building it in the background (search answers "
+                     "by keywords once every file is read)", settings.index_dir)
+        else:
+            log.warning(
+                "no index yet at %s: tools will ask for `kb-mcp index` (or the "
+                "rebuild_index tool) until one exists",
+                settings.index_dir,
+            )
     verifier = None
     if transport == "http":
         verifier = token_verifier(settings, tokens_file, token_hashes)
-    runtime = KbRuntime(settings, read_only=read_only)
+    runtime = KbRuntime(settings, read_only=read_only, index_on_start=index_on_start)
     if settings.database_url is not None and not settings.database_url.startswith("sqlite"):
         reach_store(runtime)
     background: list[BackgroundTask] = [signals.stop_server]
@@ -222,9 +255,13 @@ def serve(
     if not read_only and settings.watch and not no_watch:
         from kbmcp_adapters.live.serve_task import watch_task
 
-        background.append(watch_task)
+        background.append(watch_task)  # its first sync is the start run (decision 0024)
         if not verbose:
             logging.getLogger("watchfiles").setLevel(logging.WARNING)
+    elif index_on_start:
+        from kbmcp_adapters.mcp_server.start_run import start_index_task
+
+        background.append(start_index_task)
     if transport == "http":
         from kbmcp_adapters.mcp_server.http_limits import HttpLimits
 
@@ -235,7 +272,7 @@ def serve(
         serve_http(
             runtime, host=host, port=port, allow_remote=allow_remote,
             extra_hosts=allowed_hosts, background=background, limits=limits,
-            verifier=verifier, insecure_no_auth=insecure_no_auth,
+            verifier=verifier, insecure_no_auth=insecure_no_auth, trusted_proxies=proxies,
         )
     else:
         serve_stdio(runtime, wire=wire, background=background)
@@ -244,7 +281,7 @@ def serve(
 
 def reach_store(runtime: KbRuntime) -> None:
     """A database server holding the index that cannot be reached stops ``serve`` at
-    start, as it stops every other command (``StoreUnreachable``: one line, exit 2).
+    start, as it stops every other command (``StoreUnreachable``: one line, exit 1).
     Anything else (no index yet, an older schema) is for each request to report."""
     from kbmcp_core.errors import KbError, StoreUnreachable
 

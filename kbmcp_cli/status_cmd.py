@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from kbmcp_cli.options import EXIT_CANNOT_RUN, format_option, kb_options, open_kb, setup_logging
 from kbmcp_core.settings import public_uri
+
+if TYPE_CHECKING:
+    from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 
 
 def _watcher(index_dir: Path) -> dict[str, Any] | None:
@@ -19,15 +22,31 @@ def _watcher(index_dir: Path) -> dict[str, Any] | None:
     return read_status(index_dir)
 
 
+def skipped_files(kb: KnowledgeBase) -> dict[str, list[str]]:
+    """Each file and folder the walk would not index now, by reason (refusals too, with
+    their own words after the path), from a walk that reads no file's contents."""
+    scan = kb.scan(read=False)
+    found: dict[str, list[str]] = {k: sorted(v) for k, v in scan.skipped_paths.items()}
+    for refusal in scan.refused:
+        found.setdefault(refusal.category, []).append(f"{refusal.path} ({refusal.reason})")
+    return dict(sorted(found.items()))
+
+
 @click.command()
 @kb_options
 @format_option
-def status(kb_path: Path | None, config: Path | None, fmt: str) -> None:
-    """Show what the index holds: documents, chunks, model, location, last run."""
+@click.option("--skipped", is_flag=True,
+              help="Also list every file the index leaves out, by name, with the reason "
+                   "(format not enabled, not a supported format, ignored, a link, ...); "
+                   "walks the folder without reading the files.")
+def status(kb_path: Path | None, config: Path | None, fmt: str, skipped: bool) -> None:
+    """Show what the index holds: documents, chunks, model, location, last run, and who
+    keeps it up to date (`kb-mcp serve` or `kb-mcp watch`)."""
     setup_logging()
     kb = open_kb(kb_path, config)
     try:
         stats, read_only, ready = kb.stats(), kb.is_read_only(), kb.is_ready()
+        left_out = skipped_files(kb) if skipped else None
     finally:
         kb.close()
     settings = kb.settings
@@ -52,6 +71,8 @@ def status(kb_path: Path | None, config: Path | None, fmt: str) -> None:
         "last_run": stats.last_run,
         "watcher": _watcher(settings.index_dir),
     }
+    if left_out is not None:
+        data["skipped_files"] = left_out
     if fmt == "json":
         click.echo(json.dumps(data, ensure_ascii=False, indent=2))
         _exit_unless(ready)
@@ -72,15 +93,35 @@ def status(kb_path: Path | None, config: Path | None, fmt: str) -> None:
         )
     else:
         click.echo("last_run: never")
-    w = data["watcher"]
-    if not w:
-        click.echo("watcher: not running (no `kb-mcp serve` has watched this index)")
-    else:
-        state = "alive" if w.get("alive") else "not running"
-        click.echo(f"watcher: {state} (pid {w.get('pid')}), last sync {w.get('last_sync')}"
-                   + (f", last error: {w['last_error']}" if w.get("last_error") else ""))
+    click.echo(f"watcher: {watcher_line(data['watcher'])}")
     click.echo("ready: yes" if ready else f"ready: no ({NOT_READY})")
+    if left_out is not None:
+        count = sum(len(paths) for paths in left_out.values())
+        click.echo(f"skipped: {count}" if count else "skipped: none")
+        for reason, paths in left_out.items():
+            for path in paths:
+                click.echo(f"  {reason}: {path}")
     _exit_unless(ready)
+
+
+#: Who keeps an index up to date, as ``status`` says when nothing watches it.
+NOT_WATCHED = ("not running (keep the index following the folder with `kb-mcp serve`, "
+               "or `kb-mcp watch` where no server runs)")
+
+
+def watcher_line(w: dict[str, Any] | None) -> str:
+    """The watcher's state in words: never a bare "None"."""
+    if not w:
+        return NOT_WATCHED
+    state = "alive" if w.get("alive") else "not running"
+    pid = f" (pid {w['pid']})" if w.get("pid") else ""
+    synced = w.get("last_sync")
+    line = f"{state}{pid}, " + (f"last sync {synced}" if synced else "no sync yet")
+    if w.get("last_error"):
+        line += f", last error: {w['last_error']}"
+    if not w.get("alive"):
+        line += "; restart `kb-mcp serve` or `kb-mcp watch` to follow the folder again"
+    return line
 
 
 #: Why an index is not ready, as ``status`` says it.

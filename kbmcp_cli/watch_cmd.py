@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kbmcp_cli.options import EXIT_CANNOT_RUN, kb_options, setup_logging
+from kbmcp_cli.options import kb_options, setup_logging
 
 if TYPE_CHECKING:
     from kbmcp_adapters.app.knowledge_base import KnowledgeBase
@@ -64,8 +64,9 @@ def watch(kb_path: Path | None, config: Path | None, verbose: bool, quiet: bool)
     elsewhere (`kb-mcp serve --read-only` against a shared store): the same watcher and
     reconciliation as `kb-mcp serve`, without serving anything. Each sync is logged on
     stderr. Runs until SIGINT or SIGTERM, then exits 0. Exits 1 when another writer holds
-    the index past [lock].timeout_seconds (the message names it), 2 when it cannot start
-    (bad configuration, an index it may not write, an unreachable store).
+    the index past [lock].timeout_seconds (the message names it) or the store cannot be
+    reached or read, 2 when it cannot start as asked (bad configuration, an index it may
+    not write).
     """
     from kbmcp_adapters.app.bootstrap import settings_for
 
@@ -79,11 +80,11 @@ def watch(kb_path: Path | None, config: Path | None, verbose: bool, quiet: bool)
     signals.install()
 
     from kbmcp_adapters.app.knowledge_base import IndexRunStopped, KnowledgeBase
-    from kbmcp_cli.index_cmd import _Progress
+    from kbmcp_cli.progress import IndexProgress
     from kbmcp_core.errors import StoreError
 
     kb = KnowledgeBase.from_settings(settings)
-    progress = _Progress(quiet)
+    progress = IndexProgress(quiet)
     try:
         log.info("indexing %s", settings.kb_path)
         summary = kb.index(progress=progress, stop=signals.stop, purpose="kb-mcp watch")
@@ -92,10 +93,10 @@ def watch(kb_path: Path | None, config: Path | None, verbose: bool, quiet: bool)
         log.info("stopped before the first index run finished; the next run completes it")
         kb.close()
         return
-    except StoreError as exc:  # an unreachable or damaged store: it cannot start
+    except StoreError as exc:  # an unreachable or damaged store: a failure while running
         kb.close()
         click.echo(f"kb-mcp: error: {exc}", err=True)
-        sys.exit(EXIT_CANNOT_RUN)
+        sys.exit(1)
     finally:
         progress.close()
     _follow(kb, signals.stop)

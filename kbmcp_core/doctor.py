@@ -6,7 +6,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from kbmcp_core.errors import StoreCorrupt, VectorsUnreachable, VectorsUnreadable
+from kbmcp_core.errors import KbError, StoreCorrupt, VectorsUnreachable, VectorsUnreadable
 from kbmcp_core.models import extension_of
 from kbmcp_core.ports import ParserRegistry, StoreDiagnostics, VectorStore
 from kbmcp_core.reading import max_bytes_for, smallest_read_cap
@@ -105,6 +105,27 @@ def _finding(check: str, items: Sequence[object], summary: str, remedy: str) -> 
                    tuple(str(i) for i in list(items)[:SAMPLES]), remedy)
 
 
+def chunk_samples(store: StoreDiagnostics, ids: Sequence[int]) -> tuple[str, ...]:
+    """Each chunk as the file and lines (or page) it came from, ``guides/keys.md L10-24``;
+    a chunk that no longer exists, or whose document is gone, says so instead."""
+    try:
+        chunks = store.get_chunks(ids)
+    except KbError:
+        chunks = {}
+    shown: list[str] = []
+    for cid in ids:
+        chunk = chunks.get(cid)
+        if chunk is None:
+            shown.append(f"no chunk or no document left (row {cid})")
+        elif chunk.page is not None:
+            shown.append(f"{chunk.document_path} p.{chunk.page}")
+        elif chunk.start_line is not None:
+            shown.append(f"{chunk.document_path} L{chunk.start_line}-{chunk.end_line}")
+        else:
+            shown.append(chunk.document_path)
+    return tuple(shown)
+
+
 def damaged_store_report(problems: Sequence[str], store_location: str,
                          documents: int = 0, chunks: int = 0) -> DoctorReport:
     """The report for an index database SQLite calls damaged: nothing else is checked
@@ -200,6 +221,14 @@ def _diagnose(
         if items:
             findings.append(_finding(check, sorted(items, key=str), summary, remedy))
 
+    def add_chunks(check: str, ids: Collection[int], summary: str, remedy: str) -> None:
+        """A finding about chunks, its samples naming their files (never a bare id)."""
+        if ids:
+            found = _finding(check, sorted(ids), summary, remedy)
+            named = chunk_samples(store, sorted(ids)[:SAMPLES])
+            findings.append(Finding(found.check, found.severity, found.summary, found.count,
+                                    named, found.remedy))
+
     try:
         vector_ids: set[int] | None = vectors.ids()
     except VectorsUnreachable as exc:
@@ -220,16 +249,16 @@ def _diagnose(
             "run `kb-mcp index`: it finds the damaged vector files and rebuilds the vectors "
             "from the indexed chunks"))
     if vector_ids is not None:
-        add("missing-vector", chunk_ids - vector_ids, "{n} chunks have no vector",
-            "run `kb-mcp index`: it embeds the chunks that have no vector")
-        add("orphan-vector", vector_ids - chunk_ids, "{n} vectors belong to no chunk",
-            "run `kb-mcp index`: it removes the vectors that belong to no chunk")
-    add("missing-lexical-row", chunk_ids - facts.lexical_ids,
-        "{n} chunks have no lexical row", reindex)
-    add("orphan-lexical-row", facts.lexical_ids - chunk_ids,
-        "{n} lexical rows belong to no chunk", reindex)
-    add("chunk-without-document", facts.chunks_without_document,
-        "{n} chunks point at a missing document", reindex)
+        add_chunks("missing-vector", chunk_ids - vector_ids, "{n} chunks have no vector",
+                   "run `kb-mcp index`: it embeds the chunks that have no vector")
+        add_chunks("orphan-vector", vector_ids - chunk_ids, "{n} vectors belong to no chunk",
+                   "run `kb-mcp index`: it removes the vectors that belong to no chunk")
+    add_chunks("missing-lexical-row", chunk_ids - facts.lexical_ids,
+               "{n} chunks have no lexical row", reindex)
+    add_chunks("orphan-lexical-row", facts.lexical_ids - chunk_ids,
+               "{n} lexical rows belong to no chunk", reindex)
+    add_chunks("chunk-without-document", facts.chunks_without_document,
+               "{n} chunks point at a missing document", reindex)
     add("document-without-chunks", facts.documents_without_chunks,
         "{n} documents have no chunks", reindex)
     stats = store.stats()

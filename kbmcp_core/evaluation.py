@@ -13,8 +13,17 @@ METRICS = ("recall@1", "recall@5", "recall@10", "mrr@10", "ndcg@10")
 
 @dataclass(frozen=True, slots=True)
 class Expected:
+    """Where an answer is: a document, and optionally its section, named by its heading
+    and/or by a 1-based inclusive line range ``lines`` (a hit overlapping it is right)."""
+
     path: str
     heading: str | None = None
+    lines: tuple[int, int] | None = None
+
+    @property
+    def sectioned(self) -> bool:
+        """Scored at section level as well (a heading or a line range is given)."""
+        return self.heading is not None or self.lines is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,10 +36,13 @@ class GoldenQuery:
 
 @dataclass(frozen=True, slots=True)
 class Ranked:
-    """One returned section, in rank order."""
+    """One returned section, in rank order (its line range when it has one: PDF pages
+    have none)."""
 
     path: str
     heading: str
+    start_line: int | None = None
+    end_line: int | None = None
 
 
 @dataclass(slots=True)
@@ -72,17 +84,31 @@ def rank_query(
     for e in q.expected:
         doc_ranks.append(_consume(
             (i for i, p in enumerate(docs, 1) if p == e.path and i not in used_docs), used_docs))
-        if e.heading is not None:
-            want = fold(clean(e.heading))
+        if e.sectioned:
             sec_ranks.append(_consume(
                 (i for i, r in enumerate(ranked, 1)
-                 if r.path == e.path and fold(clean(r.heading)) == want and i not in used_secs),
-                used_secs))
+                 if i not in used_secs and section_hit(e, r, clean)), used_secs))
     n = len(q.expected)
-    n_sec = sum(1 for e in q.expected if e.heading is not None)
+    n_sec = sum(1 for e in q.expected if e.sectioned)
     outcome = QueryOutcome(q, min((r for r in doc_ranks if r), default=None),
                            min((r for r in sec_ranks if r), default=None), list(ranked[:5]))
     return _scores(doc_ranks, n), (_scores(sec_ranks, n_sec) if n_sec else {}), outcome
+
+
+def section_hit(e: Expected, r: Ranked, clean: Callable[[str], str]) -> bool:
+    """The returned section ``r`` is the expected one: same path, the same heading (after
+    ``clean`` and ``fold``) when one is expected, and a line range overlapping ``lines``
+    when those are expected (a hit without a line range never overlaps)."""
+    if r.path != e.path:
+        return False
+    if e.heading is not None and fold(clean(r.heading)) != fold(clean(e.heading)):
+        return False
+    if e.lines is not None:
+        if r.start_line is None:
+            return False
+        end = r.end_line if r.end_line is not None else r.start_line
+        return r.start_line <= e.lines[1] and end >= e.lines[0]
+    return True
 
 
 def _consume(candidates: object, used: set[int]) -> int | None:
@@ -102,6 +128,8 @@ class EvalReport:
     misses: list[QueryOutcome]
     #: queries per ``kind`` (the kind-less ones under "all"), in the golden file's order
     kind_counts: dict[str, int] = field(default_factory=dict)
+    #: how often ``low_confidence`` was said, when the retriever says (``Retrieved``)
+    flagged: Flagged | None = None
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -114,36 +142,100 @@ class EvalReport:
                 for kind, levels in self.per_kind.items()
             },
             "queries_per_kind": dict(self.kind_counts),
+            **({"low_confidence": self.flagged.as_dict()} if self.flagged else {}),
             "misses": [
                 {
                     "id": o.query.id,
                     "query": o.query.query,
-                    "expected": [
-                        {"path": e.path, "heading": e.heading} for e in o.query.expected
-                    ],
+                    "expected": [_expected_json(e) for e in o.query.expected],
                     "document_rank": o.doc_rank,
                     "section_rank": o.section_rank,
-                    "top": [{"path": r.path, "heading": r.heading} for r in o.top],
+                    "top": [_ranked_json(r) for r in o.top],
                 }
                 for o in self.misses
             ],
         }
 
 
+def _expected_json(e: Expected) -> dict[str, object]:
+    out: dict[str, object] = {"path": e.path, "heading": e.heading}
+    if e.lines is not None:
+        out["lines"] = list(e.lines)
+    return out
+
+
+def _ranked_json(r: Ranked) -> dict[str, object]:
+    out: dict[str, object] = {"path": r.path, "heading": r.heading}
+    if r.start_line is not None:
+        out["lines"] = [r.start_line, r.end_line]
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Retrieved:
+    """What a retriever gives ``evaluate`` for one query: the ranked sections, and whether
+    the response said ``low_confidence`` (None when the retriever does not say)."""
+
+    ranked: Sequence[Ranked]
+    low_confidence: bool | None = None
+
+
+@dataclass(slots=True)
+class Flagged:
+    """How often responses were flagged ``low_confidence``: on the questions the knowledge
+    base has no answer to (``expected: []``, should be flagged) and on the others."""
+
+    no_answer: int = 0
+    no_answer_flagged: int = 0
+    answerable: int = 0
+    answerable_flagged: int = 0
+
+    def add(self, answerable: bool, flagged: bool) -> None:
+        if answerable:
+            self.answerable += 1
+            self.answerable_flagged += flagged
+        else:
+            self.no_answer += 1
+            self.no_answer_flagged += flagged
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "no_answer_queries": self.no_answer,
+            "no_answer_flagged": round(self.no_answer_flagged / self.no_answer, 4)
+            if self.no_answer else None,
+            "answerable_queries": self.answerable,
+            "answerable_flagged": round(self.answerable_flagged / self.answerable, 4)
+            if self.answerable else None,
+        }
+
+
 def evaluate(
     mode: str,
     queries: Sequence[GoldenQuery],
-    retrieve: Callable[[str], Sequence[Ranked]],
+    retrieve: Callable[[str], Sequence[Ranked] | Retrieved],
     clean: Callable[[str], str],
 ) -> EvalReport:
-    """Run every query through ``retrieve`` and average the metrics."""
+    """Run every query through ``retrieve`` and average the metrics over the queries with
+    an answer; a query with ``expected: []`` only counts towards ``flagged`` (its response
+    should say ``low_confidence``), as does every query whose retriever says."""
     doc_sum: dict[str, float] = dict.fromkeys(METRICS, 0.0)
     sec_sum: dict[str, float] = dict.fromkeys(METRICS, 0.0)
-    n_sec = 0
+    n_sec = n_doc = 0
     kinds: dict[str, list[tuple[dict[str, float], dict[str, float]]]] = {}
+    counts: dict[str, int] = {}
     misses: list[QueryOutcome] = []
+    flagged = Flagged()
     for q in queries:
-        d, s, outcome = rank_query(q, retrieve(q.query), clean)
+        got = retrieve(q.query)
+        ranked, low = (got.ranked, got.low_confidence) if isinstance(got, Retrieved) else (
+            got, None)
+        counts[q.kind or "all"] = counts.get(q.kind or "all", 0) + 1
+        if low is not None:
+            flagged.add(bool(q.expected), low)
+        if not q.expected:
+            continue
+        d, s, outcome = rank_query(q, ranked, clean)
+        n_doc += 1
         for k in METRICS:
             doc_sum[k] += d[k]
             if s:
@@ -154,7 +246,6 @@ def evaluate(
             s and (outcome.section_rank is None or outcome.section_rank > 10)
         ):
             misses.append(outcome)
-    n = max(len(queries), 1)
     per_kind = {
         kind: {
             "document": _mean([d for d, _ in rows]),
@@ -165,11 +256,12 @@ def evaluate(
     return EvalReport(
         mode=mode,
         n=len(queries),
-        document={k: v / n for k, v in doc_sum.items()},
+        document={k: v / n_doc for k, v in doc_sum.items()} if n_doc else {},
         section={k: v / max(n_sec, 1) for k, v in sec_sum.items()} if n_sec else {},
         per_kind=per_kind,
         misses=misses,
-        kind_counts={kind: len(rows) for kind, rows in kinds.items()},
+        kind_counts=counts,
+        flagged=flagged if flagged.no_answer or flagged.answerable else None,
     )
 
 
@@ -196,6 +288,7 @@ def run_metrics(reports: Sequence[EvalReport]) -> RunMetrics:
             "section": dict(r.section),
             "per_kind": {kind: {lvl: dict(m) for lvl, m in levels.items()}
                          for kind, levels in r.per_kind.items()},
+            **({"low_confidence": r.flagged.as_dict()} if r.flagged else {}),
         }
         for r in reports
     }

@@ -34,6 +34,7 @@ from kbmcp_core.meta_keys import (
     META_IN_PROGRESS,
     META_LAST_RUN,
     META_MODEL,
+    META_PARSED_WITH,
     META_VECTORS,
 )
 from kbmcp_core.models import (
@@ -149,6 +150,8 @@ class _Copy:
         dst.set_meta(META_DIMENSION, str(dimension))
         # the vectors copied were made from the source's text: its mark comes with them
         dst.set_meta(META_EMBED_TEXT, self.source.get_meta(META_EMBED_TEXT) or "")
+        # and the rows were made by the source's parsers (decision 0032)
+        dst.set_meta(META_PARSED_WITH, self.source.get_meta(META_PARSED_WITH) or "")
         removed = self._clear(replace_target and not resumed, set(paths))
         have = set() if self.target_vectors is None else self.target_vectors.ids()
         chunks = vectors = skipped = 0

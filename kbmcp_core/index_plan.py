@@ -38,11 +38,15 @@ def plan(
     enabled_extensions: Collection[str],
     force: bool = False,
     prune_disabled: bool = False,
+    reparse_extensions: Collection[str] = (),
 ) -> IndexPlan:
     """Decide what to do with every path, touching nothing.
 
     Rows whose extension is not enabled are outside the run and stay as they are (they
     remain searchable but are not offered), unless ``prune_disabled`` removes them.
+    Documents with an extension in ``reparse_extensions`` (their parser changed since
+    they were indexed) are indexed again even when their bytes did not change, and a
+    moved one is indexed at its new path rather than renamed.
     """
     failed = {r.path for r in scan.refused if r.kind == "failed"}
     in_scope = {
@@ -71,7 +75,8 @@ def plan(
             to_index.append(path)
         elif state is None:
             new_by_hash.setdefault(f.content_hash, []).append(path)
-        elif force or state.content_hash != f.content_hash:
+        elif force or state.content_hash != f.content_hash \
+                or extension_of(path) in reparse_extensions:
             to_index.append(path)
         else:
             unchanged.append(path)
@@ -87,7 +92,7 @@ def plan(
     delete: list[str] = []
     for old in vanished:
         candidates = new_by_hash.get(in_scope[old].content_hash)
-        if candidates and not force:
+        if candidates and not force and extension_of(old) not in reparse_extensions:
             renames.append((old, candidates.pop(0)))
         else:
             delete.append(old)

@@ -12,6 +12,7 @@ vectors whose chunk is gone are removed (docs/decisions/0008 and 0017).
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import secrets
 import threading
@@ -37,6 +38,7 @@ from kbmcp_core.meta_keys import (
     META_IN_PROGRESS,
     META_LAST_RUN,
     META_MODEL,
+    META_PARSED_WITH,
     META_READY,
     META_VECTORS,
 )
@@ -268,6 +270,7 @@ class IndexRun:
         d.store.set_meta(META_IN_PROGRESS, d.clock.now_iso())
         indexed = d.store.indexed_states()
         self._known = frozenset(indexed)
+        reparse = self._reparse_extensions(bool(indexed))
         if self.paths is not None:
             indexed = {p: s for p, s in indexed.items() if _within(p, self.paths)}
         # the walk reads and hashes only what the plan compares; every other file is read
@@ -292,12 +295,15 @@ class IndexRun:
             enabled_extensions=d.registry.extensions(),
             force=self.force,
             prune_disabled=self.prune_disabled,
+            reparse_extensions=reparse,
         )
         # every path accounted for once: added + updated + renamed + unchanged + skipped
         # + failed == scanned (docs/usage.md)
         self.summary.scanned = scan.entries()
         self._apply_cheap_actions(p)
         self._text_phase(p)
+        if self.paths is None:  # every document of the folder now has this run's parsing
+            self._record_parsers()
         listed = not any(r.path == "." for r in scan.refused)  # the root could be read
         if self.paths is None and listed and not d.store.get_meta(META_READY):
             d.store.set_meta(META_READY, d.clock.now_iso())  # keyword search covers it all
@@ -411,6 +417,34 @@ class IndexRun:
             self.progress(phase, done, total, item)
 
     # -- steps -------------------------------------------------------------
+    def _reparse_extensions(self, has_rows: bool) -> frozenset[str]:
+        """The enabled extensions whose parser changed what it makes of a file since the
+        rows were written (``META_PARSED_WITH``; all of them in an index from before that
+        mark): their unchanged documents are read again. Their chunks keep their vectors
+        wherever the text is the same (vectors are reused by chunk text)."""
+        d = self.deps
+        if not has_rows:  # a new index: whatever this run (or its resumption) writes is
+            self._record_parsers()  # made by today's parsers
+            return frozenset()
+        if self.force:
+            return frozenset()
+        stored = _parsed_with(d.store.get_meta(META_PARSED_WITH))
+        stale = frozenset(ext for ext, generation in d.registry.conversion_versions().items()
+                          if stored.get(ext) != generation)
+        if stale:
+            log.info("the conversion of %s changed since this index was built: those "
+                     "documents are read again (unchanged text keeps its vectors)",
+                     ", ".join(f".{ext}" for ext in sorted(stale)))
+        return stale
+
+    def _record_parsers(self) -> None:
+        """After a whole-folder text phase: which parser generation made the rows (kept
+        for extensions not enabled now, whose rows stay as an older parser made them)."""
+        d = self.deps
+        merged = {**_parsed_with(d.store.get_meta(META_PARSED_WITH)),
+                  **d.registry.conversion_versions()}
+        d.store.set_meta(META_PARSED_WITH, json.dumps(merged, sort_keys=True))
+
     def _needs_repair(self) -> bool:
         """Chunks without vectors, vectors without chunks or rows without owners can only
         exist after a run that did not finish, a forced one, or a change to the stores
@@ -594,9 +628,18 @@ class IndexRun:
         self.summary.warnings.append(message)
 
 
-def _json(summary: dict[str, object], finished_at: str) -> str:
-    import json
+def _parsed_with(raw: str | None) -> dict[str, int]:
+    """``META_PARSED_WITH`` as a mapping; absent or unreadable = nothing known."""
+    try:
+        value = json.loads(raw) if raw else {}
+    except ValueError:
+        return {}
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): v for k, v in value.items() if isinstance(v, int)}
 
+
+def _json(summary: dict[str, object], finished_at: str) -> str:
     return json.dumps({**summary, "finished_at": finished_at}, ensure_ascii=False)
 
 

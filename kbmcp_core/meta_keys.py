@@ -27,6 +27,10 @@ META_CONVERSIONS = "converted_text_filled"
 #: the index is *ready*. "" from the start of an index's first run until then; absent in
 #: indexes from before this mark (``index_run.index_ready`` decides those).
 META_READY = "ready_since"
+#: Which parser generation made the stored rows, per extension, as JSON (``{"md": 2}``):
+#: a run reads again the documents of every extension whose generation changed since.
+#: Absent in indexes from before this mark: their documents are all read again, once.
+META_PARSED_WITH = "parsed_with"
 
 #: every key above, in the order they are described
 META_KEYS: tuple[str, ...] = (
@@ -39,6 +43,7 @@ META_KEYS: tuple[str, ...] = (
     META_COPY,
     META_CONVERSIONS,
     META_READY,
+    META_PARSED_WITH,
 )
 
 __all__ = [
@@ -50,6 +55,7 @@ __all__ = [
     "META_KEYS",
     "META_LAST_RUN",
     "META_MODEL",
+    "META_PARSED_WITH",
     "META_READY",
     "META_VECTORS",
 ]

@@ -22,7 +22,8 @@ DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}$"
 
 # Why the walk did not take a path: the keys of ``RunSummary.skipped_reasons``.
 #: quiet skips, counted only (a folder of photos must not print a line per photo)
-SKIP_FORMAT = "format not enabled"
+SKIP_FORMAT = "format not enabled"  # one kb-mcp reads, left out by [parsers].enabled
+SKIP_UNSUPPORTED = "not a supported format"  # one kb-mcp cannot read (photo.png)
 SKIP_IGNORED = "excluded by .kb-mcpignore"
 SKIP_EXCLUDED_FOLDER = "excluded folder"
 #: refusals, each with its own warning line as well

@@ -87,6 +87,12 @@ class ParserRegistry(Protocol):
 
     def parser_for(self, extension: str) -> Parser | None: ...
 
+    def conversion_versions(self) -> Mapping[str, int]:
+        """Per enabled extension, the generation of what its parser makes of a file (its
+        text, headings, chunks): a number that changes whenever that output changes, so an
+        index run reads again the unchanged documents an older parser converted."""
+        ...
+
 
 class OpenFile(Protocol):
     """One document held open: every fact and every byte comes from this one handle."""
@@ -334,6 +340,10 @@ class StoreDiagnostics(Protocol):
     def document_paths(self) -> list[str]: ...
 
     def sizes_over(self, min_bytes: int) -> list[tuple[str, int]]: ...
+
+    def get_chunks(self, ids: Collection[int]) -> dict[int, StoredChunk]:
+        """The chunks of ``ids`` that exist (doctor names their files in its samples)."""
+        ...
 
     def consistency(self) -> Consistency:
         """Raw facts for doctor: chunk and lexical ids, dangling rows, NULL sizes, schema."""

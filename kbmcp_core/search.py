@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import cast
 
+from kbmcp_core.confidence import low_confidence
 from kbmcp_core.context import Context
 from kbmcp_core.errors import VectorsUnreachable, VectorsUnreadable
 from kbmcp_core.fusion import Fusion, fuse
@@ -59,7 +60,7 @@ class SearchHit:
         }
         if self.page is not None:
             out["page"] = self.page
-        else:
+        if self.page is None or self.start_line is not None:  # a slide hit carries both
             out["start_line"] = self.start_line
             out["end_line"] = self.end_line
         if self.uri is not None:
@@ -140,9 +141,9 @@ class Searcher:
                 vector = self.vectors.search(qv, pool, allowed_ids)
             except VectorsUnreadable as exc:  # damaged vector files: keywords still answer
                 unreadable = exc
+        readable = self.embedder.coverage(req.query) if req.mode != "lexical" else 0.0
         if req.mode == "hybrid":
-            fused = fuse(vector, lexical, coverage=self.embedder.coverage(req.query),
-                         fusion=self.fusion)
+            fused = fuse(vector, lexical, coverage=readable, fusion=self.fusion)
         else:
             fused = list(vector or lexical)
         chunks = self.store.get_chunks([cid for cid, _ in fused])
@@ -161,8 +162,14 @@ class Searcher:
                      for (cid, score), m, ctx in zip(picked, spans, contexts, strict=True))
         notice = (_unreadable_notice(unreadable, req.mode) if unreadable is not None
                   else self._indexing_notice(req.mode))
-        return SearchResponse(hits, _low_confidence(vector, lexical, hits), filters, req.mode,
-                              notice, reranked)
+        low = low_confidence(
+            hits=len(hits),
+            similarities=(sorted((sim for _, sim in vector), reverse=True)
+                          if req.mode != "lexical" and unreadable is None else None),
+            best_lexical=(max((rel for _, rel in lexical), default=0.0)
+                          if req.mode != "vector" else None),
+            readable=readable)
+        return SearchResponse(hits, low, filters, req.mode, notice, reranked)
 
     def _indexing_notice(self, mode: Mode) -> str | None:
         """While an index run is writing, some chunks may have text but no vector yet."""
@@ -214,15 +221,3 @@ def _hit(c: StoredChunk, score: float, offered: set[str]) -> SearchHit:
         start_line=c.start_line, end_line=c.end_line, page=c.page, tags=c.tags, date=c.date,
         uri=doc_uri(c.document_path) if c.document_path in offered else None,
     )
-
-
-def _low_confidence(
-    vector: Sequence[tuple[int, float]],
-    lexical: Sequence[tuple[int, float]],
-    hits: Sequence[SearchHit],
-) -> bool:
-    """No clear winner: nothing found, or no lexical match and weak semantic similarity."""
-    if not hits:
-        return True
-    best_similarity = vector[0][1] if vector else 0.0
-    return not lexical and best_similarity < 0.35

@@ -46,7 +46,7 @@ class SearchDefaults:
 
     limit: int = 5
     max_limit: int = 50
-    chunks_per_document: int = 2
+    chunks_per_document: int = 4
     #: MMR λ, context kind and neighbours, reranking, and how many candidates it reads
     shape: ShapeOptions = field(default_factory=ShapeOptions)
 

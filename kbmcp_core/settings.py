@@ -157,7 +157,7 @@ class Settings:
     chunk_min_tokens: int = 24
     search_default_limit: int = 5
     search_max_limit: int = 50
-    search_chunks_per_document: int = 2
+    search_chunks_per_document: int = 4
     #: MMR λ (1.0 = off), context kind and neighbours, reranking: decision 0016
     search_diversity: float = 1.0
     search_context: str = "none"
@@ -180,6 +180,12 @@ class Settings:
     read_only: bool = False
     #: [server].tokens_file: the tokens file of `serve` and `kb-mcp token` (else in index_dir)
     server_tokens_file: Path | None = None
+    #: [server].index_on_start: `serve` (not read-only) builds a missing index and brings a
+    #: stale one up to date in the background as it starts (decision 0024; --no-index: off)
+    server_index_on_start: bool = True
+    #: [server].trusted_proxies: addresses or networks whose X-Forwarded-* headers `serve`
+    #: believes (none by default; --trusted-proxy adds to them)
+    server_trusted_proxies: tuple[str, ...] = ()
     extra: dict[str, object] = field(default_factory=dict)
     #: where these settings came from; not a setting (equal settings from two files are
     #: equal, and a search answer does not depend on it)

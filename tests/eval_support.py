@@ -6,17 +6,18 @@ from collections.abc import Callable
 
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 from kbmcp_adapters.parsers.headings import clean_heading
-from kbmcp_core.evaluation import METRICS, EvalReport, GoldenQuery, Ranked, evaluate
+from kbmcp_core.evaluation import METRICS, EvalReport, GoldenQuery, Ranked, Retrieved, evaluate
 from kbmcp_core.search_request import MODES
 
 
 def measure(kb: KnowledgeBase, queries: list[GoldenQuery]) -> dict[str, EvalReport]:
     """The three retrievers (hybrid, vector, lexical) measured on the golden queries."""
 
-    def retriever(mode: str) -> Callable[[str], list[Ranked]]:
-        def retrieve(query: str) -> list[Ranked]:
-            hits = kb.search(query, limit=50, mode=mode).results
-            return [Ranked(h.path, h.heading) for h in hits]
+    def retriever(mode: str) -> Callable[[str], Retrieved]:
+        def retrieve(query: str) -> Retrieved:
+            res = kb.search(query, limit=50, mode=mode)
+            return Retrieved([Ranked(h.path, h.heading, h.start_line, h.end_line)
+                              for h in res.results], res.low_confidence)
 
         return retrieve
 

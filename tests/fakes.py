@@ -103,9 +103,14 @@ class FakeParser:
 class FakeRegistry:
     def __init__(self, parser: FakeParser | None = None) -> None:
         self.parser = parser or FakeParser()
+        #: the parser generation every extension reports (raise it to "upgrade" the parser)
+        self.generation = 1
 
     def extensions(self) -> frozenset[str]:
         return frozenset(self.parser.extensions)
+
+    def conversion_versions(self) -> dict[str, int]:
+        return dict.fromkeys(self.parser.extensions, self.generation)
 
     def parser_for(self, extension: str) -> FakeParser | None:
         return self.parser if extension in self.parser.extensions else None

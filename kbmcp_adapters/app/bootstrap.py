@@ -137,9 +137,10 @@ class Container:
         if self._given_scanner is not None:
             return self._given_scanner
         from kbmcp_adapters.filesystem.scanner import DiskScanner
+        from kbmcp_adapters.parsers.registry import READABLE_EXTENSIONS
 
         return DiskScanner(self.settings.kb_path, self._disk.get(), self.rules,
-                           self.registry.extensions())
+                           self.registry.extensions(), READABLE_EXTENSIONS)
 
     @property
     def embedder(self) -> Embedder:

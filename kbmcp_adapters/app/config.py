@@ -78,11 +78,13 @@ _SCHEMA: dict[str, dict[str, tuple[str, tuple[type, ...]]]] = {
         "debounce_ms": ("watch_debounce_ms", (int,)),
     },
     "lock": {"timeout_seconds": ("writer_lock_timeout_s", (int, float))},
-    "server": {"tokens_file": ("server_tokens_file", (str,))},
+    "server": {"tokens_file": ("server_tokens_file", (str,)),
+               "index_on_start": ("server_index_on_start", (bool,)),
+               "trusted_proxies": ("server_trusted_proxies", (list,))},
 }
 
 _PATH_FIELDS = {"kb_path", "index_dir", "model_cache_dir", "server_tokens_file"}
-_TUPLE_FIELDS = {"enabled_formats", "exclude_dirs"}
+_TUPLE_FIELDS = {"enabled_formats", "exclude_dirs", "server_trusted_proxies"}
 
 #: Names a config file, as --config does (which wins over it): decision 0021.
 CONFIG_ENV = trust.CONFIG_ENV
@@ -90,7 +92,7 @@ CONFIG_ENV = trust.CONFIG_ENV
 #: the knowledge base or the working folder) may set them only once trusted. ``index_dir``
 #: (outside kb_path) and ``embedding.model`` (outside the packaged ones) are checked too.
 _GATED_FIELDS = ("database_url", "vectors_uri", "vectors_storage_options", "model_cache_dir",
-                 "server_tokens_file")
+                 "server_tokens_file", "server_trusted_proxies")
 
 log = logging.getLogger(__name__)
 
@@ -258,7 +260,10 @@ def gated_keys(values: Mapping[str, Any], kb_path: Path) -> list[str]:
 
         model = str(values["embedding_model"])
         default = Settings.__dataclass_fields__["embedding_model"].default
-        if packaged_model(model) is None and model.strip().lower() != str(default).lower():
+        from kbmcp_adapters.embedding.fastembed_embedder import INTEGER_MODEL_ID
+
+        own = {str(default).lower(), INTEGER_MODEL_ID.lower()}  # made on this machine
+        if packaged_model(model) is None and model.strip().lower() not in own:
             gated.append("embedding.model")
     return gated
 

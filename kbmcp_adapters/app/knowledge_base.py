@@ -160,9 +160,10 @@ class KnowledgeBase:
         """The exclusion rules as they are on disk now (``.kb-mcpignore`` re-read)."""
         return self._container.rules
 
-    def scan(self) -> DiskScan:
-        """Walk the knowledge base as an index run would, writing nothing."""
-        return self._container.scanner.scan()
+    def scan(self, *, read: bool = True) -> DiskScan:
+        """Walk the knowledge base as an index run would, writing nothing; ``read=False``
+        hashes no file (what is taken and skipped, and why, without reading contents)."""
+        return self._container.scanner.scan(None if read else (lambda _path, _size: False))
 
     def indexed_paths(self) -> list[str]:
         """Every indexed path, sorted. ``IndexNotFound`` when there is no index."""

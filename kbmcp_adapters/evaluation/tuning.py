@@ -38,7 +38,7 @@ def tune_fusion(kb: KnowledgeBase, queries: Sequence[GoldenQuery], *, folds: int
                                  tuple(searcher.store.lexical_search(q.query, pool)),
                                  searcher.embedder.coverage(q.query))
     ids = {cid for lg in legs.values() for cid, _ in (*lg.vector, *lg.lexical)}
-    sections = {cid: Ranked(c.document_path, c.heading)
+    sections = {cid: Ranked(c.document_path, c.heading, c.start_line, c.end_line)
                 for cid, c in searcher.store.get_chunks(ids).items()}
 
     def candidate(fusion: Fusion) -> Candidate[Fusion]:

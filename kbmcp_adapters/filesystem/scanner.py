@@ -36,6 +36,7 @@ from kbmcp_core.models import (
     SKIP_LINK,
     SKIP_SPECIAL,
     SKIP_UNREADABLE,
+    SKIP_UNSUPPORTED,
     DiskFile,
     DiskScan,
     Refusal,
@@ -82,6 +83,7 @@ def classify(
     extensions: Collection[str],
     rules: ExclusionPolicy,
     needs_hash: HashNeeded | None = None,
+    readable: Collection[str] = (),
 ) -> DiskFile | Refusal | Skip | None:
     """Decide what one non-folder path is for indexing: a file to index, a refusal, a
     quiet skip, or None (kb-mcp's own file, or gone meanwhile).
@@ -90,15 +92,18 @@ def classify(
     (what lstat said while walking) only sorts out links and special files; the bytes and
     the size come from one descriptor opened through the root-bound route, which checks
     all of that again. When ``needs_hash(path, size)`` says no, the file is not read: its
-    ``content_hash`` is None and the index run reads and hashes it (once).
+    ``content_hash`` is None and the index run reads and hashes it (once). A file whose
+    extension is not enabled is "format not enabled" when kb-mcp could read it
+    (``readable``: every format's extensions), else "not a supported format".
     """
     why = rules.reason(rel_path)
     if why == INDEX_FOLDER or rel_path == IGNORE_FILE_NAME:
         return None
     if why is not None:
         return Skip(why)
-    if extension_of(rel_path) not in extensions:
-        return Skip(SKIP_FORMAT)
+    extension = extension_of(rel_path)
+    if extension not in extensions:
+        return Skip(SKIP_FORMAT if extension in readable else SKIP_UNSUPPORTED)
     if not is_utf8(rel_path):
         return Refusal(shown(rel_path), BAD_NAME, "absent", SKIP_BAD_NAME)
     if entry.kind in ("link", "link_to_folder"):
@@ -149,11 +154,14 @@ class DiskScanner:
         fs: LocalFileSystem,
         rules: ExclusionPolicy,
         extensions: Collection[str],
+        readable: Collection[str] = (),
     ) -> None:
         self.root = root
         self.fs = fs
         self.rules = rules
         self.extensions = frozenset(extensions)
+        #: the extensions of every format kb-mcp reads, enabled or not
+        self.readable = frozenset(readable) | self.extensions
 
     def scan(self, needs_hash: HashNeeded | None = None) -> DiskScan:
         found = _Found(folders=[""], needs_hash=needs_hash)
@@ -219,7 +227,8 @@ class DiskScanner:
             else:
                 found.folders.append(rel)
             return
-        outcome = classify(self.fs, rel, entry, self.extensions, self.rules, found.needs_hash)
+        outcome = classify(self.fs, rel, entry, self.extensions, self.rules, found.needs_hash,
+                           self.readable)
         if isinstance(outcome, DiskFile):
             found.files[rel] = outcome
         elif isinstance(outcome, Refusal):

@@ -2,6 +2,8 @@
 
 The server's runtime is seen through ``SyncHost`` (structural), so this folder never imports
 the MCP server's modules; the CLI hands ``watch_task`` to the server as a background task.
+When ``serve`` indexes on start (decision 0024), the watcher's first sync is that run: it
+creates a missing index, and the file events that arrive meanwhile wait for the next sync.
 """
 
 from __future__ import annotations
@@ -36,6 +38,11 @@ class SyncHost(Protocol):
     @property
     def settings(self) -> Settings: ...
 
+    @property
+    def index_on_start(self) -> bool:
+        """``serve`` builds (or brings up to date) the index as it starts."""
+        ...
+
     def knowledge_base(self) -> KnowledgeBase: ...
 
     async def in_thread(self, func: Callable[[], T]) -> T: ...
@@ -61,7 +68,7 @@ async def watch_task(host: SyncHost) -> None:
             anyio.from_thread.run(host.offer_changed, token=token)
 
     watcher = Watcher(kb, debounce_ms=host.settings.watch_debounce_ms, on_synced=synced,
-                      tracking=host.tracking)
+                      tracking=host.tracking, create_index=host.index_on_start)
     host.attach_watcher(watcher)
     watcher.start()
     log.info("watching %s for changes", host.settings.kb_path)

@@ -70,7 +70,9 @@ class Watcher:
     exclusion predicate and single-file routine as the full run); an edit of
     ``.kb-mcpignore``, a restart of the file watcher, the start (``reconcile_on_start``)
     and every ``reconcile_interval_s`` run a full incremental ``kb.index()`` that catches
-    whatever no event reported. The watcher never creates an index, it only keeps one.
+    whatever no event reported. The watcher never creates an index, it only keeps one,
+    unless ``create_index`` (``serve``'s start run, decision 0024): then its full runs
+    create a missing index, so its first sync is the first index run.
 
     Two threads: a reader follows watchfiles and only collects events (into ``_pending``,
     under ``_wake``), so events are seen while a sync runs; the sync thread runs one
@@ -88,6 +90,7 @@ class Watcher:
         reconcile_interval_s: float = 300.0,
         reconcile_on_start: bool = True,
         tracking: Callable[[], AbstractContextManager[Progress]] | None = None,
+        create_index: bool = False,
     ) -> None:
         if debounce_ms < 1:
             raise ValueError("debounce_ms must be at least 1")
@@ -100,6 +103,8 @@ class Watcher:
         self.reconcile_on_start = reconcile_on_start
         #: the server's progress tracker (what /ui shows while a sync runs), if any
         self.tracking = tracking
+        #: a full run may create a missing index (``serve``'s start run)
+        self.create_index = create_index
         self._root = kb.settings.kb_path
         self._root_str = os.path.normpath(str(self._root))
         self._index_rel = _index_dir_within(self._root, kb.settings.index_dir)
@@ -381,8 +386,10 @@ class Watcher:
                     return
                 if len(targets) > FULL_RUN_OVER:
                     targets, full = None, True  # a checkout or a pull: one walk is cheaper
-            before = set(kb.offered_paths())
             with self.tracking() if self.tracking else contextlib.nullcontext() as progress:
+                if full and self.create_index:  # its failure is the tracker's to see too
+                    kb.open_index(create=True)
+                before = set(kb.offered_paths())
                 summary = kb.index(paths=targets, stop=self._stop, progress=progress,
                                    purpose="the live-sync watcher", yield_to=yield_to)
             after = set(kb.offered_paths())

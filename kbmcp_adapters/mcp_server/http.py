@@ -18,6 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kbmcp_adapters.mcp_server.auth import HashedTokenVerifier, with_bearer_auth
 from kbmcp_adapters.mcp_server.http_limits import BodyGuard, HttpLimits, SessionCap
+from kbmcp_adapters.mcp_server.http_proxy import ForwardedHeaders, Network, peer_of
 from kbmcp_adapters.mcp_server.runtime import BackgroundTask, KbRuntime
 from kbmcp_adapters.mcp_server.server import build_server, exit_now
 from kbmcp_adapters.mcp_server.ui import SECURITY_HEADERS, UI_API_PATH, UI_PATH, ui_routes
@@ -148,18 +149,20 @@ class HostOriginGuard:
             return
         names = [k.decode("latin-1").lower() for k, _ in scope["headers"]]
         if names.count("host") > 1 or names.count("origin") > 1:
-            log.warning("refused a request with more than one Host or Origin header")
+            log.warning("refused a request from %s with more than one Host or Origin header",
+                        peer_of(scope))
             await _forbidden("more than one Host or Origin header")(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         host = headers.get("host", "").lower()
         origin = headers.get("origin")
         if not host_matches(host, self.hosts):
-            log.warning("refused a request with a Host header this server does not answer to")
+            log.warning("refused a request from %s with a Host header this server does not "
+                        "answer to", peer_of(scope))
             await _forbidden("Host header not allowed")(scope, receive, send)
             return
         if origin is not None and not host_matches(origin.lower(), self.origins):
-            log.warning("refused a request from a foreign Origin")
+            log.warning("refused a request from %s with a foreign Origin", peer_of(scope))
             await _forbidden("Origin not allowed")(scope, receive, send)
             return
         await self.app(scope, receive, send)
@@ -219,8 +222,10 @@ def build_http_app(
     limits: HttpLimits | None = None,
     verifier: HashedTokenVerifier | None = None,
     open_without_tokens: bool = True,
+    trusted_proxies: tuple[Network, ...] = (),
 ) -> ASGIApp:
-    """The ASGI app: security headers -> Host/Origin guard -> bearer auth (of /mcp and
+    """The ASGI app: security headers -> forwarding headers (believed only from
+    ``trusted_proxies``, dropped otherwise) -> Host/Origin guard -> bearer auth (of /mcp and
     /ui/api) -> session cap -> body deadline and size -> Starlette (/mcp, /healthz, /ui,
     the sessions' lifespan).
 
@@ -259,7 +264,8 @@ def build_http_app(
         for protected in (MCP_PATH, UI_API_PATH):
             app = with_bearer_auth(app, verifier, protected,
                                    open_without_tokens=open_without_tokens)
-    return SecurityHeaders(HostOriginGuard(app, hosts, origins))
+    return SecurityHeaders(ForwardedHeaders(HostOriginGuard(app, hosts, origins),
+                                            trusted_proxies))
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -292,8 +298,11 @@ def serve_http(
     limits: HttpLimits | None = None,
     verifier: HashedTokenVerifier | None = None,
     insecure_no_auth: bool = False,
+    trusted_proxies: tuple[Network, ...] = (),
 ) -> None:
     """Serve MCP over streamable HTTP until interrupted (SIGINT or SIGTERM).
+
+    ``X-Forwarded-*`` headers are believed only from ``trusted_proxies`` (none by default).
 
     With a ``verifier``, /mcp needs one of its tokens whenever it has any; beyond
     loopback it must have one unless ``insecure_no_auth``.
@@ -313,7 +322,11 @@ def serve_http(
     bound_port = int(sock.getsockname()[1])
     app = build_http_app(rt, host=host, port=bound_port, extra_hosts=extra_hosts,
                          limits=limits, verifier=verifier,
-                         open_without_tokens=open_without_tokens)
+                         open_without_tokens=open_without_tokens,
+                         trusted_proxies=trusted_proxies)
+    if trusted_proxies:
+        log.info("believing X-Forwarded-For/-Proto/-Host from %s only",
+                 ", ".join(str(n) for n in trusted_proxies))
     shown = f"[{host.strip('[]')}]" if ":" in host else host
     log.info(
         "serving MCP over streamable HTTP at http://%s:%d%s (health: %s, page: %s)%s%s",
@@ -353,6 +366,9 @@ async def _serve_http(
         lifespan="on",
         timeout_graceful_shutdown=5,
         server_header=False,
+        # forwarding headers are ForwardedHeaders' business (trusted proxies only); uvicorn's
+        # own default would believe them from any loopback peer (or $FORWARDED_ALLOW_IPS)
+        proxy_headers=False,
         # uvicorn's h11 protocol plus a header deadline and connection caps
         http=guarded_protocol(within_fd_limit(limits)),
     )

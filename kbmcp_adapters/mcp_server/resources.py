@@ -45,7 +45,9 @@ async def list_resources(rt: KbRuntime, ctx: Any, params: Any) -> types.ListReso
         try:
             groups = rt.open_index().topic_summaries()
         except IndexNotFound:
-            log.warning("resources/list: no index yet; run `kb-mcp index` to offer documents")
+            if rt.indexing() is None:  # else serve's start run is building it (0024)
+                log.warning("resources/list: no index yet; run `kb-mcp index` to offer "
+                            "documents")
             return []
         return sorted((topic_resource(g) for g in groups), key=lambda r: r.uri)
 

@@ -21,8 +21,10 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from kbmcp_adapters.app.bootstrap import store_location
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
+from kbmcp_adapters.mcp_server.start_run import START_PURPOSE, StartRun
 from kbmcp_core.errors import IndexNotFound, IndexReadOnly, StoreError, WriterBusy
 from kbmcp_core.index_run import Progress
+from kbmcp_core.models import RunSummary
 from kbmcp_core.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -94,12 +96,17 @@ class KbRuntime:
         open_kb: Callable[[Settings], KnowledgeBase] = KnowledgeBase.from_settings,
         *,
         read_only: bool = False,
+        index_on_start: bool = False,
     ) -> None:
         """``open_kb`` builds the knowledge base on first need (tests pass fakes this way).
 
         ``read_only``: a replica that never writes the index: it never creates or
         migrates it, opens a SQLite file read-only (nothing in the index folder is
-        created or changed), and ``rebuild`` is refused (decision 0011)."""
+        created or changed), and ``rebuild`` is refused (decision 0011).
+
+        ``index_on_start``: ``serve`` runs an index run as it starts (decision 0024: the
+        watcher's first sync, or ``start_run.start_index_task``); until one completes,
+        the tools answer "indexing" rather than "no index yet". Never on a replica."""
         read_only = read_only or settings.read_only
         self.settings = dataclasses.replace(settings, read_only=True) if read_only else settings
         self.read_only = read_only
@@ -118,6 +125,9 @@ class KbRuntime:
         self._idle = threading.Condition()
         self._running = 0  # blocking calls in worker threads right now
         self._on_stop: list[Callable[[], None]] = []
+        #: the start run (decision 0024): pending until an index run of this server completes
+        self.index_on_start = index_on_start and not read_only
+        self.start_run = StartRun(self.index_on_start)
 
     # -- blocking: call these from worker threads ------------------------------------------
     def knowledge_base(self) -> KnowledgeBase:
@@ -170,9 +180,12 @@ class KbRuntime:
         kb.warm_up(announce=log)
 
     @contextlib.contextmanager
-    def tracking(self) -> Iterator[Progress]:
-        """``progress`` while one index run of this server goes on (a rebuild or a live
-        sync): yields the callback to hand to ``KnowledgeBase.index``."""
+    def tracking(self, *, failures_count: bool = True) -> Iterator[Progress]:
+        """``progress`` while one index run of this server goes on (a rebuild, a live
+        sync, the start run): yields the callback to hand to ``KnowledgeBase.index``.
+        How the run ended is the start run's to know (``StartRun.ended``): any run that
+        completes completes it; ``failures_count=False`` (a ``rebuild_index`` call, which
+        fails with ``writer_busy`` while the start run writes) keeps a failure to itself."""
         started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         self.progress = {"phase": "scan", "started": started}
 
@@ -184,22 +197,48 @@ class KbRuntime:
 
         try:
             yield progress
+        except Exception as exc:
+            if failures_count:
+                self.start_run.ended(exc)
+            raise
+        else:
+            self.start_run.ended(None)
         finally:
             self.progress = None
 
-    def _rebuild_blocking(self, force: bool) -> tuple[dict[str, object], bool]:
+    def indexing(self) -> dict[str, object] | None:
+        """While the start run is pending: what it is doing (``StartRun.status``), for
+        the tools to answer instead of "no index yet". None otherwise."""
+        if self._stopping.is_set():
+            return None
+        return self.start_run.status(self.progress)
+
+    @property
+    def stopping(self) -> bool:
+        """The server is going away (``request_stop`` was called)."""
+        return self._stopping.is_set()
+
+    def _update_blocking(self, force: bool, *, start: bool) -> tuple[RunSummary, bool]:
+        """One index run (creating the index when there is none): its summary, and
+        whether the set of offered documents changed. A rebuild loads the model first
+        (its log says so); the start run leaves that to its phase two."""
         kb = self.open_index(create=True)
         before = set(kb.offered_paths())
-        self.ensure_model(kb)
-        with self.tracking() as progress:
-            summary = kb.index(force=force, purpose="a rebuild_index call", progress=progress)
+        if not start:
+            self.ensure_model(kb)
+        purpose = START_PURPOSE if start else "a rebuild_index call"
+        with self.tracking(failures_count=start) as progress:
+            summary = kb.index(force=force, purpose=purpose, progress=progress)
         after = set(kb.offered_paths())
-        log.info("rebuild_index: %s", summary.line())
-        return summary.as_dict(), before != after
+        return summary, before != after
 
     # -- async -----------------------------------------------------------------------------
-    async def in_thread(self, func: Callable[[], T]) -> T:
-        return await anyio.to_thread.run_sync(partial(self._counted, func))
+    async def in_thread(self, func: Callable[[], T], *, abandon_on_cancel: bool = False) -> T:
+        """``func`` in a worker thread, counted until it returns (``shutdown`` waits for
+        it). ``abandon_on_cancel``: a cancelled caller goes on at once (a background task
+        at shutdown), the thread ending at its next safe point."""
+        return await anyio.to_thread.run_sync(partial(self._counted, func),
+                                              abandon_on_cancel=abandon_on_cancel)
 
     def _counted(self, func: Callable[[], T]) -> T:
         with self._idle:
@@ -229,9 +268,28 @@ class KbRuntime:
             )
         self._rebuild_since = datetime.now(UTC)
         try:
-            summary, offer_changed = await self.in_thread(partial(self._rebuild_blocking, force))
+            summary, offer_changed = await self.in_thread(
+                partial(self._update_blocking, force, start=False))
         finally:
             self._rebuild_since = None
+        log.info("rebuild_index: %s", summary.line())
+        if offer_changed:
+            await self.offer_changed()
+        return summary.as_dict()
+
+    async def index_at_start(self) -> RunSummary:
+        """The start run without a watcher (``start_run.start_index_task``): one
+        incremental run that creates the index when there is none, as a rebuild but
+        without loading the model first (phase one needs none) and without holding
+        ``rebuild``'s slot: a ``rebuild_index`` call meanwhile waits for it as for any
+        writer, up to ``[lock].timeout_seconds``, then answers ``writer_busy`` naming it."""
+        try:
+            summary, offer_changed = await self.in_thread(
+                partial(self._update_blocking, False, start=True),
+                abandon_on_cancel=True)
+        except Exception as exc:  # opening the index failed too: the tools must know (a
+            self.start_run.ended(exc)  # cancellation at shutdown is no failure of the run)
+            raise
         if offer_changed:
             await self.offer_changed()
         return summary

@@ -138,6 +138,11 @@ _RUN_COUNTS = ("scanned", "added", "updated", "metadata_only", "renamed", "delet
                "unchanged", "skipped", "failed", "chunks_embedded", "chunks_reused",
                "sizes_backfilled")  # fmt: skip
 
+#: While serve's start run has not made the folder searchable (decision 0024).
+_INDEXING = _typed("object", "serve is still building the index: status says how far "
+                   "(\"indexing: N of M files\"); tell the user and try again shortly",
+                   properties={"status": _STR, "done": _COUNT, "total": _COUNT,
+                               "started": _STR}, required=["status"])
 SEARCH_OUTPUT = _obj(
     {
         "results": _typed("array", items=_obj(
@@ -157,6 +162,7 @@ SEARCH_OUTPUT = _obj(
         "low_confidence": _BOOL,
         "filter_applied": {"type": "object"},
         "notice": _STR,
+        "indexing": _INDEXING,
         "rerank": _obj({"model": _STR, "candidates": _COUNT, "ms": _NUM, "trust": _NUM},
                        "model", "candidates", "ms", "trust"),
     },
@@ -175,6 +181,7 @@ TOPICS_OUTPUT = _obj(
         "documents": _COUNT,
         "last_indexed": _STR,
         "watcher": _obj({"alive": _BOOL, "last_sync": _STR, "last_error": _STR}, "alive"),
+        "indexing": _INDEXING,
     },
     "topics", "documents",
 )  # fmt: skip

@@ -25,6 +25,7 @@ from kbmcp_adapters.mcp_server.schemas import (
     JsonObject,
     search_input,
 )
+from kbmcp_adapters.mcp_server.start_run import RETRY_HINT
 from kbmcp_core.errors import IndexNotFound, IndexNotReady, KbError, PathRefused, StoreError
 from kbmcp_core.graph import GraphBounds
 from kbmcp_core.search_request import needs_embedder
@@ -87,7 +88,8 @@ def tool_specs(settings: Settings) -> list[ToolSpec]:
             "content where the query matched. low_confidence=true means nothing "
             "matched clearly: say so rather than guess. Filters apply before the limit. "
             "context='adjacent' or 'section' adds the text around each hit (context.expanded); "
-            "diversity below 1 spreads the page over more documents.",
+            "diversity below 1 spreads the page over more documents. indexing (with notice) "
+            "means the server is still building its index: tell the user, try again shortly.",
             search_input(settings), SEARCH_OUTPUT, _hints("Search the knowledge base"), _search,
         ),
         ToolSpec(
@@ -101,7 +103,8 @@ def tool_specs(settings: Settings) -> list[ToolSpec]:
             "list_topics", "List topics",
             "An overview of the knowledge base: its topic groups (first folders of the paths) "
             "with their kb://topic/ resource, document count and a few titles, the number of "
-            "indexed documents, and when the index was last updated.",
+            "indexed documents, and when the index was last updated; indexing, while the "
+            "server is still building its index, says how far it got.",
             TOPICS_INPUT, TOPICS_OUTPUT, _hints("List topics"), _list_topics,
         ),
         ToolSpec(
@@ -129,10 +132,18 @@ async def _search(rt: KbRuntime, args: JsonObject) -> JsonObject:
     query = args.pop("query")
 
     def run() -> JsonObject:
-        kb = rt.open_index()
-        if needs_embedder(args.get("mode")):  # /ui may ask for the lexical leg alone
-            rt.ensure_model(kb)
-        return kb.search(query, **args).as_dict()
+        try:
+            kb = rt.open_index()
+            # not before the index is ready: no model load to say "not ready" (0024)
+            if needs_embedder(args.get("mode")) and kb.is_ready():  # /ui: lexical alone
+                rt.ensure_model(kb)
+            return kb.search(query, **args).as_dict()
+        except IndexNotFound:  # IndexNotReady too: while serve's start run reads the folder
+            indexing = rt.indexing()
+            if indexing is None:
+                raise
+            return {"results": [], "low_confidence": True, "filter_applied": {},
+                    "notice": f"{indexing['status']}; {RETRY_HINT}", "indexing": indexing}
 
     return await rt.in_thread(run)
 
@@ -146,7 +157,15 @@ async def _get_document(rt: KbRuntime, args: JsonObject) -> JsonObject:
 
 async def _list_topics(rt: KbRuntime, args: JsonObject) -> JsonObject:
     def run() -> JsonObject:
-        kb = rt.open_index()
+        try:
+            kb = rt.open_index()
+            indexing = None if kb.is_ready() else rt.indexing()
+        except IndexNotFound:  # no index yet: serve's start run may be about to build it
+            indexing = rt.indexing()
+            if indexing is None:
+                raise
+            return {"topics": [], "documents": 0, "watcher": _watcher_status(rt),
+                    "indexing": indexing}
         groups = kb.topic_summaries()
         titles = kb.titles([p for g in groups for p in g.first_paths])
         stats = kb.stats()
@@ -164,6 +183,7 @@ async def _list_topics(rt: KbRuntime, args: JsonObject) -> JsonObject:
             "documents": stats.documents,
             "last_indexed": str(last) if last is not None else None,
             "watcher": _watcher_status(rt),
+            "indexing": indexing,  # what is indexed so far, while the start run reads on
         }
 
     return await rt.in_thread(run)

@@ -4,8 +4,9 @@ Every data call goes through the code the MCP surface runs: search and the graph
 their tool specs (argument check, run, result shaping, error codes), document reads
 through the ``resources/read`` handler (the guard chain of ``kb://doc/``), topics through
 ``resources/list``. The static files carry no data; ``/ui/api/`` sits behind the same
-bearer authentication as ``/mcp`` (http.py). Every response carries a strict
-Content-Security-Policy.
+bearer authentication as ``/mcp`` (http.py). ``/`` redirects to the page (public as the page
+is; its data is not), and ``/favicon.ico`` is a fixed SVG drawing that reveals nothing. Every
+response carries a strict Content-Security-Policy.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from kbmcp_adapters.mcp_server import resources, tools
@@ -48,7 +49,11 @@ SECURITY_HEADERS = {
 _STATIC = {
     "index.html": "text/html; charset=utf-8",
     "app.js": "text/javascript; charset=utf-8",
+    "snippet.js": "text/javascript; charset=utf-8",
+    "graph.js": "text/javascript; charset=utf-8",
+    "health.js": "text/javascript; charset=utf-8",
     "app.css": "text/css; charset=utf-8",
+    "favicon.svg": "image/svg+xml",
 }
 #: A tool error code -> the HTTP status the page gets it with.
 _STATUS = {"invalid_argument": 400, "path_refused": 404, "not_servable": 404,
@@ -219,7 +224,7 @@ async def _body(request: Request) -> JsonObject | Response:
 
 
 def ui_routes(rt: KbRuntime) -> list[Route]:
-    """The /ui page, its two static files, and /ui/api/*."""
+    """The /ui page and its static files, / (a redirect to it), /favicon.ico, and /ui/api/*."""
     api = UiApi(rt)
     files = {name: static_file(name) for name in _STATIC}
 
@@ -228,11 +233,16 @@ def ui_routes(rt: KbRuntime) -> list[Route]:
             return _respond(files[name], _STATIC[name])
         return endpoint
 
+    async def home(request: Request) -> Response:
+        return RedirectResponse(UI_PATH, status_code=307, headers=SECURITY_HEADERS)
+
     return [
+        Route("/", home, methods=["GET"]),
+        Route("/favicon.ico", serve("favicon.svg"), methods=["GET"]),
         Route(UI_PATH, serve("index.html"), methods=["GET"]),
         Route(f"{UI_PATH}/", serve("index.html"), methods=["GET"]),
-        Route(f"{UI_PATH}/app.js", serve("app.js"), methods=["GET"]),
-        Route(f"{UI_PATH}/app.css", serve("app.css"), methods=["GET"]),
+        *(Route(f"{UI_PATH}/{name}", serve(name), methods=["GET"])
+          for name in ("app.js", "snippet.js", "health.js", "graph.js", "app.css")),
         Route(f"{UI_API_PATH}/search", api.search, methods=["POST"]),
         Route(f"{UI_API_PATH}/read", api.read, methods=["POST"]),
         Route(f"{UI_API_PATH}/graph", api.graph, methods=["POST"]),

@@ -75,6 +75,24 @@ def _epub(limits: ParserLimits) -> Convertible:
     return EpubParser(limits)
 
 
+def _rst(limits: ParserLimits) -> Convertible:
+    from kbmcp_adapters.parsers.restructured import RstParser
+
+    return RstParser(limits)
+
+
+def _adoc(limits: ParserLimits) -> Convertible:
+    from kbmcp_adapters.parsers.asciidoc import AsciiDocParser
+
+    return AsciiDocParser(limits)
+
+
+def _ipynb(limits: ParserLimits) -> Convertible:
+    from kbmcp_adapters.parsers.notebook import NotebookParser
+
+    return NotebookParser(limits)
+
+
 _MAKERS: dict[str, Callable[[ParserLimits], Convertible]] = {
     "pdf": _pdf,
     "html": _html,
@@ -82,4 +100,7 @@ _MAKERS: dict[str, Callable[[ParserLimits], Convertible]] = {
     "pptx": _pptx,
     "xlsx": _xlsx,
     "epub": _epub,
+    "rst": _rst,
+    "adoc": _adoc,
+    "ipynb": _ipynb,
 }

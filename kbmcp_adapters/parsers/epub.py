@@ -1,53 +1,50 @@
-"""EPUB parser (pymupdf, imported lazily): each chapter as a Markdown section, then chunked.
+"""EPUB parser: each chapter of the reading order as a Markdown section, then chunked.
 
 * The archive is checked first (``zipguard.check_archive``): a damaged, encrypted or
-  bomb-like ZIP is a ``ParseError`` before pymupdf sees a byte; so is a ZIP pymupdf
-  cannot open as a book, or a book with no text at all.
-* Every chapter of the reading order (spine) becomes ``# <chapter title>`` followed by its
-  text: the headings pymupdf finds inside it one level deeper (``##``..``######``),
-  paragraphs separated by blank lines (``htmlpage.html_blocks`` does the conversion).
-  ``extract_text`` returns exactly that Markdown and ``parse`` chunks it with
-  ``markdown_chunks``, so a hit's heading path starts with its chapter and its line range
-  points into what ``get_document`` returns.
-* Chapter title: the table-of-contents entry that points into the chapter, else its first
-  heading, else ``Chapter N``. A chapter's first heading that repeats its title is not
-  repeated. Chapters without text (a cover picture) are left out.
-* A chapter the book lists but does not hold (a broken link in its reading order) is
-  left out with a warning: pymupdf renders it as a page saying ``ERROR: cannot find
-  chapter "<path>"``, which is never book text.
-* Work is budgeted (``budget.Meter``): each chapter's markup is read under the book's
-  element and character budgets. ``convert`` reads the book (in a parser worker process
-  when isolation is on) into a picklable ``EpubBook``; ``text_of`` and ``document`` serve
-  and chunk it.
+  bomb-like ZIP is a ``ParseError`` before any XML is read; so is a ZIP that holds no
+  EPUB package, and a book with no text at all.
+* The book's own structure is read (``epubpackage``): the package document's spine gives
+  the chapters in reading order, its navigation document (or NCX) their titles, its
+  metadata the book's title. Each chapter's XHTML is converted from its markup
+  (``epubtext``), not from a rendered layout: headings are the source's ``h1``..``h6``,
+  paragraphs stay whole (CJK text is not cut at rendered line ends, combining marks stay
+  on their letters), HTML's named entities (``&nbsp;``) read as their characters, ruby
+  annotations are left out, text inside inline SVG and images'
+  alt text are kept.
+* Every chapter becomes ``# <chapter title>`` followed by its blocks; its own headings
+  sit below the title, their source levels kept relative to each other (the chapter's
+  shallowest heading becomes ``##``). ``extract_text`` returns exactly that Markdown and
+  ``parse`` chunks it with ``markdown_chunks``, so a hit's heading path starts with its
+  chapter and its line range points into what ``get_document`` returns.
+* Chapter title: the shallowest table-of-contents entry that points into the chapter,
+  else its first heading, else ``Chapter N``. A chapter's first heading that repeats its
+  title is not repeated. Chapters without text (a cover picture) are left out.
+* A chapter the book lists but does not hold (a broken link in its reading order) is left
+  out with a warning.
+* Work is budgeted (``budget.Meter``): every element of every chapter counts, and every
+  character of text. ``convert`` reads the book (in a parser worker process when
+  isolation is on) into a picklable ``EpubBook``; ``text_of`` and ``document`` serve and
+  chunk it.
 * Book title from the metadata, else the first chapter title, else the file name.
 """
 
 from __future__ import annotations
 
 import io
-import re
 import zipfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
 from kbmcp_adapters.parsers.budget import DEFAULT_LIMITS, Meter, ParserLimits
+from kbmcp_adapters.parsers.epubpackage import html_entities, read_package, xml_root
+from kbmcp_adapters.parsers.epubtext import Block, chapter_blocks
 from kbmcp_adapters.parsers.headings import clean_heading, title_from_path
-from kbmcp_adapters.parsers.htmlpage import html_blocks
 from kbmcp_adapters.parsers.markdown import markdown_chunks
-from kbmcp_adapters.parsers.pdf import open_mupdf
 from kbmcp_adapters.parsers.zipguard import check_archive
 from kbmcp_core.errors import ParseError
 from kbmcp_core.models import ParsedDocument
 from kbmcp_core.ports import ChunkBudget
 
 __all__ = ["EpubBook", "EpubParser"]
-
-_SPACE = re.compile(r"\s+")
-_HEADING = re.compile(r"^#{1,6} (.*)$")
-#: The page pymupdf (MuPDF) renders for a chapter the book lists but does not hold.
-_MISSING_CHAPTER = re.compile(r'^\*{0,2}_?ERROR: cannot find chapter "(.*)"_?\*{0,2}$')
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +57,7 @@ class EpubBook:
 
 
 class EpubParser:
-    """Parses ``.epub`` books through pymupdf."""
+    """Parses ``.epub`` books from their own structure (lxml)."""
 
     extensions: tuple[str, ...] = ("epub",)
 
@@ -95,79 +92,55 @@ def _book(data: bytes, meter: Meter) -> EpubBook:
     """The book as Markdown (one ``#`` section per chapter), its metadata title, and a
     warning per chapter it lists but does not hold."""
     check_archive(data)
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        entries = frozenset(archive.namelist())
     sections: list[str] = []
     warned: list[str] = []
-    with _open(data) as doc:
-        titles = _chapter_titles(doc)
-        for chapter in range(doc.chapter_count):
-            meter.clock()
-            blocks, _ = html_blocks(_chapter_markup(doc, chapter), heading_shift=1, meter=meter)
-            missing = _missing_chapter(blocks, entries)
-            if missing is not None:
-                warned.append(
-                    f"chapter {chapter + 1} ({missing[:120]!r}) is listed by the "
-                    "book but missing from it; left out"
-                )
-                continue
-            sections.append(_chapter(blocks, titles.get(chapter), chapter))
-        metadata: dict[str, Any] = dict(doc.metadata or {})
-    title = _SPACE.sub(" ", str(metadata.get("title") or "")).strip()
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            names = frozenset(archive.namelist())
+            package = read_package(archive)
+            for number, path in enumerate(package.spine, start=1):
+                meter.clock()
+                if path not in names:
+                    warned.append(
+                        f"chapter {number} ({path[:120]!r}) is listed by the book but "
+                        "missing from it; left out"
+                    )
+                    continue
+                root = xml_root(html_entities(archive.read(path)))
+                if root is None:
+                    warned.append(f"chapter {number} ({path[:120]!r}) is not readable; left out")
+                    continue
+                toc = package.toc.get(path)
+                blocks = chapter_blocks(root, meter)
+                sections.append(_chapter(blocks, toc[1] if toc else None, number))
+    except (zipfile.BadZipFile, KeyError, ValueError, OSError) as exc:
+        raise ParseError(f"not a readable EPUB ({type(exc).__name__})") from None
     text = "\n\n".join(section for section in sections if section)
-    return EpubBook(text + "\n" if text else "", title or None, tuple(warned))
+    return EpubBook(text + "\n" if text else "", package.title, tuple(warned))
 
 
-def _missing_chapter(blocks: list[str], entries: frozenset[str]) -> str | None:
-    """The archive path of a chapter pymupdf could not find, when ``blocks`` are its
-    stand-in page (and that path really is absent), else None."""
-    if len(blocks) != 1:
-        return None
-    match = _MISSING_CHAPTER.match(blocks[0].strip())
-    if match is None or match.group(1) in entries:
-        return None
-    return match.group(1)
-
-
-@contextmanager
-def _open(data: bytes) -> Iterator[Any]:
-    """Open an EPUB from bytes, translating every pymupdf failure into ParseError."""
-    with open_mupdf(data, "epub", "EPUB", "encrypted EPUB (DRM); not indexed") as doc:
-        yield doc
-
-
-def _chapter_titles(doc: Any) -> dict[int, str]:
-    """For each chapter, the shallowest table-of-contents entry that points into it."""
-    best: dict[int, tuple[int, str]] = {}
-    for entry in doc.get_toc(simple=True):
-        level, title, page = int(entry[0]), _SPACE.sub(" ", str(entry[1])).strip(), int(entry[2])
-        if not title or not 1 <= page <= doc.page_count:
-            continue
-        chapter = int(doc.location_from_page_number(page - 1)[0])
-        if chapter not in best or level < best[chapter][0]:
-            best[chapter] = (level, title)
-    return {chapter: title for chapter, (_, title) in best.items()}
-
-
-def _chapter_markup(doc: Any, chapter: int) -> str:
-    """The chapter's text as XHTML (pymupdf marks headings by their type size)."""
-    import pymupdf as _pymupdf
-
-    pymupdf: Any = _pymupdf
-    flags = pymupdf.TEXTFLAGS_XHTML & ~pymupdf.TEXT_PRESERVE_IMAGES
-    return "".join(
-        doc.load_page((chapter, number)).get_text("xhtml", flags=flags)
-        for number in range(doc.chapter_page_count(chapter))
-    )
-
-
-def _chapter(blocks: list[str], toc_title: str | None, chapter: int) -> str:
-    """``# <title>`` and the chapter's blocks (its own headings one level deeper)."""
+def _chapter(blocks: list[Block], toc_title: str | None, number: int) -> str:
+    """``# <title>`` and the chapter's blocks, its own headings below the title at their
+    source levels relative to each other."""
     if not blocks:
         return ""
-    first = _HEADING.match(blocks[0])
-    first_heading = clean_heading(first.group(1)) if first else None
-    title = toc_title or first_heading or f"Chapter {chapter + 1}"
+    first = blocks[0]
+    first_heading = clean_heading(first.text) if first.level is not None else None
+    title = toc_title or first_heading or f"Chapter {number}"
     if first_heading is not None and first_heading.casefold() == clean_heading(title).casefold():
         blocks = blocks[1:]
-    return "\n\n".join([f"# {title}", *blocks])
+    shallowest = min((b.level for b in blocks if b.level is not None), default=1)
+    lines = [f"# {_heading_text(title)}"]
+    for block in blocks:
+        if block.level is None:
+            lines.append(block.text)
+        else:
+            level = min(6, block.level - shallowest + 2)
+            lines.append(f"{'#' * level} {_heading_text(block.text)}")
+    return "\n\n".join(lines)
+
+
+def _heading_text(text: str) -> str:
+    """Heading text on one line; a trailing ``#`` escaped so it is not read as a closer."""
+    text = " ".join(text.split())
+    return text[:-1] + "\\#" if text.endswith("#") else text

@@ -2,15 +2,21 @@
 
 * Bytes are decoded by a byte-order mark, else the charset the page declares (``<meta
   charset>``, ``http-equiv`` or an XML declaration), else UTF-8; bytes that do not decode
-  are read as U+FFFD with one warning.
+  are read as U+FFFD with one warning. Bytes that decode cleanly as UTF-8 (non-ASCII among
+  them) are read as UTF-8 whatever other charset the page declares: a page re-saved as
+  UTF-8 often keeps its old declaration, and text in another charset almost never does.
 * Boilerplate is dropped: ``<head>``, ``<nav>``, ``<aside>``, ``<script>``, ``<style>``,
   ``<noscript>``, ``<template>``, form controls (not the ``<form>`` itself: some sites
   wrap the whole page in one), embedded media, and the page's ``<header>`` and
   ``<footer>`` (those inside an ``<article>``, ``<main>`` or ``<section>`` are kept: an
-  article's header holds its heading).
+  article's header holds its heading). What documentation generators add is dropped
+  too (``htmlmain``): only the page's one ``<main>`` is read when it has one, navigation
+  marked by role, class or id is left out, and tables used for layout are read cell by
+  cell as blocks, without their link-list sidebars (a data table stays one line a row).
 * The rest becomes Markdown (``extract_text`` returns exactly that): ``h1``..``h6`` as
   ``#`` lines, paragraphs and list items as lines separated by blank lines, each table row
-  as one ``cell | cell | cell`` line, ``<pre>`` as a fenced block. Lines that Markdown
+  as one ``cell | cell | cell`` line, ``<pre>`` as a fenced block, an image's alt text as
+  ``[image: alt text]`` where the image stands. Lines that Markdown
   would read as headings, fences or underlines are escaped with a backslash.
 * ``parse`` chunks that same text with ``markdown_chunks``: heading paths from the
   headings, line ranges into what ``extract_text`` returns. Title from ``<title>``, else
@@ -33,6 +39,13 @@ from typing import Any
 
 from kbmcp_adapters.parsers.budget import DEFAULT_LIMITS, Meter, ParserLimits
 from kbmcp_adapters.parsers.headings import title_from_path
+from kbmcp_adapters.parsers.htmlmain import (
+    MAX_LAYOUT_DEPTH,
+    content_root,
+    is_layout_table,
+    is_navigation,
+    layout_cells,
+)
 from kbmcp_adapters.parsers.markdown import markdown_chunks
 from kbmcp_core.errors import ParseError
 from kbmcp_core.models import ParsedDocument
@@ -131,8 +144,22 @@ def decode_html(data: bytes) -> tuple[str, tuple[str, ...]]:
             note = f"unknown charset {declared[:40]!r} declared; read as UTF-8"
             return text, (note, *warned)
         if codec not in ("utf-16", "utf-32"):  # a declaration in ASCII bytes cannot be these
+            if codec != "utf-8" and _is_utf8(data):  # saved as UTF-8, declaration left stale
+                return data.decode("utf-8"), ()
             return _decode(data, codec, f"its declared charset ({declared[:40]})")
     return _decode(data, "utf-8", "UTF-8")
+
+
+def _is_utf8(data: bytes) -> bool:
+    """True when ``data`` holds non-ASCII bytes and all of it decodes as UTF-8: text in
+    another charset almost never does, so the bytes' real encoding wins over a declaration."""
+    if data.isascii():
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _declared_charset(data: bytes) -> str | None:
@@ -164,7 +191,7 @@ def html_blocks(
     soup = _soup(markup, meter if meter is not None else Meter(DEFAULT_LIMITS))
     title_tag: Any = soup.find("title")
     title = _collapse(title_tag.get_text(" ")) if title_tag is not None else ""
-    root: Any = soup.find("body") or soup
+    root = content_root(soup, getattr(soup.builder, "mains", 0))
     return _blocks(root, heading_shift), title or None
 
 
@@ -195,9 +222,12 @@ def _metered_builder() -> Any:
         def __init__(self, meter: Meter) -> None:
             super().__init__()
             self.meter = meter
+            self.mains = 0  # <main> / role="main" elements seen (htmlmain.content_root)
 
         def start(self, tag: Any, attrib: Any, nsmap: Any = None) -> None:
             self.meter.elements()
+            if tag == "main" or (attrib and attrib.get("role") == "main"):
+                self.mains += 1
             super().start(tag, attrib, nsmap or {})
 
         def data(self, data: Any) -> None:
@@ -241,10 +271,11 @@ def _blocks(root: Any, heading_shift: int) -> list[str]:
     from bs4.element import NavigableString, Tag
 
     writer = _Writer()
-    # Each entry: a node to enter, or (None, prefix) to close a block after its children.
-    stack: list[tuple[Any, str]] = [(root, "")]
+    # Each entry: a node to enter, or (None, prefix) to close a block after its children;
+    # the third field counts the layout tables the node is inside.
+    stack: list[tuple[Any, str, int]] = [(root, "", 0)]
     while stack:
-        node, prefix = stack.pop()
+        node, prefix, depth = stack.pop()
         if node is None:
             writer.flush(prefix)
             continue
@@ -257,22 +288,31 @@ def _blocks(root: Any, heading_shift: int) -> list[str]:
         name = (node.name or "").lower()
         if name in DROPPED or (name in _LANDMARKS and node.find_parent(_CONTENT) is None):
             continue
+        if is_navigation(node, name):
+            continue
         if name in _HEADINGS:
             text = _collapse(node.get_text(" "))
             level = min(6, _HEADINGS[name] + heading_shift)
             writer.add(f"{'#' * level} {text}" if text else "")
+        elif name == "table" and depth < MAX_LAYOUT_DEPTH and is_layout_table(node):
+            writer.flush()
+            stack.append((None, "", depth))
+            stack.extend((cell, "", depth + 1) for cell in reversed(layout_cells(node)))
         elif name == "table":
             writer.add(_table(node))
         elif name == "pre":
             writer.add(_fenced(node.get_text()))
         elif name == "br":
             writer.inline.append("\n")
-        elif name in ("li", "tr") or name in _BLOCKS:
+        elif name == "img":  # what a reader is told the picture shows
+            alt = _collapse(str(node.get("alt") or ""))
+            writer.inline.append(f" [image: {alt}] " if alt else "")
+        elif name in ("li", "tr", "td", "th") or name in _BLOCKS:
             writer.flush()
-            stack.append((None, "- " if name == "li" else ""))
-            stack.extend((child, "") for child in reversed(list(node.children)))
+            stack.append((None, "- " if name == "li" else "", depth))
+            stack.extend((child, "", depth) for child in reversed(list(node.children)))
         else:
-            stack.extend((child, "") for child in reversed(list(node.children)))
+            stack.extend((child, "", depth) for child in reversed(list(node.children)))
     writer.flush()
     return writer.blocks
 

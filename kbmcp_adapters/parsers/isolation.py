@@ -59,11 +59,12 @@ _BOOT = ("import sys, json; sys.path[:] = json.loads(sys.argv[2]); "
 #: The libraries each format's parser imports, loaded before the memory cap is set.
 _PRELOAD: dict[str, tuple[str, ...]] = {
     "pdf": ("pymupdf",),
-    "epub": ("pymupdf", "bs4", "bs4.builder._lxml"),
+    "epub": ("lxml.etree",),
     "html": ("bs4", "bs4.builder._lxml", "bs4.dammit"),
     "docx": ("docx", "docx.package", "docx.opc.constants"),
     "pptx": ("pptx", "pptx.package", "pptx.shapes.group"),
     "xlsx": ("openpyxl",),
+    "rst": ("docutils.frontend", "docutils.parsers.rst", "docutils.utils"),
 }
 
 

@@ -30,6 +30,9 @@ Rules (what a user sees in search results):
   the previous chunk (keeping that chunk's heading; the small section's heading line stays
   visible in the content), or the next one when it is first. A heading with no body and
   nothing to join becomes a chunk whose content is the heading line itself.
+* Link-reference definitions (``[x]: https://...``) and HTML comments (``<!-- ... -->``)
+  outside code blocks are read as blank lines (``markdown_noise``): no chunk holds them, so
+  they are neither embedded nor weighed by keywords; other lines keep their numbers.
 """
 
 from __future__ import annotations
@@ -44,16 +47,13 @@ from dataclasses import dataclass, field
 import yaml
 
 from kbmcp_adapters.parsers.chunking import (
-    Unit,
     decode_text,
-    fit_heading_path,
     indexed_text,
-    join_lines,
-    merge_tiny,
     split_lines,
-    split_range,
 )
 from kbmcp_adapters.parsers.headings import clean_heading, title_from_path
+from kbmcp_adapters.parsers.markdown_noise import blank_noise
+from kbmcp_adapters.parsers.sections import Heading, chunk_sections, sections_of
 from kbmcp_core.models import ChunkDraft, ParsedDocument
 from kbmcp_core.ports import ChunkBudget
 
@@ -64,25 +64,6 @@ _ATX = re.compile(r"^ {0,3}(#{1,6})(?=[ \t]|$)(.*)$")
 _ATX_CLOSING = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
 _SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-{2,})[ \t]*$")
 _NOT_SETEXT_TEXT = re.compile(r"^(?: {4}|\t|[ ]{0,3}(?:[-*+>|<]|\d{1,9}[.)]\s|`{3}|~{3}))")
-
-
-@dataclass(frozen=True, slots=True)
-class _Heading:
-    line: int
-    lines: int  # 1 for ATX, 2 for setext
-    level: int
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class _Section:
-    level: int
-    heading: str
-    path: tuple[str, ...]
-    start: int
-    body_start: int
-    end: int
-    path_lines: frozenset[int]
 
 
 #: The first characters (after spaces and tabs) of every line that can open or close a
@@ -111,14 +92,14 @@ def _marked(lines: Sequence[str], first: int) -> list[int]:
     return sorted({*marks, *above}) if above else marks
 
 
-def _scan(lines: Sequence[str], first: int) -> tuple[list[bool], list[_Heading]]:
+def _scan(lines: Sequence[str], first: int) -> tuple[list[bool], list[Heading]]:
     """Mark fenced lines and find headings outside fences, from line ``first`` on.
 
     Only the lines ``_marked`` returns can change anything (a line of plain text is no
     fence, no heading and no underline), so only those are classified; the lines between
     a fence's opening and closing lines are marked fenced in one step."""
     fenced = [False] * len(lines)
-    headings: list[_Heading] = []
+    headings: list[Heading] = []
     fence: str | None = None
     opened = 0
     i = first  # the first line not yet consumed (a setext heading consumes two)
@@ -145,18 +126,18 @@ def _scan(lines: Sequence[str], first: int) -> tuple[list[bool], list[_Heading]]
         atx = _ATX.match(line)
         if atx:
             text = _ATX_CLOSING.sub("", atx.group(2)).strip()
-            headings.append(_Heading(k, 1, len(atx.group(1)), _clean(text)))
+            headings.append(Heading(k, 1, len(atx.group(1)), _clean(text)))
             continue
         if _is_setext(lines, k, first, headings):
             level = 1 if lines[k + 1].strip().startswith("=") else 2
-            headings.append(_Heading(k, 2, level, _clean(line.strip())))
+            headings.append(Heading(k, 2, level, _clean(line.strip())))
             i = k + 2
     if fence is not None:  # never closed: fenced to the end
         fenced[opened:] = [True] * (len(lines) - opened)
     return fenced, headings
 
 
-def _is_setext(lines: Sequence[str], i: int, first: int, headings: Sequence[_Heading]) -> bool:
+def _is_setext(lines: Sequence[str], i: int, first: int, headings: Sequence[Heading]) -> bool:
     """A one-line paragraph directly underlined with ``===`` or ``---``."""
     if i + 1 >= len(lines) or not lines[i].strip() or _NOT_SETEXT_TEXT.match(lines[i]):
         return False
@@ -164,27 +145,6 @@ def _is_setext(lines: Sequence[str], i: int, first: int, headings: Sequence[_Hea
         return False
     previous_is_heading = bool(headings) and headings[-1].line + headings[-1].lines == i
     return i == first or not lines[i - 1].strip() or previous_is_heading
-
-
-def _sections(
-    lines: Sequence[str], first: int, headings: Sequence[_Heading], budget: ChunkBudget
-) -> list[_Section]:
-    sections: list[_Section] = []
-    if lines[first:] and (not headings or headings[0].line > first):
-        end = headings[0].line - 1 if headings else len(lines) - 1
-        sections.append(_Section(0, "", (), first, first, end, frozenset()))
-    stack: list[_Heading] = []
-    for n, head in enumerate(headings):
-        while stack and stack[-1].level >= head.level:
-            stack.pop()
-        stack.append(head)
-        end = headings[n + 1].line - 1 if n + 1 < len(headings) else len(lines) - 1
-        path = fit_heading_path(tuple(h.text for h in stack), budget)
-        path_lines = frozenset(h.line + k for h in stack for k in range(h.lines))
-        sections.append(
-            _Section(head.level, path[-1], path, head.line, head.line + head.lines, end, path_lines)
-        )
-    return sections
 
 
 class MarkdownParser:
@@ -199,9 +159,10 @@ class MarkdownParser:
         text, text_warnings = indexed_text(data)
         lines = split_lines(text)
         fields, body_from = _read_frontmatter(lines)
+        lines = blank_noise(lines, body_from)
         fenced, headings = _scan(lines, body_from)
-        sections = _sections(lines, body_from, headings, budget)
-        chunks = _chunk(lines, fenced, sections, budget)
+        sections = sections_of(lines, body_from, headings, budget)
+        chunks = chunk_sections(lines, fenced, sections, budget)
         title = (
             fields.title
             or next((h.text for h in headings if h.level == 1 and h.text), None)
@@ -224,59 +185,11 @@ def markdown_chunks(
 ) -> tuple[tuple[ChunkDraft, ...], str | None]:
     """Chunks of Markdown with no frontmatter (the text a converted format becomes), and
     its first level-1 heading. Line ranges are 1-based lines of ``text`` itself."""
-    lines = split_lines(text)
+    lines = blank_noise(split_lines(text))
     fenced, headings = _scan(lines, 0)
-    sections = _sections(lines, 0, headings, budget)
-    chunks = _chunk(lines, fenced, sections, budget)
+    sections = sections_of(lines, 0, headings, budget)
+    chunks = chunk_sections(lines, fenced, sections, budget)
     return chunks, next((h.text for h in headings if h.level == 1 and h.text), None)
-
-
-def _chunk(
-    lines: Sequence[str], fenced: Sequence[bool], sections: Sequence[_Section], budget: ChunkBudget
-) -> tuple[ChunkDraft, ...]:
-    units: list[Unit] = []
-    for label, section in enumerate(sections):
-        pieces = split_range(
-            lines, section.body_start, section.end, section.path, budget, label, fenced
-        )
-        if section.level == 0:
-            units.extend(pieces)
-        elif pieces:
-            pieces[0].start = section.start
-            units.extend(pieces)
-        else:
-            units.append(Unit(section.start, section.body_start - 1, label, "", 0))
-
-    def render(start: int, end: int, label: int) -> str:
-        skip = sections[label].path_lines
-        while start <= end and (start in skip or not lines[start].strip()):
-            start += 1
-        return join_lines(lines, start, end) if start <= end else ""
-
-    def absorbs(tiny: int, nxt: int) -> bool:
-        return nxt == tiny + 1 and sections[nxt].level > sections[tiny].level
-
-    merged = merge_tiny(
-        units, budget, render=render, path_of=lambda i: sections[i].path, absorbs=absorbs
-    )
-    final: list[Unit] = []
-    for unit in merged:
-        if unit.text:
-            final.append(unit)
-        else:  # a lone heading: its own line is the content
-            path = sections[unit.label].path
-            final.extend(split_range(lines, unit.start, unit.end, path, budget, unit.label))
-    return tuple(
-        ChunkDraft(
-            ordinal=n,
-            heading=sections[u.label].heading,
-            heading_path=sections[u.label].path,
-            content=u.text,
-            start_line=u.start + 1,
-            end_line=u.end + 1,
-        )
-        for n, u in enumerate(final)
-    )
 
 
 # -- frontmatter --------------------------------------------------------------------------

@@ -6,9 +6,11 @@
 * Each page's text blocks become paragraphs, packed under the budget; a page never shares
   a chunk with another page, so every chunk has one ``page`` (1-based). Chunks carry no
   line numbers.
-* Heading: the outline (table of contents) entry for the page when the PDF has one (the
-  first entry starting on that page, else the last one started before it), with its
-  outline path; otherwise ``"Page N"``.
+* Heading: the section the text is under. Sections start at text blocks: from the outline
+  (bookmarks) when the PDF has one, else from headings set in a larger font
+  (``pdfheadings``); a page's text is cut where a section starts, so the end of one
+  section that shares a page with the start of the next keeps its own heading. Text
+  before the first section is headed ``"Page N"``.
 * Work is budgeted (``budget.Meter``): pages count as elements, their text as produced
   characters. ``convert`` reads the PDF (in a parser worker process when isolation is on)
   into a picklable ``PdfPages``; ``text_of`` and ``document`` serve and chunk it.
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,6 +36,14 @@ from kbmcp_adapters.parsers.chunking import (
     split_range,
 )
 from kbmcp_adapters.parsers.headings import title_from_path
+from kbmcp_adapters.parsers.pdfheadings import (
+    Block,
+    Section,
+    font_sections,
+    outline_sections,
+    section_paths,
+    titles_found,
+)
 from kbmcp_core.errors import ParseError
 from kbmcp_core.models import ChunkDraft, ParsedDocument
 from kbmcp_core.ports import ChunkBudget
@@ -43,16 +54,24 @@ __all__ = ["MIN_TEXT_CHARS", "PdfPages", "PdfParser", "open_mupdf"]
 MIN_TEXT_CHARS = 20
 _PDF_DATE = re.compile(r"^(?:D:)?(\d{4})(\d{2})(\d{2})")
 _SPACE = re.compile(r"\s+")
+#: pymupdf's LINK_NAMED: an outline entry that points at a named destination.
+_LINK_NAMED = 4
 
 
 @dataclass(frozen=True, slots=True)
 class PdfPages:
-    """A PDF converted: each page's text, its metadata and its outline."""
+    """A PDF converted: each page's text blocks, its metadata and where its sections
+    start (``pdfheadings.Section``: level, title, page index, first block)."""
 
-    pages: tuple[str, ...]
+    blocks: tuple[tuple[str, ...], ...]
     title: str
     creation_date: str
-    toc: tuple[tuple[int, str, int], ...]
+    sections: tuple[Section, ...]
+
+    @property
+    def pages(self) -> tuple[str, ...]:
+        """Each page's text: its blocks separated by blank lines."""
+        return tuple("\n\n".join(blocks) for blocks in self.blocks)
 
 
 class PdfParser:
@@ -66,16 +85,17 @@ class PdfParser:
     def convert(self, path: str, data: bytes) -> PdfPages:
         meter = Meter(self.limits)
         with _open(data) as doc:
-            pages = _page_texts(doc, meter)
+            toc = [_toc_row(doc, entry) for entry in doc.get_toc(simple=True) if len(entry) >= 3]
+            pages = _page_blocks(doc, meter, sizes=not toc)
+            if toc and not titles_found(toc, pages):  # then destination points are needed
+                toc = [_toc_row(doc, e) for e in doc.get_toc(simple=False) if len(e) >= 3]
             metadata: dict[str, Any] = dict(doc.metadata or {})
-            toc = tuple(
-                (int(e[0]), str(e[1]), int(e[2])) for e in doc.get_toc(simple=True) if len(e) >= 3
-            )
+        sections = outline_sections(toc, pages) if toc else font_sections(pages)
         return PdfPages(
-            tuple(pages),
+            tuple(tuple(block.text for block in blocks) for blocks in pages),
             str(metadata.get("title") or ""),
             str(metadata.get("creationDate") or ""),
-            toc,
+            tuple(sections),
         )
 
     def text_of(self, converted: PdfPages) -> str:
@@ -89,24 +109,30 @@ class PdfParser:
 
     def document(self, path: str, converted: PdfPages, budget: ChunkBudget) -> ParsedDocument:
         pages = converted.pages
-        outline = _outline_paths(converted.toc, len(pages))
         if not pages:
             raise ParseError("not a readable PDF (it has no pages)")
         if sum(len(_SPACE.sub("", text)) for text in pages) < MIN_TEXT_CHARS:
             raise ParseError("no extractable text (image-only PDF?)")
         chunks: list[ChunkDraft] = []
-        for index, text in enumerate(pages):
-            path_here = fit_heading_path(outline[index] or (f"Page {index + 1}",), budget)
-            for unit in _page_units(text, path_here, budget, index):
-                chunks.append(
-                    ChunkDraft(
-                        ordinal=len(chunks),
-                        heading=path_here[-1],
-                        heading_path=path_here,
-                        content=unit.text,
-                        page=index + 1,
+        counts = [len(blocks) for blocks in converted.blocks]
+        for index, changes in enumerate(section_paths(converted.sections, counts)):
+            blocks = converted.blocks[index]
+            ends = [start for start, _ in changes[1:]] + [len(blocks)]
+            for (start, heading_path), end in zip(changes, ends, strict=True):
+                text = "\n\n".join(blocks[start:end])
+                if not text.strip():
+                    continue
+                path_here = fit_heading_path(heading_path or (f"Page {index + 1}",), budget)
+                for unit in _page_units(text, path_here, budget, index):
+                    chunks.append(
+                        ChunkDraft(
+                            ordinal=len(chunks),
+                            heading=path_here[-1],
+                            heading_path=path_here,
+                            content=unit.text,
+                            page=index + 1,
+                        )
                     )
-                )
         title = _SPACE.sub(" ", converted.title).strip()
         return ParsedDocument(
             title=title or title_from_path(path),
@@ -156,16 +182,77 @@ def _reason(exc: Exception) -> str:
     return first[:120].rstrip(".")
 
 
-def _page_texts(doc: Any, meter: Meter) -> list[str]:
-    """Each page's text blocks, stripped and separated by blank lines."""
-    pages: list[str] = []
+def _page_blocks(doc: Any, meter: Meter, sizes: bool) -> list[list[Block]]:
+    """Each page's text blocks (stripped, empty ones left out) with their position and,
+    when ``sizes`` is asked for (no outline: headings come from font sizes), their
+    dominant font size; images are not loaded. Without sizes the faster ``blocks``
+    extraction is used."""
+    import pymupdf
+
+    flags = int(pymupdf.TEXTFLAGS_TEXT) & ~int(pymupdf.TEXT_PRESERVE_IMAGES)
+    pages: list[list[Block]] = []
     for page in doc:
         meter.clock()
-        blocks = page.get_text("blocks")
-        meter.elements(1 + len(blocks))
-        parts = [str(block[4]).strip() for block in blocks if block[6] == 0]
-        pages.append(meter.text("\n\n".join(part for part in parts if part)))
+        if not sizes:
+            pages.append(_plain_blocks(page, meter))
+            continue
+        found: list[dict[str, Any]] = page.get_text("dict", flags=flags).get("blocks", [])
+        meter.elements(1 + len(found))
+        blocks: list[Block] = []
+        for raw in found:
+            if raw.get("type", 0) != 0:
+                continue
+            block = _block(raw)
+            if block is not None:
+                meter.chars(len(block.text) + 2)
+                blocks.append(block)
+        pages.append(blocks)
     return pages
+
+
+def _plain_blocks(page: Any, meter: Meter) -> list[Block]:
+    found = page.get_text("blocks")
+    meter.elements(1 + len(found))
+    blocks: list[Block] = []
+    for raw in found:
+        text = str(raw[4]).strip() if raw[6] == 0 else ""
+        if text:
+            meter.chars(len(text) + 2)
+            blocks.append(Block(text, float(raw[1]), float(raw[3]), 0.0, text.count("\n") + 1))
+    return blocks
+
+
+def _block(raw: dict[str, Any]) -> Block | None:
+    sizes: Counter[float] = Counter()
+    lines: list[str] = []
+    for line in raw.get("lines", ()):
+        parts: list[str] = []
+        for span in line.get("spans", ()):
+            text = str(span.get("text", ""))
+            parts.append(text)
+            sizes[float(span.get("size", 0.0))] += len(text.strip())
+        lines.append("".join(parts))
+    text = "\n".join(lines).strip()
+    if not text:
+        return None
+    top, bottom = float(raw["bbox"][1]), float(raw["bbox"][3])
+    size = sizes.most_common(1)[0][0] if sizes else 0.0
+    return Block(text, top, bottom, size, len(lines))
+
+
+def _toc_row(doc: Any, entry: Sequence[Any]) -> tuple[int, str, int, float | None]:
+    """An outline row: level, title, 1-based page, destination y from the top of the
+    page (None if it has none). pymupdf gives a named destination's point in PDF
+    coordinates (from the bottom), a direct one's from the top."""
+    level, title, page = int(entry[0]), str(entry[1]), int(entry[2])
+    dest = entry[3] if len(entry) > 3 and isinstance(entry[3], dict) else {}
+    target = dest.get("to")
+    if target is None or not hasattr(target, "y") or not 1 <= page <= doc.page_count:
+        return level, title, page, None
+    y = float(target.y)
+    if dest.get("kind") == _LINK_NAMED:
+        y = float(doc[page - 1].rect.height) - y
+    return level, title, page, y
 
 
 def _page_units(text: str, path: tuple[str, ...], budget: ChunkBudget, index: int) -> list[Unit]:
@@ -176,27 +263,6 @@ def _page_units(text: str, path: tuple[str, ...], budget: ChunkBudget, index: in
         return join_lines(lines, start, end)
 
     return merge_tiny(units, budget, render=render, path_of=lambda label: path, across_labels=False)
-
-
-def _outline_paths(toc: Sequence[tuple[int, str, int]], page_count: int) -> list[tuple[str, ...]]:
-    """For each page, the outline path that covers it (empty before the first entry)."""
-    first_on: dict[int, tuple[str, ...]] = {}
-    last_on: dict[int, tuple[str, ...]] = {}
-    stack: list[tuple[int, str]] = []
-    for level, title, page in toc:
-        while stack and stack[-1][0] >= level:
-            stack.pop()
-        stack.append((level, _SPACE.sub(" ", title).strip()))
-        path = tuple(t for _, t in stack)
-        if 1 <= page <= page_count and any(path):
-            first_on.setdefault(page, path)
-            last_on[page] = path
-    paths: list[tuple[str, ...]] = []
-    carried: tuple[str, ...] = ()
-    for number in range(1, page_count + 1):
-        paths.append(first_on.get(number, carried))
-        carried = last_on.get(number, carried)
-    return paths
 
 
 def _pdf_date(value: str) -> str | None:

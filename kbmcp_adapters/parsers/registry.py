@@ -1,8 +1,9 @@
 """The parser registry: which formats are enabled, and the parser for each extension.
 
 Markdown and text are parsed in this process. The converted formats (``CONVERTED``:
-PDF, HTML, Word, PowerPoint, Excel, EPUB) run under the ``[parsers]`` budgets and, unless
-isolation is turned off, in the worker pool of ``isolation`` (decision 0022).
+PDF, HTML, Word, PowerPoint, Excel, EPUB, reStructuredText, AsciiDoc, Jupyter notebooks)
+run under the ``[parsers]`` budgets and, unless isolation is turned off, in the worker
+pool of ``isolation`` (decision 0022).
 """
 
 from __future__ import annotations
@@ -18,27 +19,68 @@ from kbmcp_core.errors import ConfigError
 from kbmcp_core.ports import Parser
 
 __all__ = [
+    "CONVERSION_VERSIONS",
     "CONVERTED",
+    "FORMAT_EXTENSIONS",
     "KNOWN_FORMATS",
+    "READABLE_EXTENSIONS",
     "FormatRegistry",
     "build_registry",
 ]
 
 #: The names accepted by ``[parsers].enabled``, in documentation order.
-KNOWN_FORMATS: tuple[str, ...] = ("md", "txt", "pdf", "html", "docx", "pptx", "xlsx", "epub")
-#: The formats converted by a third-party library from untrusted bytes.
-CONVERTED: tuple[str, ...] = ("pdf", "html", "docx", "pptx", "xlsx", "epub")
+KNOWN_FORMATS: tuple[str, ...] = (
+    "md", "txt", "pdf", "html", "docx", "pptx", "xlsx", "epub", "rst", "adoc", "ipynb",
+)  # fmt: skip
+#: The file extensions of every format in ``KNOWN_FORMATS``, enabled or not (each parser's
+#: ``extensions``; a test keeps the two in step): a file with one of them that is not
+#: indexed is "format not enabled", any other "not a supported format".
+FORMAT_EXTENSIONS: Mapping[str, tuple[str, ...]] = {
+    "md": ("md", "markdown"), "txt": ("txt",), "pdf": ("pdf",), "html": ("html", "htm"),
+    "docx": ("docx",), "pptx": ("pptx",), "xlsx": ("xlsx",), "epub": ("epub",),
+    "rst": ("rst", "rest"), "adoc": ("adoc", "asciidoc"), "ipynb": ("ipynb",),
+}  # fmt: skip
+READABLE_EXTENSIONS: frozenset[str] = frozenset(
+    extension for extensions in FORMAT_EXTENSIONS.values() for extension in extensions)
+#: The formats converted from untrusted bytes by a library or a parser of their syntax
+#: (reST, AsciiDoc, notebooks: cited by their own lines, decision 0029).
+CONVERTED: tuple[str, ...] = ("pdf", "html", "docx", "pptx", "xlsx", "epub", "rst", "adoc",
+                              "ipynb")  # fmt: skip
+#: The generation of each format's parser. RAISE A FORMAT'S NUMBER WHENEVER A CHANGE TO ITS
+#: PARSER (or to chunking) CHANGES WHAT IT MAKES OF A FILE (text, headings, line ranges,
+#: what is embedded): the next index run reads that format's documents again, so an
+#: upgraded kb-mcp never serves an older parser's conversion (decision 0032).
+CONVERSION_VERSIONS: Mapping[str, int] = {
+    "md": 2,  # 2: link-reference definitions and HTML comments kept out of the chunk text
+    "txt": 1,
+    "pdf": 2,  # 2: sections from the outline, a chunk's heading is the one it is under
+    "html": 2,  # 2: main content, layout tables by cell, alt text, UTF-8 over a wrong label
+    "docx": 2,  # 2: notes, alt text, link targets, list numbers
+    "pptx": 2,  # 2: charts, alt text, empty cells kept
+    "xlsx": 2,  # 2: lone headers kept, hidden sheets marked, title rows
+    "epub": 2,  # 2: read from the book's structure, not its rendered layout
+    "rst": 1,
+    "adoc": 1,
+    "ipynb": 1,
+}
 
 
 class FormatRegistry:
     """Maps lower-case extensions (``md``, ``markdown``, ...) to the enabled parsers;
     ``close`` stops the worker pool, if it has one."""
 
-    def __init__(self, parsers: Sequence[Parser], pool: WorkerPool | None = None) -> None:
+    def __init__(self, parsers: Sequence[Parser], pool: WorkerPool | None = None,
+                 versions: Mapping[str, int] | None = None) -> None:
         self._by_extension: Mapping[str, Parser] = {
             extension: parser for parser in parsers for extension in parser.extensions
         }
+        self._versions: Mapping[str, int] = dict(versions or {})
         self.pool = pool
+
+    def conversion_versions(self) -> Mapping[str, int]:
+        """The parser generation of every enabled extension (``CONVERSION_VERSIONS``)."""
+        return {extension: self._versions.get(extension, 1)
+                for extension in self._by_extension}
 
     def extensions(self) -> frozenset[str]:
         return frozenset(self._by_extension)
@@ -73,6 +115,7 @@ def build_registry(
     converted = tuple(name for name in names if name in CONVERTED)
     pool = WorkerPool(converted, limits, isolation) if isolation and converted else None
     parsers: list[Parser] = []
+    versions: dict[str, int] = {}
     for name in names:
         if name == "md":
             parsers.append(MarkdownParser())
@@ -82,4 +125,5 @@ def build_registry(
             parsers.append(IsolatedParser(name, convertible(name, limits), pool))
         else:
             parsers.append(convertible(name, limits))
-    return FormatRegistry(parsers, pool)
+        versions.update(dict.fromkeys(parsers[-1].extensions, CONVERSION_VERSIONS[name]))
+    return FormatRegistry(parsers, pool, versions)

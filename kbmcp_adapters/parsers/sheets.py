@@ -9,10 +9,15 @@
 * Each sheet with a value in it becomes a ``# <sheet name>`` section (empty sheets are
   left out, in workbook order otherwise). Its first non-empty row is the header when every
   value in it is text; otherwise the columns are named by their letters (A, B, ...) and
-  that row is data. An empty header cell is named by its column letter.
+  that row is data. An empty header cell is named by its column letter. Rows of a single
+  value above a header of three or more (a title, a note) are not the header: they are
+  kept as lines of their own before the rows. A sheet hidden
+  in the workbook is read too, its heading marked ``# <sheet name> (hidden sheet)``.
 * Every other non-empty row becomes one line of ``header: value`` pairs joined by
   `` | `` (empty cells left out), so any run of lines, and any chunk, names its columns.
-  Cell text is kept on one line (line breaks read as spaces). Rows are grouped in blocks
+  Cell text is kept on one line (line breaks read as spaces). When a header names a
+  column with no value under it, the header row is kept as a line of its own (the first
+  of the sheet's rows), so that header's words are not lost. Rows are grouped in blocks
   of about ``BLOCK_TOKENS`` tokens (estimated from the text alone), each under a
   ``## rows A–B`` heading with the real spreadsheet row numbers, so a hit's heading path
   is ``(sheet, "rows A–B")``.
@@ -172,7 +177,8 @@ def _read_workbook(data: bytes, meter: Meter) -> _Book:
         for sheet in workbook.worksheets:
             rows, cut_at = _sheet_rows(sheet, budget, meter)
             if rows:
-                _write_sheet(book, lines, str(sheet.title), rows)
+                hidden = str(getattr(sheet, "sheet_state", "visible")) != "visible"
+                _write_sheet(book, lines, str(sheet.title), rows, hidden)
             if cut_at is not None:
                 where = f"sheet {str(sheet.title)[:60]!r} at row {cut_at:,}"
                 book.warnings = (
@@ -242,21 +248,32 @@ def _column_letter(index: int) -> str:
     return letters
 
 
-def _write_sheet(book: _Book, lines: list[str], name: str, rows: Sequence[_Row]) -> None:
+def _write_sheet(
+    book: _Book, lines: list[str], name: str, rows: Sequence[_Row], hidden: bool = False
+) -> None:
+    titles = _title_rows(rows)
+    rows = rows[len(titles) :]
     first = rows[0]
     header: list[str] = first.cells if first.all_text else []
     body = rows[1:] if first.all_text else rows
     if lines:
         lines.append("")
-    lines.extend([f"# {_heading(name)}", ""])
+    lines.extend([f"# {_heading(name)}{' (hidden sheet)' if hidden else ''}", ""])
+    plain = [(row.number, _line(" | ".join(text for text in row.cells if text))) for row in titles]
     if not body:  # a header and nothing under it
-        label = _label(first.number, first.number)
+        plain.append((first.number, _line(" | ".join(text for text in first.cells if text))))
+        label = _label(plain[0][0], first.number)
         lines.extend([f"## {label}", ""])
-        book.row_at_line[len(lines) + 1] = first.number
-        book.block_at_line[len(lines) + 1] = label
-        lines.append(_line(" | ".join(text for text in first.cells if text)))
+        for number, text in plain:
+            book.row_at_line[len(lines) + 1] = number
+            book.block_at_line[len(lines) + 1] = label
+            lines.append(text)
         return
     row_lines = [(row.number, _line(_pairs(header, row.cells))) for row in body]
+    used = {index for row in body for index, text in enumerate(row.cells) if text}
+    if any(text and index not in used for index, text in enumerate(header)):
+        row_lines.insert(0, (first.number, _line(" | ".join(text for text in header if text))))
+    row_lines[:0] = plain
     for block in _blocks(row_lines):
         label = _label(block[0][0], block[-1][0])
         lines.extend([f"## {label}", ""])
@@ -266,6 +283,18 @@ def _write_sheet(book: _Book, lines: list[str], name: str, rows: Sequence[_Row])
             lines.append(text)
         lines.append("")
     lines.pop()
+
+
+def _title_rows(rows: Sequence[_Row]) -> list[_Row]:
+    """Leading rows of one value each (a sheet's title, a note) above a header row of at
+    least three text values: they are not the header, and stay lines of their own."""
+    for at in range(len(rows) - 1):
+        if sum(1 for text in rows[at].cells if text) != 1:
+            return []
+        below = rows[at + 1]
+        if below.all_text and sum(1 for text in below.cells if text) >= 3:
+            return [*rows[: at + 1]]
+    return []
 
 
 def _pairs(header: Sequence[str], cells: Sequence[str]) -> str:

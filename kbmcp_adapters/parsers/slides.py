@@ -5,12 +5,16 @@ slide number kept on every chunk like a PDF page.
   refused); a file python-pptx cannot open is a ``ParseError`` with a one-line reason.
 * Slide N becomes ``# Slide N: <title>`` (``# Slide N`` when it has no title), then the
   text of every other shape in the slide's order (grouped shapes included; indented
-  paragraphs as ``- `` items), each table as one ``a | b | c`` line per row, and the
-  speaker notes under ``## Notes on slide N`` (a heading that names its slide, so a
-  notes hit is unambiguous at section level).
+  paragraphs as ``- `` items), each table as one ``a | b | c`` line per row (empty and
+  merged-over cells kept as empty, so columns stay in place), each chart as
+  ``Chart: <title>`` and a ``category | series ...`` table of its values (``slidecharts``),
+  a picture's (or any shape's) alt text as ``[image: ...]``, and the speaker notes under
+  ``## Notes on slide N`` (a heading that names its slide, so a notes hit is unambiguous
+  at section level).
 * ``extract_text`` returns that Markdown. ``parse`` chunks each slide's lines on their own
   with ``markdown_chunks`` (so a chunk never spans two slides), shifts their line ranges to
-  the whole text and sets ``page`` to the slide number on every chunk. A slide with no
+  the whole text and sets ``page`` to the slide number on every chunk: a hit carries the
+  slide and the line range. A slide with no
   title and no text (a picture) is served as its ``# Slide N`` line but gives no chunk.
 * A slide show (``.ppsx``) or template (``.potx``) saved as ``.pptx`` is read like a
   presentation: the same parts under another content type.
@@ -35,6 +39,7 @@ from typing import Any
 from kbmcp_adapters.parsers.budget import DEFAULT_LIMITS, Meter, ParserLimits
 from kbmcp_adapters.parsers.headings import title_from_path
 from kbmcp_adapters.parsers.markdown import markdown_chunks
+from kbmcp_adapters.parsers.slidecharts import alt_text, chart_lines
 from kbmcp_adapters.parsers.word import (
     core_title_and_date,
     markdown_block,
@@ -199,15 +204,25 @@ def _shapes(shape: Any) -> Iterator[Any]:
 
 
 def _shape_lines(shape: Any) -> list[str]:
+    lines = _content_lines(shape)
+    alt = alt_text(shape)
+    if alt and alt not in " ".join(lines):
+        lines.insert(0, f"[image: {alt}]")
+    return lines
+
+
+def _content_lines(shape: Any) -> list[str]:
     if getattr(shape, "has_table", False):
         rows: list[str] = []
         for row in shape.table.rows:
             cells = [
-                _SPACE.sub(" ", cell.text).strip() for cell in row.cells if not cell.is_spanned
+                "" if cell.is_spanned else _SPACE.sub(" ", cell.text).strip() for cell in row.cells
             ]
             if any(cells):
-                rows.extend(markdown_block(" | ".join(cells)))
+                rows.extend(markdown_block(" | ".join(cells).strip()))
         return rows
+    if getattr(shape, "has_chart", False):
+        return chart_lines(shape)
     if getattr(shape, "has_text_frame", False):
         return _frame_lines(shape.text_frame)
     return []

@@ -5,13 +5,18 @@
 * The body is walked in document order: paragraphs and tables interleaved, content controls
   and tracked insertions included, tracked deletions left out. A paragraph styled
   ``Title`` or ``Heading 1``..``Heading 9`` (or a style based on one) becomes a ``#``
-  heading (levels past 6 stay at 6); a numbered or bulleted paragraph becomes a ``- `` list
+  heading (levels past 6 stay at 6); a numbered paragraph becomes a list item labelled as
+  Word shows it (``3.``, ``b)``, ``1.2.``; ``wordparts.Numbering``), a bulleted one a ``- ``
   item, indented by its list level; a table becomes one ``a | b | c`` line per row.
+* A hyperlink to an address is kept as ``[text](target)``; a picture's alt text as
+  ``[image: alt text]``. A footnote or endnote reference is kept as a marker where it
+  stands (``[^1]``; endnotes ``[^i]``), and the notes' text follows the body under
+  ``# Footnotes`` / ``# Endnotes`` as ``[^1]: text`` lines, so a hit on a note cites it.
 * ``extract_text`` returns that Markdown and ``parse`` chunks the same text with
   ``markdown_chunks``, so a hit's heading path and line range point into what
   ``get_document`` serves.
 * Text boxes anchored in a paragraph follow it as paragraphs of their own; headers,
-  footers, footnotes, comments and field codes are not part of the text.
+  footers, comments and field codes are not part of the text.
 * Work is budgeted (``budget.Meter``): styles, paragraphs and table rows count as elements,
   their text as produced characters. ``convert`` reads the document (in a parser worker
   process when isolation is on) into a picklable ``_Converted``; ``text_of`` and
@@ -32,6 +37,15 @@ from typing import Any
 from kbmcp_adapters.parsers.budget import DEFAULT_LIMITS, Meter, ParserLimits
 from kbmcp_adapters.parsers.headings import title_from_path
 from kbmcp_adapters.parsers.markdown import markdown_chunks
+from kbmcp_adapters.parsers.wordparts import (
+    SKIPPED,
+    Inline,
+    Numbering,
+    StyleKind,
+    notes,
+    part_element,
+    style_kinds,
+)
 from kbmcp_adapters.parsers.zipguard import check_archive
 from kbmcp_core.errors import ParseError
 from kbmcp_core.models import ParsedDocument
@@ -48,15 +62,10 @@ __all__ = [
 ]
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
-_MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
+_REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/"
 #: Block-level wrappers whose children are body content (content controls, insertions).
 _BLOCK_WRAPPERS = frozenset(
     _W + tag for tag in ("sdt", "sdtContent", "customXml", "ins", "moveTo", "smartTag")
-)
-#: Elements whose text is not part of the current document text.
-_SKIPPED = frozenset(
-    [_W + tag for tag in ("del", "moveFrom", "delText", "instrText", "txbxContent")]
-    + [_MC_FALLBACK]
 )
 #: The OPC relationship type of the core properties part (docProps/core.xml).
 _CORE_PROPERTIES = (
@@ -118,9 +127,15 @@ def _convert(data: bytes, meter: Meter) -> _Converted:
         if part.content_type != CONTENT_TYPE.WML_DOCUMENT_MAIN:
             raise ParseError(f"not a Word document ({office_kind(part.content_type)})")
         document: Any = part.document
-        styles = _style_kinds(document, meter)
-        writer = _Writer(styles, meter)
+        styles = _style_kinds(part, meter)
+        numbering = part_element(part, _REL + "numbering")
+        writer = _Writer(styles, meter, Inline(part), Numbering(numbering and numbering[1]))
         writer.blocks(document.element.body)
+        for kind, heading in (("footnote", "Footnotes"), ("endnote", "Endnotes")):
+            related = part_element(part, _REL + kind + "s")
+            if related is not None:
+                texts = notes(related[1], kind, Inline(related[0]).text_of, meter)
+                writer.notes(heading, writer.inline.marked(kind, texts))
         title, date = core_title_and_date(package, lambda part: part.core_properties)
     return _Converted(writer.markdown(), title, writer.first_heading, date)
 
@@ -198,42 +213,34 @@ def markdown_block(text: str, prefix: str = "") -> list[str]:
     return lines
 
 
-@dataclass(frozen=True, slots=True)
-class _StyleKind:
-    heading: int | None  # 1..9, Title is 1
-    list_level: int | None  # 0-based, for list styles
+def _style_kinds(part: Any, meter: Meter) -> dict[str, StyleKind]:
+    """Paragraph style id -> what it makes a paragraph (each style counts as an element:
+    a file of a million styles is over budget)."""
+    styles = part_element(part, _REL + "styles")
+    return style_kinds(styles and styles[1], meter, _style_name_kind)
 
 
-def _style_kinds(document: Any, meter: Meter) -> dict[str, _StyleKind]:
-    """Paragraph style id -> what it makes a paragraph, following ``based on`` chains
-    (each style counts as an element: a file of a million styles is over budget)."""
-    kinds: dict[str, _StyleKind] = {}
-    for style in document.styles:
-        meter.elements()
-        if getattr(style, "style_id", None) is None or not hasattr(style, "base_style"):
-            continue
-        heading: int | None = None
-        list_level: int | None = None
-        current, seen = style, 0
-        while current is not None and seen < 10 and heading is None and list_level is None:
-            name = str(current.name or "").strip().lower()
-            if name == "title":
-                heading = 1
-            elif match := _HEADING_STYLE.match(name):
-                heading = int(match.group(1))
-            elif match := _LIST_STYLE.match(name):
-                list_level = int(match.group(1) or 1) - 1
-            current, seen = current.base_style, seen + 1
-        kinds[str(style.style_id)] = _StyleKind(heading, list_level)
-    return kinds
+def _style_name_kind(name: str) -> tuple[int | None, int | None]:
+    """(heading level, list level) a lower-cased style name stands for."""
+    if name == "title":
+        return 1, None
+    if match := _HEADING_STYLE.match(name):
+        return int(match.group(1)), None
+    if match := _LIST_STYLE.match(name):
+        return None, int(match.group(1) or 1) - 1
+    return None, None
 
 
 class _Writer:
     """Collects the Markdown lines of a document body."""
 
-    def __init__(self, styles: dict[str, _StyleKind], meter: Meter) -> None:
+    def __init__(
+        self, styles: dict[str, StyleKind], meter: Meter, inline: Inline, numbering: Numbering
+    ) -> None:
         self._styles = styles
         self._meter = meter
+        self.inline = inline
+        self._numbering = numbering
         self._blocks: list[list[str]] = []
         self._in_list = False
         self.first_heading: str | None = None
@@ -242,6 +249,14 @@ class _Writer:
         return "\n\n".join("\n".join(block) for block in self._blocks if block) + (
             "\n" if self._blocks else ""
         )
+
+    def notes(self, heading: str, marked: list[tuple[str, str]]) -> None:
+        """A ``# Footnotes``-style section of ``[^mark]: text`` lines."""
+        lines = [f"[^{mark}]: {self._meter.text(text)}" for mark, text in marked if text]
+        if lines:
+            self._in_list = False
+            self._blocks.append([markdown_heading(1, heading)])
+            self._blocks.append(lines)
 
     def blocks(self, parent: Any) -> None:
         """Paragraphs and tables under ``parent`` (body, cell, content control), in order."""
@@ -261,24 +276,30 @@ class _Writer:
             self.blocks(box)
 
     def _paragraph_text(self, p: Any) -> None:
-        text = self._meter.text(_text_of(p))
+        text = self._meter.text(self.inline.text_of(p))
         if not text.strip():
             return
         was_list, self._in_list = self._in_list, False
-        style_ids = p.xpath("./w:pPr/w:pStyle/@w:val")
-        kind = self._styles.get(str(style_ids[0])) if style_ids else None
+        style_id = _val(p, f"{_W}pPr/{_W}pStyle")
+        kind = self._styles.get(style_id) if style_id is not None else None
+        level = kind.list_level if kind is not None else None
+        num_id, num_level = (kind.num_id, kind.num_level) if kind is not None else (None, 0)
+        num_pr = p.find(f"{_W}pPr/{_W}numPr")
+        if num_pr is not None:
+            num_id = _val(num_pr, _W + "numId") or num_id
+            num_level = _int(_val(num_pr, _W + "ilvl") or num_level)
+        label = None
+        if num_id is not None and num_id != "0":
+            label = self._numbering.label(num_id, num_level)
+            level = num_level if level is None or num_pr is not None else level
         if kind is not None and kind.heading is not None:
             if self.first_heading is None and kind.heading == 1:
                 self.first_heading = _SPACE.sub(" ", text).strip()
+            text = f"{label} {text}" if label else text
             self._blocks.append([markdown_heading(kind.heading, text)])
             return
-        levels = p.xpath("./w:pPr/w:numPr/w:ilvl/@w:val")
-        numbered = p.xpath("./w:pPr/w:numPr/w:numId[@w:val!='0']")
-        level = kind.list_level if kind is not None else None
-        if numbered:
-            level = _int(levels[0]) if levels else (level or 0)
         if level is not None:
-            bullet = "  " * min(level, 8) + "- "
+            bullet = "  " * min(level, 8) + (f"{label} " if label else "- ")
             lines = markdown_block(text, bullet)
             self._in_list = True
             if was_list:
@@ -292,7 +313,7 @@ class _Writer:
         rows: list[str] = []
         for tr in _children(tbl, "tr"):
             self._meter.elements()
-            cells = [self._meter.text(_cell_text(tc)) for tc in _children(tr, "tc")]
+            cells = [self._meter.text(self.inline.cell_text(tc)) for tc in _children(tr, "tc")]
             if any(cells):
                 rows.extend(markdown_block(" | ".join(cells)))
         return rows
@@ -313,41 +334,13 @@ def _text_boxes(element: Any) -> Iterator[Any]:
     for child in element.iterchildren():
         if child.tag == _W + "txbxContent":
             yield child
-        elif isinstance(child.tag, str) and child.tag not in _SKIPPED:
+        elif isinstance(child.tag, str) and child.tag not in SKIPPED:
             yield from _text_boxes(child)
 
 
-def _cell_text(tc: Any) -> str:
-    """A cell's paragraphs (and nested tables' cells) on one line."""
-    parts: list[str] = []
-    for p in tc.iter(_W + "p"):
-        if any(a.tag in _SKIPPED for a in p.iterancestors()):
-            continue
-        text = _SPACE.sub(" ", _text_of(p)).strip()
-        if text:
-            parts.append(text)
-    return " ".join(parts)
-
-
-def _text_of(element: Any) -> str:
-    """The current text of a paragraph: runs, hyperlinks, fields and insertions; tabs and
-    breaks as whitespace; deletions, field codes and text boxes left out."""
-    out: list[str] = []
-    for child in element.iterchildren():
-        tag = child.tag
-        if not isinstance(tag, str) or tag in _SKIPPED:
-            continue
-        if tag == _W + "t":
-            out.append(child.text or "")
-        elif tag in (_W + "tab", _W + "ptab"):
-            out.append("\t")
-        elif tag in (_W + "br", _W + "cr"):
-            out.append("\n")
-        elif tag == _W + "noBreakHyphen":
-            out.append("-")
-        elif tag != _W + "pPr" and tag != _W + "rPr":
-            out.append(_text_of(child))
-    return "".join(out)
+def _val(element: Any, path: str) -> str | None:
+    found = element.find(path)
+    return None if found is None else found.get(_W + "val")
 
 
 def _int(value: object) -> int:

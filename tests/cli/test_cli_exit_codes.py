@@ -1,5 +1,6 @@
-"""Exit codes on a real index: 0 done, 1 a failure while running (doctor: findings),
-2 could not run. The index is built once per test with the session's embedding model."""
+"""Exit codes on a real index: 0 done, 1 a failure while running (doctor: findings; an
+unreachable database), 2 a usage error or could not run (decision 0027). The index is
+built once per test with the session's embedding model."""
 
 from __future__ import annotations
 
@@ -63,9 +64,38 @@ def test_a_model_mismatch_is_exit_2(kb_mcp: Invoke, indexed: Path, tmp_path: Pat
     assert "--force" in result.stderr and "kb-mcp/all-MiniLM-L6-v2-int8" in result.stderr
 
 
-def test_a_bad_query_is_exit_1_with_one_line(kb_mcp: Invoke, indexed: Path) -> None:
-    result = kb_mcp("search", "keys", "--kb-path", str(indexed), "--date-from", "2024-02-01",
-                    "--date-to", "2024-01-01")
-    assert result.exit_code == 1, (result.stdout, result.stderr)
+@pytest.mark.parametrize(("args", "message"), [
+    (("", ), "query must be a non-empty string"),
+    (("keys", "--date-from", "2024-02-01", "--date-to", "2024-01-01"),
+     "date_from is after date_to"),
+    (("keys", "--date-from", "yesterday"), "date_from must be a date as YYYY-MM-DD"),
+    (("keys", "--date-to", "2024-02-30"), "date_to is not a real date"),
+])
+def test_a_bad_query_is_a_usage_error_exit_2_with_one_line(
+        kb_mcp: Invoke, indexed: Path, args: tuple[str, ...], message: str) -> None:
+    result = kb_mcp("search", *args, "--kb-path", str(indexed), "--no-server")
+    assert result.exit_code == 2, (result.stdout, result.stderr)
     assert result.stdout == ""
-    assert result.stderr == "kb-mcp: error: date_from is after date_to\n"
+    assert result.stderr.startswith(f"kb-mcp: error: {message}")
+    assert result.stderr.count("\n") == 1
+
+
+def test_a_bad_option_is_exit_2(kb_mcp: Invoke, indexed: Path) -> None:
+    result = kb_mcp("search", "keys", "--kb-path", str(indexed), "--limit", "0")
+    assert result.exit_code == 2 and "--limit" in result.stderr
+
+
+def test_an_unreachable_database_is_a_runtime_failure_exit_1(
+        kb_mcp: Invoke, kb: Path, tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = _config(tmp_path, f'database_url = "postgresql+psycopg://kb:pw@127.0.0.1:{port}/kb"\n')
+    for command in (("status",), ("search", "keys", "--no-server")):
+        result = kb_mcp(*command, "--kb-path", str(kb), "--config", config)
+        assert result.exit_code == 1, (command, result.stdout, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("kb-mcp: error: cannot connect"), lines
+        assert "pw" not in result.stderr and result.stdout == ""

@@ -10,7 +10,7 @@ from kbmcp_cli.main import cli
 from tests.cli.conftest import Invoke
 
 COMMANDS = ("index", "status", "search", "doctor", "eval", "serve", "watch", "migrate-store",
-            "token", "graph", "tune")
+            "token", "graph", "tune", "init")
 
 
 def _args(command: str) -> list[str]:
@@ -129,7 +129,7 @@ def test_eval_with_a_malformed_golden_file_is_exit_2(kb_mcp: Invoke, kb: Path,
     golden = tmp_path / "golden.yml"
     golden.write_text("queries:\n  - query: keys\n", encoding="utf-8")
     result = kb_mcp("eval", "--kb-path", str(kb), "--golden", str(golden))
-    assert_usage_error(result, "needs a non-empty 'expected' list")
+    assert_usage_error(result, "needs an 'expected' list", "[] for a question")
 
 
 def test_serve_refuses_a_non_loopback_host_without_allow_remote(kb_mcp: Invoke,

@@ -75,6 +75,7 @@ GATED = [
     ('index_dir = "{elsewhere}/index"\n', "index_dir"),
     ('index_dir = "../outside"\n', "index_dir"),
     ('[server]\ntokens_file = "{elsewhere}/tokens.json"\n', "server.tokens_file"),
+    ('[server]\ntrusted_proxies = ["0.0.0.0/0"]\n', "server.trusted_proxies"),
     ('[embedding]\ncache_dir = "{elsewhere}/models"\n', "embedding.cache_dir"),
     ('[embedding]\nmodel = "BAAI/bge-small-en-v1.5"\n', "embedding.model"),
     ('[parsers]\nisolate = false\n', "parsers.isolate"),
@@ -214,7 +215,8 @@ def test_the_user_config_is_a_fallback_not_merged(
 #: Arguments that let each command get as far as reading its configuration.
 ARGS = {"index": [], "status": [], "search": ["tomatoes"], "doctor": [],
         "eval": ["--golden", "missing.yml"], "migrate-store": ["--to", "sqlite:////x/y.db"],
-        "token": ["list"], "graph": ["--query", "tomatoes"], "tune": ["--golden", "missing.yml"]}
+        "token": ["list"], "graph": ["--query", "tomatoes"], "tune": ["--golden", "missing.yml"],
+        "init": []}
 
 
 def test_every_command_has_v_and_it_names_the_config(kb_mcp: Invoke, tmp_path: Path) -> None:

@@ -108,9 +108,10 @@ def run_index(kb: Path, env: Env) -> None:
     assert done.returncode == 0, done.stderr
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def indexed_kb(tmp_path_factory: pytest.TempPathFactory, server_env: Env) -> Path:
-    """One indexed knowledge base per test module (indexing embeds with the real model)."""
+    """One indexed knowledge base for the whole session (indexing embeds with the real model):
+    tests only read it, through servers they stop; a test that changes it takes ``fresh_kb``."""
     kb = make_corpus(tmp_path_factory.mktemp("e2e"))
     run_index(kb, server_env)
     return kb
@@ -170,7 +171,7 @@ class LineReader:
         return "".join(self.lines)
 
 
-def stop(proc: subprocess.Popen[str]) -> None:
+def stop(proc: subprocess.Popen[Any]) -> None:
     """Stop a server we started: terminate, then kill after a bounded wait.
 
     Its stdout/stderr are closed by their LineReader at end of stream.
@@ -187,11 +188,12 @@ def stop(proc: subprocess.Popen[str]) -> None:
 
 
 class RawStdio:
-    """`kb-mcp serve` over raw pipes: one JSON-RPC line in, every stdout line checked."""
+    """`kb-mcp serve` over raw pipes: one JSON-RPC line in, every stdout line checked.
+    ``args``: more options of `serve` (--no-index, --read-only...)."""
 
-    def __init__(self, kb: Path, env: Env) -> None:
+    def __init__(self, kb: Path, env: Env, *args: str) -> None:
         self.proc = subprocess.Popen(
-            [*kb_mcp_command(), "serve", "--kb-path", str(kb), "--no-watch"],
+            [*kb_mcp_command(), "serve", "--kb-path", str(kb), "--no-watch", *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -303,9 +305,9 @@ def text_of(result: types.CallToolResult) -> Any:
 
 
 # -- the web UI's corpus and server (tests/e2e/test_ui_*.py) ----------------------------------
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def ui_kb(tmp_path_factory: pytest.TempPathFactory, server_env: Env) -> Path:
-    """The UI corpus, indexed with plain text enabled (one per test module)."""
+    """The UI corpus, indexed with plain text enabled (once per session; tests only read it)."""
     from tests.e2e.ui_support import index_with_txt, make_ui_corpus
 
     kb = make_ui_corpus(tmp_path_factory.mktemp("ui"))

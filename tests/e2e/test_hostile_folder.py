@@ -57,7 +57,7 @@ SKIPPED = {
     "name not valid UTF-8": 1,
     "over the 50 MiB index cap": 1,
     "excluded by .kb-mcpignore": 1,  # the private/ folder, never walked
-    "format not enabled": 3,  # kb-mcp.toml, photo.png and a bare ".md" dotfile
+    "not a supported format": 3,  # kb-mcp.toml, photo.png and a bare ".md" dotfile
 }
 
 

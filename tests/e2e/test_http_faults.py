@@ -44,7 +44,7 @@ def servers() -> Iterator[list[HttpServer]]:
 
 
 def serve(kb: Path, env: Env, servers: list[HttpServer], *extra: str) -> HttpServer:
-    server = start_http(kb, env, *extra)
+    server = start_http(kb, env, "--no-index", *extra)  # no tool here needs an index
     servers.append(server)
     return server
 

@@ -32,7 +32,7 @@ def guarded(tmp_path_factory: pytest.TempPathFactory, server_env: Env
     kb = root / "kb"
     write(kb, "a.md", "# A\n\nalpha\n")
     token, _ = add_token(root / "tokens.json", "ci")
-    running = start(kb, environment(server_env), "--no-watch", "--body-timeout", "1",
+    running = start(kb, environment(server_env), "--no-watch", "--no-index", "--body-timeout", "1",
                     "--tokens-file", str(root / "tokens.json"))
     yield running, token
     stop(running.proc)

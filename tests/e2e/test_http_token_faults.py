@@ -32,7 +32,7 @@ INTRUDER = "kbm_the-other-local-user"
 
 @pytest.fixture(scope="module")
 def plain_kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """No index needed: only access control is under test."""
+    """No index needed: only access control is under test (servers get --no-index)."""
     kb = tmp_path_factory.mktemp("token-faults") / "kb"
     write(kb, "a.md", "# A\n\nalpha\n")
     return kb
@@ -129,7 +129,7 @@ def test_a_tokens_file_damaged_while_serving_fails_closed(
         pytest.skip("giving a file to another user needs root")
     tokens_file = tmp_path / "tokens.json"
     token, _ = add_token(tokens_file, "laptop")
-    served = start(plain_kb, environment(server_env), "--no-watch",
+    served = start(plain_kb, environment(server_env), "--no-watch", "--no-index",
                    "--tokens-file", str(tokens_file))
     servers.append(served)
     assert guarded_calls(served) == [401, 401, 401]
@@ -153,7 +153,7 @@ def test_revoking_a_token_ends_its_open_event_stream(
     tokens_file = tmp_path / "tokens.json"
     add_token(tokens_file, "keep")  # the server keeps requiring tokens after the revoke
     token, _ = add_token(tokens_file, "laptop")
-    served = start(plain_kb, environment(server_env), "--no-watch",
+    served = start(plain_kb, environment(server_env), "--no-watch", "--no-index",
                    "--tokens-file", str(tokens_file))
     servers.append(served)
     auth = {"Authorization": f"Bearer {token}"}
@@ -189,7 +189,7 @@ def test_revoking_the_last_token_keeps_a_running_server_closed(
         plain_kb: Path, server_env: Env, tmp_path: Path, servers: list[Served]) -> None:
     tokens_file = tmp_path / "tokens.json"
     add_token(tokens_file, "only")
-    served = start(plain_kb, environment(server_env), "--no-watch",
+    served = start(plain_kb, environment(server_env), "--no-watch", "--no-index",
                    "--tokens-file", str(tokens_file))
     servers.append(served)
     assert guarded_calls(served) == [401, 401, 401]
@@ -223,7 +223,7 @@ def test_an_unsafe_tokens_file_stops_the_server_at_start(
 
 def test_without_a_token_loopback_serves_with_one_warning_line(
         plain_kb: Path, server_env: Env, tmp_path: Path, servers: list[Served]) -> None:
-    served = start(plain_kb, environment(server_env), "--no-watch",
+    served = start(plain_kb, environment(server_env), "--no-watch", "--no-index",
                    "--tokens-file", str(tmp_path / "absent.json"))
     servers.append(served)
     warned = [line for line in served.log.lines if "NO AUTHENTICATION" in line]

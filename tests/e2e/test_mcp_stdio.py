@@ -173,7 +173,8 @@ def test_stdout_is_only_json_rpc_and_a_missing_index_is_a_clear_tool_error(
     tmp_path: Path, raw_stdio: list[RawStdio], server_env: Env
 ) -> None:
     kb = make_corpus(tmp_path)  # never indexed: the server warns about it while starting
-    server = RawStdio(kb, {**server_env, "PYTHONWARNINGS": "always"})
+    # --no-index: the server does not build it (without it, tests/e2e/test_serve_first_run.py)
+    server = RawStdio(kb, {**server_env, "PYTHONWARNINGS": "always"}, "--no-index")
     raw_stdio.append(server)
     hello = server.initialize()
     assert hello["result"]["serverInfo"]["name"] == "kb-mcp"

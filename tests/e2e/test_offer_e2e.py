@@ -73,7 +73,8 @@ async def refused(client: Any, uri: str) -> None:
 
 
 def test_the_offer_and_the_reads_agree(kb: Path, tmp_path: Path, server_env: Env) -> None:
-    config = ("--config", str(kb / "kb-mcp.toml"))
+    # --no-index: the server serves the index as built (notes/later.md stays unindexed)
+    config = ("--config", str(kb / "kb-mcp.toml"), "--no-index")
 
     async def body() -> None:
         async with stdio_session(kb, tmp_path / "err.log", server_env,
@@ -131,7 +132,7 @@ def test_the_offer_and_the_reads_agree(kb: Path, tmp_path: Path, server_env: Env
 def test_narrowed_formats_keep_rows_searchable_but_unoffered(
     kb: Path, tmp_path: Path, server_env: Env
 ) -> None:
-    narrowed = ("--config", str(kb / "md-only.toml"))
+    narrowed = ("--config", str(kb / "md-only.toml"), "--no-index")
 
     async def body() -> None:
         async with stdio_session(kb, tmp_path / "err.log", server_env,
@@ -160,12 +161,13 @@ def test_sizes_from_before_the_migration_and_growth_past_the_index_cap(
 
     shutil.copytree(kb, root, symlinks=True, ignore=shutil.ignore_patterns("pipe.md"))
     config = ("--config", str(root / "kb-mcp.toml"))
+    serve_args = (*config, "--no-index")  # the server itself backfills nothing
     with sqlite3.connect(root / ".kb-mcp" / "index.db") as conn:
         conn.execute("UPDATE documents SET size_bytes = NULL")
 
     async def offered() -> list[str]:
         async with stdio_session(root, tmp_path / "err.log", server_env,
-                                 extra_args=config) as client:
+                                 extra_args=serve_args) as client:
             _, bodies = await listing(client)
             return [line for line in bodies.splitlines() if "kb://doc/" in line]
 

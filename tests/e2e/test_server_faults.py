@@ -95,7 +95,7 @@ def servers() -> Iterator[list[Server]]:
     started: list[Server] = []
     yield started
     for server in started:
-        stop(server.proc)  # type: ignore[arg-type]
+        stop(server.proc)
 
 
 # -- hostile lines -------------------------------------------------------------------------

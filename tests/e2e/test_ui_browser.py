@@ -1,13 +1,14 @@
 """The /ui page in a real browser: headless Chromium (Debian's package) driven by Playwright,
-against a real `kb-mcp serve --transport http`. Set KB_MCP_UI_SCREENSHOTS=docs/images to
-refresh the README's screenshots from this run."""
+against a real `kb-mcp serve --transport http`, on the hostile corpus (ui_support.py) and
+on an ordinary team handbook (tests/fixtures/handbook_kb.py). The page as a person uses it
+(the address, the keyboard, dark mode, rendered snippets, a PDF's page, a readable graph)
+is in the second half. Set KB_MCP_UI_SCREENSHOTS=docs/images to retake the README's
+screenshots from the handbook."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,22 +19,20 @@ from playwright.sync_api import expect
 from kbmcp_adapters.mcp_server.tokens import add_token
 from tests.e2e.conftest import Env, stop
 from tests.e2e.http_support import Served, environment, start
-from tests.e2e.ui_support import HOSTILE_TITLE, NOT_OFFERED
+from tests.e2e.ui_support import (
+    CHROMIUM_ARGS,
+    HOSTILE_TITLE,
+    NOT_OFFERED,
+    WAIT_MS,
+    chromium_or_skip,
+    index_handbook,
+    new_page,
+    search,
+)
+from tests.fixtures.handbook_kb import PAGE_THREE_PHRASE, POLICY_PDF
 
-CHROMIUM = "/usr/bin/chromium"
-#: Without the background-networking flags Chromium keeps calling home on a closed network.
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
-WAIT_MS = 60_000  # every wait of the page ends by then (the first search loads the model)
-
-
-def chromium_or_skip() -> str:
-    if shutil.which(CHROMIUM) is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{CHROMIUM} is missing: .ci/run installs Debian's chromium package")
-        pytest.skip(f"{CHROMIUM} is not installed (apt install chromium)")
-    return CHROMIUM
+#: Set to a folder (docs/images), the last test retakes the README's screenshots there.
+SCREENSHOTS_ENV = "KB_MCP_UI_SCREENSHOTS"
 
 
 @pytest.fixture(scope="module")
@@ -50,31 +49,9 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture()
 def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1200, "height": 800})
-    opened = context.new_page()
-    opened.set_default_timeout(WAIT_MS)
-    problems: list[str] = []
-    opened.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    opened.on("pageerror", lambda e: problems.append(str(e)))
-    opened.problems = problems
+    opened = new_page(browser)
     yield opened
-    context.close()
-
-
-def shoot(page: Any, name: str) -> None:
-    folder = os.environ.get("KB_MCP_UI_SCREENSHOTS")
-    if folder:
-        page.screenshot(path=str(Path(folder) / f"ui-{name}.png"))
-
-
-def search(page: Any, query: str) -> Any:
-    """Type a query as a person does; wait for the hits of that very query."""
-    page.fill("#q", "")
-    page.type("#q", query, delay=5)
-    # (the page's CSP forbids eval, so every wait is a locator, never wait_for_function)
-    answered = page.locator(f"#hits[data-query={json.dumps(query)}] li")
-    answered.first.wait_for()
-    return answered
+    opened.context.close()
 
 
 def test_search_read_refusal_health_topics_and_graph(served: Served, page: Any) -> None:
@@ -86,7 +63,6 @@ def test_search_read_refusal_health_topics_and_graph(served: Served, page: Any) 
     marked = {m.lower() for m in first.locator("mark").all_inner_texts()}
     assert {"signing", "keys"} <= marked  # the matched words are highlighted
     assert "lines 6–" in first.locator(".where").inner_text()
-    shoot(page, "search")
 
     # a title made of markup is shown as text and never runs
     hostile = search(page, "a title made of markup").filter(has_text="made of markup").first
@@ -104,7 +80,6 @@ def test_search_read_refusal_health_topics_and_graph(served: Served, page: Any) 
     assert page.evaluate("window.scrollY") > 0
     box = cited.first.bounding_box()
     assert box is not None and 0 <= box["y"] <= 800  # in view
-    shoot(page, "document")
 
     # a searchable document that is not offered: its refusal, shown as what it is
     page.goto(base + "#search")
@@ -115,7 +90,6 @@ def test_search_read_refusal_health_topics_and_graph(served: Served, page: Any) 
     refusal.wait_for()
     assert "not offered by this knowledge base" in refusal.inner_text()
     assert page.locator("#doc-lines li").count() == 0
-    shoot(page, "refusal")
 
     # health: status counts and doctor's findings with their remedies
     page.goto(base + "#health")
@@ -123,13 +97,11 @@ def test_search_read_refusal_health_topics_and_graph(served: Served, page: Any) 
     assert "Documents" in page.locator("#status").inner_text()
     finding = page.locator('#findings li[data-check="extension-not-enabled"]')
     assert NOT_OFFERED in finding.inner_text() and "Remedy:" in finding.inner_text()
-    shoot(page, "health")
 
     page.goto(base + "#topics")
     page.locator("#topics .panel").first.wait_for()
     topics = page.locator("#topics").inner_text()
     assert "kb://topic/guides" in topics and NOT_OFFERED not in topics
-    shoot(page, "topics")
 
     # the graph: drawn, pannable, zoomable, each document a way into its text
     page.goto(base + "#graph?path=guides/keys.md")
@@ -151,7 +123,6 @@ def test_search_read_refusal_health_topics_and_graph(served: Served, page: Any) 
     assert page.get_attribute("#graph", "viewBox") != zoomed  # panned
     page.goto(base + "#graph?path=guides/keys.md")  # fresh view for the picture
     page.locator("#graph .node").nth(1).wait_for()
-    shoot(page, "graph")
     page.locator('#graph .node[data-path="guides/key-rollback.md"] circle').click()
     expect(page).to_have_url(re.compile(r"#doc\?"))
     page.locator("#doc-lines li").first.wait_for()
@@ -167,6 +138,10 @@ def test_with_a_token_the_page_asks_for_it_once_and_then_works(
     token, _ = add_token(tokens, "browser")
     running = start(ui_kb, environment(server_env), "--no-watch", "--tokens-file", str(tokens))
     try:
+        # the page, its redirect and its icon load without a token; its data does not
+        assert running.request("GET", "/")[0] == 307
+        assert running.request("GET", "/favicon.ico")[0] == 200
+        assert running.request("GET", "/ui/api/topics")[0] == 401
         page.goto(f"http://127.0.0.1:{running.port}/ui#topics")
         page.locator("#token-form").wait_for()  # the data call was refused: asked once
         page.fill("#token", "kbm_wrong")
@@ -198,3 +173,254 @@ def test_a_link_with_bad_percent_encoding_shows_an_error_not_an_empty_view(
     assert refusal.is_hidden()
     # no URIError, no other script error (a 404 is the browser asking for a favicon)
     assert [p for p in page.problems if "status of 404" not in p] == []
+
+
+# -- the page as a person uses it: the team handbook ------------------------------------------
+@pytest.fixture(scope="module")
+def handbook(tmp_path_factory: pytest.TempPathFactory, server_env: Env) -> Iterator[Served]:
+    """`kb-mcp serve` on the handbook, Markdown and PDF offered; stopped after the module."""
+    kb, config = index_handbook(tmp_path_factory.mktemp("handbook"), server_env)
+    # indexed above: --no-index keeps the server from a start run of its own
+    running = start(kb, environment(server_env), "--no-watch", "--no-index",
+                    "--config", str(config))
+    yield running
+    stop(running.proc)
+    running.log.drain()
+
+
+def ui_of(served: Served) -> str:
+    return f"http://127.0.0.1:{served.port}/ui"
+
+
+def test_the_search_is_in_the_address_a_reload_and_a_shared_link_keep_it(
+        handbook: Served, browser: Any, page: Any) -> None:
+    page.goto(ui_of(handbook))
+    page.click("#search-form summary")
+    page.fill("#tags_any", "security")
+    search(page, "rotate signing keys")
+    expect(page).to_have_url(re.compile(r"#search\?q=rotate\+signing\+keys&tags_any=security$"))
+    shared = page.url
+    page.reload()
+    page.locator('#hits[data-query="rotate signing keys"] li').first.wait_for()
+    assert page.input_value("#q") == "rotate signing keys"
+    assert page.input_value("#tags_any") == "security"
+    # the link opened elsewhere (a colleague's browser: nothing in its storage)
+    other = new_page(browser)
+    try:
+        other.goto(shared)
+        hits = other.locator('#hits[data-query="rotate signing keys"] li')
+        hits.first.wait_for()
+        assert hits.first.locator("h3 a").inner_text() == "Rotating signing keys"
+        assert other.input_value("#tags_any") == "security"
+        # back from a document lands on the same search
+        hits.first.locator("h3 a").click()
+        other.locator("#doc-lines li").first.wait_for()
+        other.go_back()
+        other.locator('#hits[data-query="rotate signing keys"] li').first.wait_for()
+        assert other.problems == []
+    finally:
+        other.context.close()
+
+
+def test_the_keyboard_slash_arrows_and_enter_with_a_visible_focus(
+        handbook: Served, page: Any) -> None:
+    page.goto(ui_of(handbook) + "#search?q=deploy+production")
+    hits = page.locator('#hits[data-query="deploy production"] li')
+    hits.nth(1).wait_for()
+    page.locator("header h1").click()  # focus leaves the search box
+    expect(page.locator("#q")).not_to_be_focused()
+    page.keyboard.press("/")
+    expect(page.locator("#q")).to_be_focused()
+    assert page.input_value("#q") == "deploy production"  # "/" was not typed into it
+    # arrows move through the hits, the selected one marked and focused
+    page.click("#q")
+    page.keyboard.press("ArrowDown")
+    first, second = hits.nth(0), hits.nth(1)
+    expect(first.locator("h3 a")).to_be_focused()
+    expect(first).to_have_class(re.compile(r"\bselected\b"))
+    outline = first.locator("h3 a").evaluate("a => getComputedStyle(a).outlineStyle")
+    assert outline != "none"  # the focus is visible
+    page.keyboard.press("ArrowDown")
+    expect(second.locator("h3 a")).to_be_focused()
+    expect(first).not_to_have_class(re.compile(r"\bselected\b"))
+    page.keyboard.press("ArrowUp")
+    expect(first.locator("h3 a")).to_be_focused()
+    title = first.locator("h3 a").inner_text()
+    page.keyboard.press("Enter")  # opens the selected hit
+    expect(page).to_have_url(re.compile(r"#doc\?"))
+    page.locator("#doc-lines li.cited").first.wait_for()
+    assert page.locator("#doc-title").inner_text().endswith(".md")
+    assert title
+    page.keyboard.press("/")  # back to the search, query kept
+    expect(page.locator("#q")).to_be_focused()
+    assert page.input_value("#q") == "deploy production"
+    # while typing in another field "/" is a character
+    page.click("#search-form summary")
+    page.click("#path_globs")
+    page.keyboard.type("runbooks/")
+    expect(page.locator("#path_globs")).to_be_focused()
+    assert page.input_value("#path_globs") == "runbooks/"
+    assert page.problems == []
+
+
+def _rgb(css: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in re.findall(r"\d+", css)[:3])
+
+
+def test_dark_mode_follows_the_browsers_preference(handbook: Served, browser: Any,
+                                                    page: Any) -> None:
+    background = "b => getComputedStyle(b).backgroundColor"
+    page.goto(ui_of(handbook))
+    assert sum(_rgb(page.locator("body").evaluate(background))) > 600  # light: near white
+    dark = new_page(browser, color_scheme="dark")
+    try:
+        dark.goto(ui_of(handbook))
+        search(dark, "incident severity levels")
+        assert sum(_rgb(dark.locator("body").evaluate(background))) < 150  # dark
+        text = dark.locator("#hits .hit h3 a").first.evaluate("a => getComputedStyle(a).color")
+        assert sum(_rgb(text)) > 300  # links stay readable on it
+        if os.environ.get(SCREENSHOTS_ENV):  # the README's dark-mode picture, when retaken
+            dark.screenshot(path=str(Path(os.environ[SCREENSHOTS_ENV]) / "ui-dark.png"))
+    finally:
+        dark.context.close()
+
+
+def test_a_pdf_hit_opens_the_document_at_its_page(handbook: Served, page: Any) -> None:
+    page.goto(ui_of(handbook))
+    hit = search(page, "lost device full-disk encryption laptops").filter(
+        has_text=POLICY_PDF).first
+    assert "page 3" in hit.locator(".where").inner_text()
+    hit.locator("h3 a").click()
+    cited = page.locator("#doc-lines li.cited")
+    cited.first.wait_for()
+    assert "page 3" in page.locator("#doc-meta").inner_text()
+    assert PAGE_THREE_PHRASE in " ".join(cited.all_inner_texts())
+    assert "page 3" in cited.first.locator(".page-tag").inner_text()
+    box = cited.first.bounding_box()
+    assert box is not None and 0 <= box["y"] <= 800  # in view
+    # the first page's text is not what is marked
+    assert "reviewed every year" not in " ".join(cited.all_inner_texts())
+
+
+def test_snippets_show_markdown_as_text_code_in_monospace_and_no_empty_separators(
+        handbook: Served, page: Any) -> None:
+    page.goto(ui_of(handbook))
+    hit = search(page, "promote the replica pg_ctl").filter(has_text="Database failover").first
+    code = hit.locator(".content pre code")
+    assert "pg_ctl promote" in code.inner_text()
+    font = code.evaluate("c => getComputedStyle(c).fontFamily")
+    assert "monospace" in font
+    shown = hit.locator(".content").inner_text()
+    assert "```" not in shown and "bash" not in shown.split("pg_ctl")[0]
+    hit = search(page, "rotate the token signing keys every 90 days").filter(
+        has_text="Rotating signing keys").first
+    shown = hit.locator(".content").inner_text()
+    assert "**" not in shown and "# " not in shown
+    assert hit.locator(".content strong", has_text="90 days").count() == 1
+    inline = hit.locator(".content code").first
+    assert "monospace" in inline.evaluate("c => getComputedStyle(c).fontFamily")
+    # a document without any heading: its hit names no heading and shows no "· ·"
+    hit = search(page, "book leave in the team calendar").filter(has_text="people/time-off.md")
+    where = hit.first.locator(".where").inner_text()
+    assert "· ·" not in where and where.startswith("people/time-off.md · lines")
+    for text in page.locator("#hits .where").all_inner_texts():
+        assert "· ·" not in text and not text.endswith("· ")
+
+
+def test_the_root_redirects_to_the_page_and_the_favicon_answers(
+        handbook: Served, page: Any) -> None:
+    status, headers, _ = handbook.request("GET", "/")
+    assert status == 307 and headers["location"] == "/ui"
+    assert "default-src 'none'" in headers["content-security-policy"]
+    status, headers, body = handbook.request("GET", "/favicon.ico")
+    assert status == 200 and headers["content-type"].startswith("image/svg+xml")
+    assert body.startswith(b"<svg") and b"handbook" not in body
+    assert "default-src 'none'" in headers["content-security-policy"]
+    page.goto(f"http://127.0.0.1:{handbook.port}/")
+    expect(page).to_have_url(re.compile(r"/ui$"))
+    search(page, "on-call handover")
+    assert page.problems == []  # no 404 for the favicon, nor anything else
+
+
+def test_a_read_only_replica_does_not_offer_to_update_the_index(
+        ui_kb: Path, server_env: Env, served: Served, page: Any) -> None:
+    page.goto(ui_of(served) + "#health")
+    page.locator("#status dd").first.wait_for()
+    expect(page.locator("#rebuild")).to_be_visible()
+    replica = start(ui_kb, environment(server_env), "--no-watch", "--read-only")
+    try:
+        page.goto(ui_of(replica) + "#health")
+        page.locator("#status dd").first.wait_for()
+        expect(page.locator("#read-only-note")).to_be_visible()
+        expect(page.locator("#rebuild")).to_be_hidden()
+    finally:
+        stop(replica.proc)
+        replica.log.drain()
+
+
+def _overlap(a: dict[str, float], b: dict[str, float]) -> bool:
+    return (a["x"] < b["x"] + b["width"] and b["x"] < a["x"] + a["width"]
+            and a["y"] < b["y"] + b["height"] and b["y"] < a["y"] + a["height"])
+
+
+def test_a_graph_past_twenty_nodes_keeps_its_labels_apart_and_says_what_it_left_out(
+        served: Served, page: Any) -> None:
+    page.goto(ui_of(served) + "#graph?path=archive/q00.md&fan_out=20&max_nodes=30")
+    nodes = page.locator("#graph .node")
+    nodes.nth(20).wait_for()
+    assert nodes.count() == 30
+    labels = page.locator("#graph .node text:not(.quiet)")
+    assert 1 <= labels.count() <= 17  # the seed and at most 16 of the most linked
+    boxes = [labels.nth(i).bounding_box() for i in range(labels.count())]
+    assert all(box is not None for box in boxes)
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert not _overlap(a, b), (a, b)
+    quiet = page.locator("#graph .node:has(text.quiet)").first
+    label = quiet.locator("text")
+    expect(label).to_be_hidden()
+    quiet.locator("circle").hover()
+    expect(label).to_be_visible()  # pointing at a node shows its title
+    status = page.locator("#graph-status").inner_text()
+    assert status.startswith("Showing 30 documents")
+    assert "left out" in status and "Max nodes" in status
+    assert "truncated" not in status and "fan_out" not in status and "max_nodes" not in status
+    assert page.problems == []
+
+
+def test_the_screenshot_tour_of_the_handbook_renders_every_view(
+        handbook: Served, page: Any, tmp_path: Path) -> None:
+    """The tour behind the README's pictures; with KB_MCP_UI_SCREENSHOTS=docs/images the
+    pictures are retaken there, otherwise they go to a temporary folder."""
+    folder = Path(os.environ.get(SCREENSHOTS_ENV) or tmp_path)
+    shots: list[Path] = []
+
+    def shoot(page: Any, name: str) -> None:
+        shots.append(folder / f"ui-{name}.png")
+        page.screenshot(path=str(shots[-1]))
+
+    base = ui_of(handbook)
+    page.goto(base)
+    search(page, "rotate the signing keys")
+    page.keyboard.press("ArrowDown")
+    shoot(page, "search")
+    page.keyboard.press("Enter")
+    page.locator("#doc-lines li.cited").first.wait_for()
+    shoot(page, "document")
+    page.goto(base + "#doc?uri=kb://doc/../secrets.md")
+    page.locator("#doc-refusal").wait_for()
+    shoot(page, "refusal")
+    page.goto(base + "#health")
+    page.locator("#status dd").first.wait_for()
+    shoot(page, "health")
+    page.goto(base + "#topics")
+    page.locator("#topics .panel").first.wait_for()
+    shoot(page, "topics")
+    page.goto(base + "#graph?path=runbooks/key-rotation.md&threshold=0.1&fan_out=6")
+    page.locator("#graph .node").nth(4).wait_for()
+    shoot(page, "graph")
+    assert [p.name for p in shots] == [f"ui-{n}.png" for n in (
+        "search", "document", "refusal", "health", "topics", "graph")]
+    assert all(p.stat().st_size > 10_000 for p in shots)  # a rendered page, not a blank one
+    # the one console message is the refused read's 404 (the refusal view shows it)
+    assert all("404" in problem for problem in page.problems), page.problems

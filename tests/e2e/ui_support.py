@@ -1,13 +1,27 @@
-"""A knowledge base for the /ui tests: related documents, one searchable but not offered
-(its format was dropped after indexing), and one whose title is hostile markup."""
+"""Knowledge bases for the /ui tests: the hostile one (related documents, one searchable
+but not offered as its format was dropped after indexing, one whose title is hostile
+markup) and the ordinary team handbook of tests/fixtures/handbook_kb.py."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from tests.e2e.conftest import DEADLINE, Env, kb_mcp_command, make_corpus, write
+
+CHROMIUM = "/usr/bin/chromium"
+#: Without the background-networking flags Chromium keeps calling home on a closed network.
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+WAIT_MS = 60_000  # every wait of the page ends by then (the first search loads the model)
+VIEWPORT = {"width": 1200, "height": 800}
 
 #: A title that would run script if the page ever inserted it as HTML.
 HOSTILE_TITLE = '<img src=x onerror="window.__kbXss=1">'
@@ -46,3 +60,49 @@ def index_with_txt(kb: Path, env: Env) -> None:
                           env={**os.environ, **env}, capture_output=True, text=True,
                           timeout=DEADLINE, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def index_handbook(root: Path, env: Env) -> tuple[Path, Path]:
+    """The handbook, indexed with Markdown and PDF enabled; its folder and its config file
+    (a server started with it offers the PDF too)."""
+    from tests.fixtures.handbook_kb import write_handbook
+
+    kb = write_handbook(root)
+    config = root / "handbook.toml"
+    config.write_text(f'kb_path = "{kb.name}"\n\n[parsers]\nenabled = ["md", "pdf"]\n',
+                      encoding="utf-8")
+    done = subprocess.run([*kb_mcp_command(), "index", "--config", str(config), "--quiet"],
+                          env={**os.environ, **env}, capture_output=True, text=True,
+                          timeout=DEADLINE, check=False)
+    assert done.returncode == 0, done.stderr
+    return kb, config
+
+
+def chromium_or_skip() -> str:
+    if shutil.which(CHROMIUM) is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{CHROMIUM} is missing: .ci/run installs Debian's chromium package")
+        pytest.skip(f"{CHROMIUM} is not installed (apt install chromium)")
+    return CHROMIUM
+
+
+def new_page(browser: Any, **context: Any) -> Any:
+    """A page in a fresh context (its own storage), collecting script errors and CSP
+    violations in ``page.problems``; the caller closes ``page.context``."""
+    opened = browser.new_context(viewport=VIEWPORT, **context).new_page()
+    opened.set_default_timeout(WAIT_MS)
+    problems: list[str] = []
+    opened.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    opened.on("pageerror", lambda e: problems.append(str(e)))
+    opened.problems = problems
+    return opened
+
+
+def search(page: Any, query: str) -> Any:
+    """Type a query as a person does; wait for the hits of that very query."""
+    page.fill("#q", "")
+    page.type("#q", query, delay=5)
+    # (the page's CSP forbids eval, so every wait is a locator, never wait_for_function)
+    answered = page.locator(f"#hits[data-query={json.dumps(query)}] li")
+    answered.first.wait_for()
+    return answered

@@ -7,7 +7,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -63,6 +63,9 @@ class CountingRegistry:
 
     def extensions(self) -> frozenset[str]:
         return self.real.extensions()
+
+    def conversion_versions(self) -> Mapping[str, int]:
+        return self.real.conversion_versions()
 
     def parser_for(self, extension: str) -> Parser | None:
         parser = self.real.parser_for(extension)
@@ -135,8 +138,8 @@ def test_an_edited_file_is_converted_afresh_and_the_next_run_keeps_its_new_text(
     path = "wiki/oncall-runbook.html"
     old = kb.get_document(path).content
     page = (root / path).read_text(encoding="utf-8")
-    (root / path).write_text(page.replace("</body>", "<p>Pager rota moved to Fridays.</p>"
-                                          "</body>"), encoding="utf-8")
+    (root / path).write_text(page.replace("</main>", "<p>Pager rota moved to Fridays.</p>"
+                                          "</main>"), encoding="utf-8")
     registry.calls.clear()
     edited = kb.get_document(path)  # new bytes: the kept text is not theirs
     assert "Pager rota moved to Fridays." in edited.content
@@ -194,6 +197,9 @@ class SlowRegistry:
 
     def extensions(self) -> frozenset[str]:
         return frozenset({"html"})
+
+    def conversion_versions(self) -> Mapping[str, int]:
+        return {"html": 1}
 
     def parser_for(self, extension: str) -> SlowParser | None:
         return self.parser if extension == "html" else None

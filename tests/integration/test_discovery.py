@@ -10,12 +10,14 @@ import pytest
 from kbmcp_adapters.filesystem.exclusion import ExclusionRules
 from kbmcp_adapters.filesystem.local import LocalFileSystem
 from kbmcp_adapters.filesystem.scanner import DiskScanner
+from kbmcp_adapters.parsers.registry import READABLE_EXTENSIONS
 from kbmcp_core.models import (
     SKIP_BAD_NAME,
     SKIP_EXCLUDED_FOLDER,
     SKIP_FORMAT,
     SKIP_IGNORED,
     SKIP_LINK,
+    SKIP_UNSUPPORTED,
 )
 from kbmcp_core.settings import DEFAULT_EXCLUDE_DIRS
 from tests.conftest import OpenKb
@@ -31,7 +33,7 @@ def write(root: Path, rel: str, text: str = "# T\nbody\n") -> Path:
 def scan(root: Path, exclude_dirs: tuple[str, ...] = DEFAULT_EXCLUDE_DIRS,
          exts: tuple[str, ...] = ("md",)):
     rules = ExclusionRules.load(root, exclude_dirs, root / ".kb-mcp")
-    return DiskScanner(root, LocalFileSystem(root), rules, exts).scan()
+    return DiskScanner(root, LocalFileSystem(root), rules, exts, READABLE_EXTENSIONS).scan()
 
 
 def test_fail_safe_and_default_dirs_are_never_walked(tmp_path: Path) -> None:
@@ -146,7 +148,7 @@ def test_names_that_are_not_utf8_are_refused_once_and_the_rest_indexed(tmp_path:
         ("dir-\\xfe", "folder name is not valid UTF-8; rename it (its contents are not "
                       "indexed)", "absent", SKIP_BAD_NAME),
     ]
-    assert s.skipped == {SKIP_FORMAT: 1}  # a format kb-mcp would not read anyway: quiet
+    assert s.skipped == {SKIP_UNSUPPORTED: 1}  # a format kb-mcp cannot read: quiet
 
 
 def test_dot_leading_names_follow_one_rule(tmp_path: Path) -> None:
@@ -154,7 +156,7 @@ def test_dot_leading_names_follow_one_rule(tmp_path: Path) -> None:
         write(tmp_path, rel)
     s = scan(tmp_path)
     assert sorted(s.files) == ["..md", ".foo.md", "sub/...md"]
-    assert s.skipped == {SKIP_FORMAT: 3} and s.refused == ()
+    assert s.skipped == {SKIP_UNSUPPORTED: 3} and s.refused == ()
 
 
 def make_mixed_folder(root: Path) -> None:
@@ -173,7 +175,8 @@ def test_every_path_the_walk_does_not_take_is_counted_with_its_reason(tmp_path: 
     s = scan(tmp_path)
     assert sorted(s.files) == ["a.md"]
     assert s.skipped == {
-        SKIP_FORMAT: 41,  # 40 images and a text file (txt is not enabled)
+        SKIP_UNSUPPORTED: 40,  # 40 images: kb-mcp reads no image
+        SKIP_FORMAT: 1,  # a text file: kb-mcp reads text, but txt is not enabled
         SKIP_IGNORED: 2,  # the drafts/ folder (not walked) and b.tmp.md
         SKIP_EXCLUDED_FOLDER: 2,  # node_modules and .git (not walked)
     }
@@ -185,9 +188,10 @@ def test_a_run_summary_breaks_skips_down_by_reason_with_one_warning_per_refusal(
 ) -> None:
     make_mixed_folder(tmp_path)
     summary = open_kb(tmp_path).index()
-    assert summary.skipped_reasons == {SKIP_FORMAT: 41, SKIP_IGNORED: 2,
+    assert summary.skipped_reasons == {SKIP_UNSUPPORTED: 40, SKIP_FORMAT: 1, SKIP_IGNORED: 2,
                                        SKIP_EXCLUDED_FOLDER: 2, SKIP_LINK: 1}
     assert summary.skipped == 46
     assert summary.warnings == ["link.md: is a symbolic link; links are never followed"]
-    assert "46 skipped (format not enabled: 41, " in summary.line()
+    assert "46 skipped (not a supported format: 40, " in summary.line()
+    assert "format not enabled: 1" in summary.line()
     assert summary.as_dict()["skipped_reasons"] == summary.skipped_reasons

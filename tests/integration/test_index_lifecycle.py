@@ -260,9 +260,9 @@ def test_index_json_counts_add_up_names_files_with_v_and_strict_exits_1(
     assert s["scanned"] == 5 == (s["added"] + s["updated"] + s["renamed"] + s["unchanged"]
                                  + s["skipped"] + s["failed"])
     assert (s["added"], s["skipped"], s["failed"]) == (2, 2, 1)
-    assert s["skipped_reasons"] == {"format not enabled": 1, "symbolic link": 1}
+    assert s["skipped_reasons"] == {"not a supported format": 1, "symbolic link": 1}
     assert s["failed_reasons"] == {"could not be read as its format": 1}
-    assert s["skipped_files"] == {"format not enabled": ["photo.png"],
+    assert s["skipped_files"] == {"not a supported format": ["photo.png"],
                                   "symbolic link": ["link.md"]}
     assert s["failed_files"] == {"could not be read as its format": ["broken.md"]}
 

@@ -508,7 +508,9 @@ def test_pdf_extract_text_joins_pages() -> None:
 
 
 def test_registry_offers_the_enabled_formats_only() -> None:
-    assert KNOWN_FORMATS == ("md", "txt", "pdf", "html", "docx", "pptx", "xlsx", "epub")
+    assert KNOWN_FORMATS == (
+        "md", "txt", "pdf", "html", "docx", "pptx", "xlsx", "epub", "rst", "adoc", "ipynb"
+    )  # fmt: skip
     markdown_only = build_registry(["md"])
     assert markdown_only.extensions() == frozenset({"md", "markdown"})
     assert isinstance(markdown_only.parser_for("markdown"), MarkdownParser)

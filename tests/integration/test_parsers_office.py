@@ -234,7 +234,7 @@ def test_pptx_slides_are_sections_with_their_number_on_every_chunk() -> None:
     assert cells.page == 3
     assert "Region | Revenue" in cells.content
     assert chunk_with(doc, "grouped footnote").page == 3
-    assert "Merged header | Note\nalpha | beta | gamma" in chunk_with(doc, "Merged").content
+    assert "Merged header |  | Note\nalpha | beta | gamma" in chunk_with(doc, "Merged").content
 
 
 def test_pptx_a_tiny_slide_keeps_its_own_number_even_when_chunks_merge() -> None:

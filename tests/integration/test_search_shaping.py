@@ -183,7 +183,7 @@ def test_the_cli_marks_the_matched_words(tmp_path: Path) -> None:
                                  "--mode", "lexical", "--context", "section"],
                            env={"NO_COLOR": "1"})
     assert result.exit_code == 0, result.output
-    assert "Route five percent of [[traffic]] to the [[canary]] first." in result.output
+    assert "Route five percent of ⟦traffic⟧ to the ⟦canary⟧ first." in result.output
     assert "context (section" in result.output
     bad = runner.invoke(cli, ["search", "canary", "--kb-path", str(root), "--diversity", "2"])
     assert bad.exit_code == 2 and "--diversity" in bad.output

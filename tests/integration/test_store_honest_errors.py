@@ -133,7 +133,7 @@ def test_the_command_line_refuses_a_control_character_in_a_filter_naming_it(
         done = kb_mcp(["search", "billing", "--mode", "lexical", "--no-server", "--kb-path",
                        str(tmp_path / "kb"), *option], kb_env)
         no_traceback(done.stderr)
-        assert done.returncode == 1, done.stderr
+        assert done.returncode == 2, done.stderr  # a usage error (decision 0027)
         assert "must not contain NUL or other control characters" in done.stderr, option
 
 
@@ -232,7 +232,7 @@ def _closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_an_unreachable_database_exits_2_from_every_command(
+def test_an_unreachable_database_exits_1_from_every_command(
         tmp_path: Path, kb_env: dict[str, str]) -> None:
     from tests.store_faults import kb_mcp, no_traceback
 
@@ -245,7 +245,7 @@ def test_an_unreachable_database_exits_2_from_every_command(
                     ["watch"], ["serve"], ["serve", "--read-only"]):
         done = kb_mcp([*command, "--config", str(config)], kb_env, timeout=120)
         no_traceback(done.stderr)
-        assert done.returncode == 2, (command, done.returncode, done.stderr)
+        assert done.returncode == 1, (command, done.returncode, done.stderr)
         errors = [line for line in done.stderr.splitlines()
                   if not line.startswith(("kb-mcp: INFO:", "kb-mcp: WARNING:"))]
         assert len(errors) == 1 and "cannot connect to the" in errors[0], (command, errors)

@@ -133,8 +133,8 @@ def test_index_progress_shows_the_text_phase_then_the_vector_phase(
     r = cli(["index", "--kb-path", str(kb)], kb_env)  # stderr is a pipe: plain lines
     assert r.returncode == 0, r.stderr
     lines = r.stderr.splitlines()
-    done_text = lines.index("kb-mcp: text 12/12")
+    done_text = lines.index("kb-mcp: indexing: text 12/12 files")
     searchable = lines.index("kb-mcp: every file is now searchable by keywords")
-    first_vectors = lines.index("kb-mcp: text 12/12 · vectors 0/24")
-    last_vectors = lines.index("kb-mcp: text 12/12 · vectors 24/24")
+    first_vectors = lines.index("kb-mcp: indexing: text 12/12 files · vectors 0/24 chunks")
+    last_vectors = lines.index("kb-mcp: indexing: text 12/12 files · vectors 24/24 chunks")
     assert done_text < searchable < first_vectors < last_vectors

@@ -36,6 +36,9 @@ class Registry:
     def extensions(self) -> frozenset[str]:
         return frozenset({"html"})
 
+    def conversion_versions(self) -> dict[str, int]:
+        return {"html": 1}
+
     def parser_for(self, extension: str) -> PageParser | None:
         return self.parser if extension == "html" else None
 

@@ -114,5 +114,5 @@ def test_a_snippet_never_cuts_a_match_in_two() -> None:
     content = "x" * 190 + " documentation follows here and more text after it"
     spans = match_spans(content, "documentation")
     out = snippet(content, spans, width=200)
-    assert "[[documentation]]" in out
-    assert "[[documen" not in out.replace("[[documentation]]", "")
+    assert "⟦documentation⟧" in out
+    assert "⟦documen" not in out.replace("⟦documentation⟧", "")

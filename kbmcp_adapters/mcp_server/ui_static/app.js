@@ -1,9 +1,9 @@
-// kb-mcp's local page: search, read, topics, health and the connection graph.
-// Every piece of document data is inserted as text (textContent), never as markup.
+// kb-mcp's local page: search, read, topics, health, routing and the keyboard.
+// Every piece of document data is inserted as text (textContent), never as markup; a hit's
+// Markdown is rendered by snippet.js, the health view by health.js, the graph by graph.js.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const SVG = "http://www.w3.org/2000/svg";
 const TOKEN_KEY = "kb-mcp-token";
 
 function el(tag, props, ...children) {
@@ -14,12 +14,6 @@ function el(tag, props, ...children) {
     else node.setAttribute(k, v);
   }
   for (const c of children) if (c !== null && c !== undefined) node.append(c);
-  return node;
-}
-
-function svgEl(tag, attrs) {
-  const node = document.createElementNS(SVG, tag);
-  for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, String(v));
   return node;
 }
 
@@ -73,43 +67,52 @@ function words(query) {
   return [...new Set(found.filter((w) => w.length > 1))].sort((a, b) => b.length - a.length);
 }
 
-function escapeRegExp(text) { return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"); }
-
-// The text with the server's match spans ([start, end) in code points) wrapped in <mark>.
-function highlightedSpans(text, spans) {
-  const fragment = document.createDocumentFragment();
-  const chars = Array.from(text);
-  let last = 0;
-  for (const [start, end] of [...spans].sort((a, b) => a[0] - b[0])) {
-    if (start < last || end <= start) continue;
-    if (start > last) fragment.append(chars.slice(last, start).join(""));
-    fragment.append(el("mark", { text: chars.slice(start, end).join("") }));
-    last = end;
-  }
-  if (last < chars.length) fragment.append(chars.slice(last).join(""));
-  return fragment;
-}
-
-// The text with every query word wrapped in <mark>: built from text nodes only.
-function highlighted(text, query, spans) {
-  if (Array.isArray(spans) && spans.length) return highlightedSpans(text, spans);
-  const fragment = document.createDocumentFragment();
-  const list = words(query);
-  if (!list.length) { fragment.append(text); return fragment; }
-  const pattern = new RegExp("(" + list.map(escapeRegExp).join("|") + ")", "giu");
-  let last = 0;
-  for (const match of text.matchAll(pattern)) {
-    if (match.index > last) fragment.append(text.slice(last, match.index));
-    fragment.append(el("mark", { text: match[0] }));
-    last = match.index + match[0].length;
-  }
-  if (last < text.length) fragment.append(text.slice(last));
-  return fragment;
+// The hit's text as rendered Markdown, its matches marked: the server's spans ([start, end)
+// in code points) or, from an older server, the query's words.
+function hitContent(text, query, spans) {
+  const marks = Array.isArray(spans) && spans.length ? spans : wordSpans(text, words(query));
+  return renderSnippet(text, marks);
 }
 
 function listOf(id) {
   const value = $(id).value.trim();
   return value ? value.split(/[\s,]+/).filter(Boolean) : undefined;
+}
+
+// The search form's fields, each a URL parameter of #search?…; hybrid and 5 are the defaults.
+const SEARCH_FIELDS = ["q", "mode", "limit", "chunks_per_document", "path_globs", "tags_any",
+  "tags_all", "date_from", "date_to", "category", "topic"];
+const FILTER_FIELDS = new Set(SEARCH_FIELDS.slice(4));
+
+// The form as a shareable address: what a reload, a bookmark or a link opens.
+function searchHash() {
+  const params = new URLSearchParams();
+  for (const id of SEARCH_FIELDS) {
+    const value = id === "q" ? $(id).value : $(id).value.trim();
+    if (value && value !== ($(id).defaultValue || "hybrid")) params.set(id, value);
+  }
+  const text = params.toString();
+  return "#search" + (text ? "?" + text : "");
+}
+
+// An address's search into the form; true when it holds a query.
+function fillSearch(params) {
+  for (const id of SEARCH_FIELDS) {
+    const value = params.get(id);
+    $(id).value = value !== null ? value : (id === "mode" ? "hybrid" : $(id).defaultValue);
+  }
+  if (SEARCH_FIELDS.some((id) => FILTER_FIELDS.has(id) && params.get(id))) {
+    $("search-form").querySelector("details").open = true;
+  }
+  return Boolean($("q").value.trim());
+}
+
+function rememberSearch() {
+  const hash = searchHash();
+  $("doc-back").setAttribute("href", hash);
+  if (location.hash.startsWith("#search") || !location.hash) {
+    if (location.hash !== hash) history.replaceState(null, "", hash);
+  }
 }
 
 function searchArgs() {
@@ -129,11 +132,19 @@ function searchArgs() {
   return args;
 }
 
+// Characters of a PDF hit's text the reader looks for to find the hit on its page.
+const FIND_CHARS = 80;
+
+function folded(text) { return text.replace(/\s+/gu, " ").trim(); }
+
 function docHash(uri, hit) {
   const params = new URLSearchParams({ uri });
   if (hit && hit.start_line) params.set("line", hit.start_line);
   if (hit && hit.end_line) params.set("end", hit.end_line);
-  if (hit && hit.page) params.set("page", hit.page);
+  if (hit && hit.page) {
+    params.set("page", hit.page);
+    if (hit.content) params.set("find", Array.from(folded(hit.content)).slice(0, FIND_CHARS).join(""));
+  }
   return "#doc?" + params.toString();
 }
 
@@ -144,19 +155,29 @@ function encodePath(path) {
 
 let searchSeq = 0;
 
-async function runSearch() {
+// The arguments of the hits on show: the same search again (a field's change event as
+// focus moves to a hit, the way back from a document) keeps them and their selection.
+let shownArgs = null;
+
+async function runSearch(force) {
   const query = $("q").value;
   const seq = ++searchSeq;
+  rememberSearch();
   if (!query.trim()) {
     $("hits").replaceChildren();
     $("search-status").textContent = "";
+    shownArgs = null;
     return;
   }
+  const args = searchArgs();
+  const key = JSON.stringify(args);
+  if (force !== true && key === shownArgs) return;
   let reply;
-  try { reply = await api("search", searchArgs()); } catch (e) { return; }
+  try { reply = await api("search", args); } catch (e) { return; }
   if (seq !== searchSeq) return; // a newer query is on its way
   if (!reply.ok) { showError(reply.data); return; }
   showError(null);
+  shownArgs = key;
   renderHits(reply.data, query);
 }
 
@@ -168,18 +189,20 @@ function renderHits(data, query) {
   $("search-status").textContent = status;
   $("hits").dataset.query = query;
   $("hits").replaceChildren(...hits.map((hit) => {
-    const where = hit.page !== undefined ? "page " + hit.page
-      : "lines " + hit.start_line + "–" + hit.end_line;
+    const where = hit.page !== undefined && hit.page !== null ? "page " + hit.page
+      : hit.start_line ? "lines " + hit.start_line + "–" + hit.end_line : "";
     const heading = (hit.heading_path || []).join(" › ") || hit.heading || "";
+    // (a PDF page without an outline is its heading: "Page 3" once is enough)
+    const place = [hit.path, heading.toLowerCase() === where ? "" : heading, where,
+      "score " + Number(hit.score).toFixed(4)];
     const uri = hit.uri || "kb://doc/" + encodePath(hit.path);
     const title = el("a", { href: docHash(uri, hit), text: hit.title || hit.path });
     return el("li", { class: "hit" },
       el("h3", {}, title, " ",
         hit.uri ? null : el("span", { class: "badge off", text: "not offered",
           title: "searchable, but not offered to clients: opening it shows why" })),
-      el("div", { class: "where", text: hit.path + " · " + heading + " · " + where +
-        " · score " + Number(hit.score).toFixed(4) }),
-      el("div", { class: "content" }, highlighted(hit.content || "", query, hit.matches)));
+      el("div", { class: "where", text: place.filter(Boolean).join(" · ") }),
+      el("div", { class: "content" }, hitContent(hit.content || "", query, hit.matches)));
   }));
 }
 
@@ -198,8 +221,9 @@ function decodedOrNull(text) {
 // -- reading: the kb://doc/ guard chain -----------------------------------------------------
 async function openDocument(params) {
   const uri = params.get("uri") || "";
-  const first = parseInt(params.get("line") || "0", 10);
-  const last = parseInt(params.get("end") || String(first), 10);
+  let first = parseInt(params.get("line") || "0", 10);
+  let last = parseInt(params.get("end") || String(first), 10);
+  const page = parseInt(params.get("page") || "0", 10);
   const path = uri.replace(/^kb:\/\/doc\//, "");
   const name = decodedOrNull(path);
   $("doc-meta").textContent = uri;
@@ -223,15 +247,41 @@ async function openDocument(params) {
     $("doc-refusal").hidden = false;
     return;
   }
-  $("doc-meta").textContent = uri + " · " + reply.data.mime_type;
+  $("doc-meta").textContent = uri + " · " + reply.data.mime_type + (page ? " · page " + page : "");
   const lines = reply.data.text.split("\n");
   if (lines.length && lines[lines.length - 1] === "") lines.pop();
+  if (page && !first) [first, last] = findLines(lines, params.get("find") || "");
   const items = lines.map((line, i) => {
     const n = i + 1;
     return el("li", { class: n >= first && n <= last && first > 0 ? "cited" : "" }, line || " ");
   });
+  if (page && first > 0 && items[first - 1]) {
+    items[first - 1].prepend(el("span", { class: "page-tag", text: "page " + page }));
+  }
   $("doc-lines").replaceChildren(...items);
   if (first > 0 && items[first - 1]) items[first - 1].scrollIntoView({ block: "center" });
+}
+
+// The first and last line (1-based) holding `find` with white space folded; [0, 0] if none.
+// A PDF's text has no line numbers of its own: a hit names its page and its text.
+function findLines(lines, find) {
+  const needle = folded(find);
+  if (!needle) return [0, 0];
+  let joined = "";
+  const startOf = [];
+  for (const line of lines) {  // blank lines fold away, as in the hit's text
+    startOf.push(joined.length);
+    const text = folded(line);
+    if (text) joined += text + " ";
+  }
+  const at = joined.indexOf(needle);
+  if (at < 0) return [0, 0];
+  const lineAt = (offset) => {
+    let i = 0;
+    while (i + 1 < startOf.length && startOf[i + 1] <= offset) i++;
+    return i + 1;
+  };
+  return [lineAt(at), lineAt(at + needle.length - 1)];
 }
 
 // -- topics ---------------------------------------------------------------------------------
@@ -249,182 +299,6 @@ async function showTopics() {
       el("span", { class: "muted", text: d.path })))))));
 }
 
-// -- health: status, doctor, live progress ---------------------------------------------------
-let progressTimer = null;
-
-function renderProgress(progress) {
-  $("progress").hidden = !progress;
-  if (!progress) return false;
-  let text = "Index run in progress (started " + (progress.started || "just now") + "): ";
-  const step = progress.step || progress.phase;
-  if (step === "text" || step === "vectors" || step === "index") {
-    text += step === "vectors"
-      ? "phase 2 of 2, vectors: " + progress.done + " of " + progress.total + " chunks embedded"
-      : "phase 1 of 2, text: " + progress.done + " of " + progress.total + " files written" +
-        (progress.path ? " — " + progress.path : "") + " (searchable by keywords as they land)";
-    $("progress-bar").value = progress.total ? progress.done / progress.total : 0;
-  } else {
-    text += progress.phase === "scan" ? "scanning the files…" : "starting…";
-    $("progress-bar").removeAttribute("value");
-  }
-  $("progress-text").textContent = text;
-  return true;
-}
-
-function pollProgress() {
-  clearTimeout(progressTimer);
-  progressTimer = setTimeout(async () => {
-    let reply;
-    try { reply = await api("progress"); } catch (e) { return; }
-    if (renderProgress(reply.data.progress)) pollProgress();
-    else if (location.hash.startsWith("#health")) showHealth();
-  }, 500);
-}
-
-async function showHealth() {
-  let reply;
-  try { reply = await api("health"); } catch (e) { return; }
-  if (!reply.ok) {
-    $("status").replaceChildren();
-    $("findings").replaceChildren();
-    $("doctor-summary").textContent = (reply.data.error || {}).message || "health unavailable";
-    return;
-  }
-  const s = reply.data.status;
-  const last = s.last_run || {};
-  const rows = [
-    ["Documents", s.documents], ["Chunks", s.chunks], ["Model", s.model],
-    ["Dimension", s.dimension], ["Schema revision", s.schema_revision],
-    ["Read-only", s.read_only ? "yes" : "no"],
-    ["Last run", last.finished_at ? last.finished_at + " (" + (last.added || 0) + " added, " +
-      (last.updated || 0) + " updated, " + (last.deleted || 0) + " deleted, " +
-      (last.failed || 0) + " failed)" : "never"],
-    ["Live sync", s.watcher && s.watcher.alive ? "watching (last sync " + (s.watcher.last_sync || "—") + ")" : "not watching"],
-  ];
-  $("status").replaceChildren(...rows.flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { text: String(v ?? "—") })]));
-  const d = reply.data.doctor;
-  $("doctor-summary").textContent = d.healthy ? "Healthy: no findings."
-    : d.findings.length + (d.findings.length === 1 ? " finding" : " findings") +
-      " (integrity check: " + d.store_check + ")";
-  $("findings").replaceChildren(...d.findings.map((f) => el("li", { class: "finding", "data-check": f.check },
-    el("span", { class: "sev " + f.severity, text: f.severity }),
-    el("strong", { text: f.summary }),
-    f.samples && f.samples.length ? el("div", { class: "muted", text: "e.g. " + f.samples.join(", ") }) : null,
-    el("p", { class: "remedy", text: "Remedy: " + f.remedy }))));
-  if (renderProgress(reply.data.progress)) pollProgress();
-}
-
-async function rebuild() {
-  $("rebuild").disabled = true;
-  $("rebuild-result").textContent = "";
-  renderProgress({ phase: "start" });
-  pollProgress();
-  try {
-    const reply = await api("rebuild", {});
-    $("rebuild-result").textContent = reply.ok
-      ? "Done in " + Number(reply.data.seconds).toFixed(1) + " s: " + reply.data.added + " added, " +
-        reply.data.updated + " updated, " + reply.data.deleted + " deleted."
-      : "Refused: " + reply.data.error.message;
-  } catch (e) {
-    // the token form is showing
-  } finally {
-    $("rebuild").disabled = false;
-    showHealth();
-  }
-}
-
-// -- the connection graph ---------------------------------------------------------------------
-let view = { x: -400, y: -300, w: 800, h: 600 };
-
-function setView(v) {
-  view = v;
-  $("graph").setAttribute("viewBox", [v.x, v.y, v.w, v.h].map((n) => n.toFixed(1)).join(" "));
-}
-
-async function drawGraph(params) {
-  const path = params.get("path") || "";
-  const query = params.get("query") || "";
-  $("graph-path").value = path;
-  $("graph-query").value = path ? "" : query;
-  if (!path && !query) { $("graph-status").textContent = "Give a document path or a query."; return; }
-  const args = path ? { path } : { query };
-  for (const [id, key] of [["graph-depth", "depth"], ["graph-fan", "fan_out"], ["graph-max", "max_nodes"]]) {
-    const n = parseInt($(id).value, 10);
-    if (!Number.isNaN(n)) args[key] = n;
-  }
-  const threshold = parseFloat($("graph-threshold").value);
-  if (!Number.isNaN(threshold)) args.threshold = threshold;
-  let reply;
-  try { reply = await api("graph", args); } catch (e) { return; }
-  if (!reply.ok) { $("graph-status").textContent = "Refused: " + reply.data.error.message; $("graph").replaceChildren(); return; }
-  renderGraph(reply.data);
-}
-
-function renderGraph(data) {
-  const started = performance.now();
-  const svg = $("graph");
-  const at = new Map(data.nodes.map((n) => [n.path, n]));
-  const edges = svgEl("g", {});
-  for (const e of data.edges) {
-    const a = at.get(e.source), b = at.get(e.target);
-    if (!a || !b) continue;
-    const line = svgEl("line", { class: "edge", x1: a.x, y1: a.y, x2: b.x, y2: b.y,
-      "stroke-width": (0.5 + 3 * Math.max(0, e.similarity)).toFixed(2) });
-    const tip = svgEl("title", {});
-    tip.textContent = e.similarity.toFixed(2);
-    line.append(tip);
-    edges.append(line);
-  }
-  const nodes = svgEl("g", {});
-  for (const n of data.nodes) {
-    const g = svgEl("g", { class: "node" + (n.seed ? " seed" : ""), "data-path": n.path });
-    const tip = svgEl("title", {});
-    tip.textContent = n.path;
-    const label = svgEl("text", { x: n.x, y: n.y - 12 });
-    label.textContent = n.title.length > 32 ? n.title.slice(0, 31) + "…" : n.title;
-    g.append(tip, svgEl("circle", { cx: n.x, cy: n.y, r: n.seed ? 9 : 6 }), label);
-    if (n.uri) g.addEventListener("click", () => { location.hash = docHash(n.uri); });
-    nodes.append(g);
-  }
-  svg.replaceChildren(edges, nodes);
-  const xs = data.nodes.map((n) => n.x), ys = data.nodes.map((n) => n.y);
-  const pad = 80;
-  if (xs.length) {
-    const x0 = Math.min(...xs) - pad, y0 = Math.min(...ys) - pad;
-    setView({ x: x0, y: y0, w: Math.max(...xs) + pad - x0, h: Math.max(...ys) + pad - y0 });
-  }
-  const cut = Object.entries(data.truncation || {}).map(([k, v]) => k + " " + v).join(", ");
-  $("graph-status").textContent = data.nodes.length + " documents, " + data.edges.length + " links" +
-    (data.truncated ? " — truncated (" + cut + ")" : "");
-  svg.setAttribute("data-render-ms", (performance.now() - started).toFixed(1));
-  svg.setAttribute("data-nodes", String(data.nodes.length));
-}
-
-function enablePanZoom() {
-  const svg = $("graph");
-  let drag = null;
-  svg.addEventListener("pointerdown", (ev) => {
-    if (ev.target.closest && ev.target.closest(".node")) return;
-    drag = { x: ev.clientX, y: ev.clientY, view: { ...view } };
-    svg.setPointerCapture(ev.pointerId);
-  });
-  svg.addEventListener("pointermove", (ev) => {
-    if (!drag) return;
-    const scale = view.w / svg.clientWidth;
-    setView({ ...drag.view, x: drag.view.x - (ev.clientX - drag.x) * scale,
-      y: drag.view.y - (ev.clientY - drag.y) * scale });
-  });
-  svg.addEventListener("pointerup", () => { drag = null; });
-  svg.addEventListener("wheel", (ev) => {
-    ev.preventDefault();
-    const factor = ev.deltaY > 0 ? 1.15 : 1 / 1.15;
-    const box = svg.getBoundingClientRect();
-    const fx = (ev.clientX - box.left) / box.width, fy = (ev.clientY - box.top) / box.height;
-    const w = view.w * factor, h = view.h * factor;
-    setView({ x: view.x + (view.w - w) * fx, y: view.y + (view.h - h) * fy, w, h });
-  }, { passive: false });
-}
-
 // -- views ----------------------------------------------------------------------------------
 function route() {
   const [name, query] = (location.hash.slice(1) || "search").split("?");
@@ -437,7 +311,47 @@ function route() {
   else if (shown === "topics") showTopics();
   else if (shown === "health") showHealth();
   else if (shown === "graph" && (params.get("path") || params.get("query"))) drawGraph(params);
-  else if (shown === "search") $("q").focus();
+  else if (shown === "search") {
+    if (fillSearch(params)) runSearch();
+    $("q").focus();
+  }
+}
+
+// -- the keyboard: / to search, arrows through the hits, Enter opens (a link's own key) ------
+function hitLinks() {
+  return $("view-search").hidden ? [] : [...document.querySelectorAll("#hits .hit h3 a")];
+}
+
+function selectHit(link) {
+  for (const item of document.querySelectorAll("#hits .hit")) {
+    item.classList.toggle("selected", item.contains(link));
+  }
+  link.focus();
+  link.scrollIntoView({ block: "nearest" });
+}
+
+function onKey(ev) {
+  if (ev.defaultPrevented || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+  const typing = ev.target.closest && ev.target.closest("input, textarea, select, [contenteditable]");
+  if (ev.key === "/" && !typing) {
+    ev.preventDefault();
+    if ($("view-search").hidden) location.hash = $("doc-back").getAttribute("href") || "#search";
+    $("q").focus();
+    $("q").select();
+    return;
+  }
+  if (ev.key !== "ArrowDown" && ev.key !== "ArrowUp") return;
+  if (typing && ev.target !== $("q")) return;  // a number field's own arrows
+  const links = hitLinks();
+  if (!links.length) return;
+  const at = links.indexOf(document.activeElement);
+  ev.preventDefault();
+  if (ev.key === "ArrowUp" && at <= 0) {  // above the first hit: back to the query
+    for (const item of document.querySelectorAll("#hits .hit")) item.classList.remove("selected");
+    $("q").focus();
+    return;
+  }
+  selectHit(links[Math.min(links.length - 1, ev.key === "ArrowDown" ? at + 1 : at - 1)]);
 }
 
 function start() {
@@ -447,21 +361,20 @@ function start() {
     $("token").value = "";
     $("token-form").hidden = true;
     route();
-    if ($("q").value.trim()) runSearch();
+    if ($("q").value.trim()) runSearch(true);
   });
-  $("search-form").addEventListener("submit", (ev) => { ev.preventDefault(); runSearch(); });
+  $("search-form").addEventListener("submit", (ev) => { ev.preventDefault(); runSearch(true); });
   $("search-form").addEventListener("input", scheduleSearch);
   $("search-form").addEventListener("change", scheduleSearch);
   $("rebuild").addEventListener("click", rebuild);
   $("graph-form").addEventListener("submit", (ev) => {
     ev.preventDefault();
-    const params = new URLSearchParams();
-    const path = $("graph-path").value.trim(), query = $("graph-query").value.trim();
-    if (path) params.set("path", path); else if (query) params.set("query", query);
-    const hash = "#graph?" + params.toString();
-    if (location.hash === hash) drawGraph(params); else location.hash = hash;
+    const hash = graphHash();
+    if (location.hash === hash) drawGraph(new URLSearchParams(hash.split("?")[1]));
+    else location.hash = hash;
   });
   enablePanZoom();
+  document.addEventListener("keydown", onKey);
   window.addEventListener("hashchange", route);
   route();
 }

@@ -1,0 +1,101 @@
+"""Embedding throughput of the integer MiniLM copy against today's default (issue 29.1).
+
+Both run in fresh child processes, alternating, over the same texts: the repository's own
+Markdown pages cut into paragraphs of at most ~150 words (the size of a chunk), longest
+first so every run sees the same mix. Each child loads its model, warms it up on one short
+text (for the integer model this also makes or finds its copy, which is not timed), then
+times one ``embed_documents`` call over every text. Target: ``INTEGER_MODEL_ID`` embeds at
+least 1.5x as many chunks per second as the default, the packaged file (decision 0031).
+
+``python -m benchmarks.embed_speed child JSON`` is the child's entry point.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.measure import REPO, run_child, write_result
+from benchmarks.report import Row, verdict
+
+TARGET = 1.5
+WORDS_PER_TEXT = 150
+
+
+def texts(count: int) -> list[str]:
+    """``count`` paragraph texts from docs/ and README.md (deterministic order)."""
+    out: list[str] = []
+    for path in [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]:
+        words: list[str] = []
+        for paragraph in path.read_text(encoding="utf-8").split("\n\n"):
+            words += paragraph.split()
+            if len(words) >= 40:
+                out.append(" ".join(words[:WORDS_PER_TEXT]))
+                words = []
+    return out[:count]
+
+
+def measure(work: Path, quick: bool = False) -> dict[str, Any]:
+    """Seconds to embed the same texts with each model, in alternating fresh children."""
+    from kbmcp_adapters.embedding.fastembed_embedder import DEFAULT_MODEL_ID, INTEGER_MODEL_ID
+
+    sample = texts(48 if quick else 600)
+    rounds = 1 if quick else 3
+    cache = work / "embed-speed-models"
+    data = work / "embed-speed-texts.json"
+    data.write_text(json.dumps(sample), encoding="utf-8")
+    runs: dict[str, list[dict[str, Any]]] = {"default": [], "integer": []}
+    for _ in range(rounds):
+        for key, model in (("default", DEFAULT_MODEL_ID), ("integer", INTEGER_MODEL_ID)):
+            params = {"model": model, "cache": str(cache), "texts": str(data)}
+            child = run_child([sys.executable, "-m", "benchmarks.embed_speed", "child",
+                               json.dumps(params)])
+            runs[key].append({**child.data, "rss_mb": child.max_rss_mb})
+    default = statistics.median(r["seconds"] for r in runs["default"])
+    integer = statistics.median(r["seconds"] for r in runs["integer"])
+    pairs = [d["seconds"] / i["seconds"]
+             for d, i in zip(runs["default"], runs["integer"], strict=True)]
+    return {"texts": len(sample), "runs": runs, "default_s": default, "integer_s": integer,
+            "ratio": default / integer, "pair_ratios": pairs,
+            "model": runs["integer"][0].get("model_id")}
+
+
+def rows(result: Any) -> list[Row]:
+    if not isinstance(result, dict) or "ratio" not in result:
+        return []
+    n = result["texts"]
+    pairs = result["pair_ratios"]
+    rss = {k: max(r["rss_mb"] for r in result["runs"][k]) for k in ("default", "integer")}
+    return [
+        Row(f"embed throughput, default model ({n} chunks)",
+            f"{n / result['default_s']:.1f} chunks/s", f"peak RSS {rss['default']:.0f} MB"),
+        Row(f"embed throughput, {result['model']}",
+            f"{n / result['integer_s']:.1f} chunks/s", f"peak RSS {rss['integer']:.0f} MB"),
+        Row("integer copy / default throughput", f"{result['ratio']:.2f}x",
+            f"pairs {min(pairs):.2f}-{max(pairs):.2f}", f">= {TARGET}x",
+            verdict(result["ratio"] >= TARGET)),
+    ]
+
+
+def _child(params: dict[str, Any]) -> None:
+    from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
+
+    sample = json.loads(Path(params["texts"]).read_text(encoding="utf-8"))
+    embedder = FastEmbedEmbedder(params["model"], cache_dir=Path(params["cache"]))
+    embedder.embed_documents(["warm up"])  # loads the model (and makes the integer copy)
+    started = time.perf_counter()
+    vectors = embedder.embed_documents(sample)
+    seconds = time.perf_counter() - started
+    assert len(vectors) == len(sample)
+    write_result({"seconds": seconds, "model_id": embedder.model_id})
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["child"]:
+        _child(json.loads(sys.argv[2]))
+    else:
+        print(json.dumps(measure(Path(sys.argv[1]), quick="--quick" in sys.argv), indent=1))

@@ -1,0 +1,218 @@
+"""``kb-mcp init``: a commented kb-mcp.toml in the knowledge base, the index, the client lines.
+
+The file written sets only keys a knowledge base's own file may set without ``kb-mcp trust``
+(decision 0025): it loads as it is, and the keys that need trust are shown in comments
+that say so. An existing ``kb-mcp.toml`` is never replaced. The index is built by the
+``index`` command itself (``ctx.invoke``), so its progress and summary are the same. The
+client lines name the ``kb-mcp`` that is running, by its absolute path, because clients
+start servers from a folder and a ``PATH`` of their own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+
+import click
+
+from kbmcp_cli.index_cmd import index
+from kbmcp_cli.options import kb_options
+from kbmcp_core.settings import CONFIG_FILE_NAME, INDEX_DIR_NAME, Settings
+
+#: The names the running program may have when it is the console script.
+_SCRIPT_NAMES = ("kb-mcp", "kb-mcp.exe")
+
+
+def server_command(argv0: str | None = None, executable: str | None = None) -> list[str]:
+    """The absolute command that starts this same kb-mcp: the console script when that is
+    what runs (``sys.argv[0]``, found on ``PATH`` if bare), else this interpreter with
+    ``-m kbmcp_cli`` (``python -m kbmcp_cli``, or kb-mcp run from a library). Symbolic
+    links are kept: pipx's ``~/.local/bin/kb-mcp`` outlives a reinstall."""
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    executable = sys.executable if executable is None else executable
+    if Path(argv0).name in _SCRIPT_NAMES:
+        found = argv0 if os.sep in argv0 else _which(argv0)
+        if found and os.path.isfile(found):
+            return [os.path.abspath(found)]
+    return [os.path.abspath(executable), "-m", "kbmcp_cli"]
+
+
+def _which(name: str) -> str | None:
+    import shutil
+
+    return shutil.which(name)
+
+
+def client_lines(command: list[str], kb: Path, name: str, extra: list[str] | None = None
+                 ) -> str:
+    """What a user pastes: the Claude Code one-liner and the JSON block of Claude Desktop
+    and Cursor, both starting ``command serve --kb-path kb`` (then ``extra``)."""
+    args = [*command[1:], "serve", "--kb-path", str(kb), *(extra or [])]
+    one_liner = shlex.join(["claude", "mcp", "add", name, "--", command[0], *args])
+    block = json.dumps({"mcpServers": {name: {"command": command[0], "args": args}}},
+                       indent=2, ensure_ascii=False)
+    return (f"Claude Code:\n\n  {one_liner}\n\n"
+            "Claude Desktop (claude_desktop_config.json) and Cursor (.cursor/mcp.json):\n\n"
+            f"{block}\n")
+
+
+def _toml(value: object) -> str:
+    """A TOML value for the strings, numbers, booleans and string lists of the template."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple | list):
+        return json.dumps(list(value))
+    return json.dumps(value)
+
+
+#: Commented keys of each section: (key, Settings field or a literal example, comment).
+_Line = tuple[str, str, str]
+_PARSERS: tuple[_Line, ...] = (
+    ("workers", "parsers_workers", "conversion worker processes at most"),
+)
+_INDEX: tuple[_Line, ...] = (
+    ("chunk_min_tokens", "chunk_min_tokens", "smaller fragments are merged"),
+)
+_SEARCH: tuple[_Line, ...] = (
+    ("default_limit", "search_default_limit", "results when a search names no limit"),
+    ("max_limit", "search_max_limit", "larger limits are clamped"),
+    ("chunks_per_document", "search_chunks_per_document", "most hits from one document"),
+    ("diversity", "search_diversity", "lower spreads hits over more documents (1 = off)"),
+    ("context", "search_context", '"adjacent" or "section": text around each hit'),
+    ("rerank", "search_rerank", "a cross-encoder: pip install 'kb-mcp[rerank]'"),
+)
+_EMBEDDING: tuple[_Line, ...] = (
+    ("model", "embedding_model", "changing it needs `kb-mcp index --force`"),
+    ("batch_size", "embedding_batch_size", "chunks per model call"),
+    ("threads", "=2", "ONNX runtime threads (default: every core)"),
+)
+_WATCH: tuple[_Line, ...] = (
+    ("enabled", "watch", "follow the folder while `kb-mcp serve` runs"),
+    ("debounce_ms", "watch_debounce_ms", "longest time changes are grouped"),
+)
+
+
+def _commented(lines: tuple[_Line, ...], defaults: dict[str, object]) -> str:
+    """``# key = default`` lines, their comments lined up; ``=value`` is a literal example."""
+    cells = [(f"# {key} = {source[1:] if source.startswith('=') else _toml(defaults[source])}",
+              comment) for key, source, comment in lines]
+    width = max(len(left) for left, _ in cells) + 2
+    return "\n".join(f"{left.ljust(width)}# {comment}" for left, comment in cells)
+
+
+def _wrapped(words: list[str], width: int = 88) -> str:
+    """``words`` joined by commas as ``#`` comment lines of at most ``width`` characters."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(", ".join(words), width, initial_indent="#   ",
+                                    subsequent_indent="#   ", break_on_hyphens=False))
+
+
+def config_text(formats: list[str] | None = None) -> str:
+    """The commented kb-mcp.toml: the formats line active (``formats``, default the
+    default list), the rest as defaults in comments. Every value comes from ``Settings``'
+    own defaults, so the comments cannot drift."""
+    from kbmcp_adapters.app.config import _GATED_FIELDS, _dotted
+
+    d = {name: f.default for name, f in Settings.__dataclass_fields__.items()}
+    enabled = d["enabled_formats"] if formats is None else formats
+
+    gated = [_dotted(name) for name in _GATED_FIELDS] + [
+        "index_dir outside this folder", "embedding.model outside the packaged ones",
+        "parsers.isolate = false", "a [parsers] limit raised above its default"]
+    return f"""\
+# kb-mcp.toml: the settings of this knowledge base, written by `kb-mcp init`.
+# Every key is optional; a commented line shows its default (or an example).
+# Unknown keys are errors.
+# Every key: docs/configuration.md. Check what is in effect with `kb-mcp status`.
+#
+# This file sits in the knowledge base, so kb-mcp reads it without asking, and it is not
+# trusted: it may change what is indexed and how search answers, not where data goes.
+# Keys that say where data goes or comes from, or that loosen the parser limits, are
+# refused until you run `kb-mcp trust` on this file, and again after each edit:
+{_wrapped(gated)}.
+# For example (team mode, docs/team-mode.md):
+# database_url = "postgresql+psycopg://kb@db.internal:5432/kb"   # needs `kb-mcp trust`
+# index_dir = "{INDEX_DIR_NAME}"          # inside this folder needs no trust
+
+[parsers]
+# The formats to index and serve. kb-mcp alone indexes Markdown only; `kb-mcp init` lists
+# the formats it found here. Others: "txt", "pdf", "html", "docx", "pptx", "xlsx", "epub",
+# "rst", "adoc", "ipynb" (docs/configuration.md). `kb-mcp index` counts the files it
+# skipped as "format not enabled".
+enabled = {_toml(enabled)}
+{_commented(_PARSERS, d)}
+
+[index]
+# exclude_dirs = {_toml(d["exclude_dirs"])}
+#   folder names never indexed (this list replaces the default one); a .kb-mcpignore
+#   file here (.gitignore syntax) leaves out paths too
+{_commented(_INDEX, d)}
+
+[search]
+{_commented(_SEARCH, d)}
+
+[embedding]
+{_commented(_EMBEDDING, d)}
+
+[watch]
+{_commented(_WATCH, d)}
+"""
+
+
+def write_config(kb: Path, formats: list[str] | None = None) -> Path | None:
+    """Write ``kb/kb-mcp.toml``; None when one is there already (it is never replaced)."""
+    path = kb / CONFIG_FILE_NAME
+    text = config_text(formats)
+    try:
+        with path.open("x", encoding="utf-8") as handle:
+            handle.write(text)
+    except FileExistsError:
+        return None
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {path}: {exc.strerror}") from None
+    return path
+
+
+@click.command(short_help="Set up a folder; print the client lines.")
+@kb_options
+@click.option("--name", default="kb", show_default=True,
+              help="The server's name in the client lines printed at the end.")
+@click.pass_context
+def init(ctx: click.Context, kb_path: Path | None, config: Path | None, name: str) -> None:
+    """Set up a folder (default: this one) as a knowledge base: write a commented
+    kb-mcp.toml in it (an existing one is kept), build the index, and print the lines that
+    connect Claude Code, Claude Desktop or Cursor to it, with this kb-mcp's absolute path.
+    With --config (or $KB_MCP_CONFIG), that file builds the index and the lines name it."""
+    from kbmcp_adapters.app import trust
+    from kbmcp_adapters.app.config import build_settings
+    from kbmcp_adapters.app.folder_formats import formats_in
+
+    kb = (Path.cwd() if kb_path is None else kb_path).expanduser()
+    # the configuration the index will be built with is checked before anything is
+    # written: a bad --config or folder leaves the folder as it was
+    build_settings(config, kb_path=kb)
+    kb = kb.resolve()
+    named = config if config is not None else os.environ.get(trust.CONFIG_ENV) or None
+    found = formats_in(kb)
+    written = write_config(kb, list(found))
+    if written is None:
+        click.echo(f"kb-mcp: kept the existing {kb / CONFIG_FILE_NAME} (init never "
+                   "replaces it; delete it to get a fresh commented one)", err=True)
+    else:
+        click.echo(f"kb-mcp: wrote {written} (commented; every key is in docs/configuration.md)",
+                   err=True)
+        click.echo("kb-mcp: formats found and enabled: "
+                   + ", ".join(f"{name} ({count})" for name, count in found.items()), err=True)
+        mine = trust.user_config_dir() / trust.USER_CONFIG_NAME
+        if mine.is_file() and named is None:
+            click.echo(f"kb-mcp: note: for this knowledge base it replaces your user config "
+                       f"{mine} (one file is read, never both)", err=True)
+    ctx.invoke(index, kb_path=kb, config=config)
+    command = server_command()
+    extra = ["--config", os.path.abspath(Path(named).expanduser())] if named else []
+    click.echo(f"\nConnect a client: the lines start this kb-mcp, {shlex.join(command)}.\n")
+    click.echo(client_lines(command, kb, name, extra))

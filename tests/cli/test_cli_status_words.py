@@ -1,0 +1,67 @@
+"""What `status` and `index -v` say about who keeps the index fresh and what it leaves out:
+both writers are named, "None" never shows, and every skipped file is named with a reason
+that tells a format kb-mcp reads but the config disabled from one it cannot read."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from kbmcp_adapters.live.watch_status import write_status
+from tests.cli.conftest import Invoke
+from tests.conftest import OpenKb
+
+
+@pytest.fixture
+def mixed(kb: Path, open_kb: OpenKb) -> Path:
+    """``kb`` indexed (Markdown only) beside a text file, a photo and a link."""
+    (kb / "notes.txt").write_text("Plain text notes.\n", encoding="utf-8")
+    (kb / "photo.png").write_bytes(b"\x89PNG\r\n")
+    os.symlink("a.md", kb / "link.md")
+    open_kb(kb).index()
+    return kb
+
+
+def test_status_names_both_writers_when_nothing_watches(kb_mcp: Invoke, mixed: Path) -> None:
+    text = kb_mcp("status", "--kb-path", str(mixed))
+    assert text.exit_code == 0, text.stderr
+    line = next(x for x in text.stdout.splitlines() if x.startswith("watcher:"))
+    assert "`kb-mcp serve`" in line and "`kb-mcp watch`" in line, line
+
+
+def test_a_watcher_that_never_synced_is_not_none(kb_mcp: Invoke, mixed: Path) -> None:
+    write_status(mixed / ".kb-mcp", {"alive": True, "watching": True, "last_sync": None,
+                                     "last_error": None})
+    text = kb_mcp("status", "--kb-path", str(mixed))
+    assert text.exit_code == 0, text.stderr
+    assert "None" not in text.stdout, text.stdout
+    assert f"watcher: alive (pid {os.getpid()}), no sync yet" in text.stdout
+
+
+def test_status_skipped_names_each_file_with_its_reason(kb_mcp: Invoke, mixed: Path) -> None:
+    text = kb_mcp("status", "--kb-path", str(mixed), "--skipped")
+    assert text.exit_code == 0, text.stderr
+    lines = text.stdout.splitlines()
+    assert "skipped: 3" in lines
+    assert "  format not enabled: notes.txt" in lines
+    assert "  not a supported format: photo.png" in lines
+    assert any(x.startswith("  symbolic link: link.md (") for x in lines), lines
+    data = json.loads(kb_mcp("status", "--kb-path", str(mixed), "--skipped",
+                             "--format", "json").stdout)
+    assert data["skipped_files"]["format not enabled"] == ["notes.txt"]
+    assert data["skipped_files"]["not a supported format"] == ["photo.png"]
+    plain = json.loads(kb_mcp("status", "--kb-path", str(mixed), "--format", "json").stdout)
+    assert "skipped_files" not in plain
+
+
+def test_index_v_names_each_skipped_file_with_its_reason(kb_mcp: Invoke, mixed: Path) -> None:
+    (mixed / "scan.tiff").write_bytes(b"II*\x00")
+    done = kb_mcp("index", "--kb-path", str(mixed), "-v")
+    assert done.exit_code == 0, done.stderr
+    assert "kb-mcp: skipped (format not enabled): notes.txt" in done.stderr
+    assert "kb-mcp: skipped (not a supported format): photo.png" in done.stderr
+    assert "kb-mcp: skipped (not a supported format): scan.tiff" in done.stderr
+    assert "not a supported format: 2" in done.stdout, done.stdout
