@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from kbmcp_cli.options import EXIT_CANNOT_RUN, format_option, kb_options, open_kb, setup_logging
+from kbmcp_core.models import SKIP_FORMAT
 from kbmcp_core.settings import public_uri
 
 if TYPE_CHECKING:
@@ -83,7 +84,9 @@ def status(kb_path: Path | None, config: Path | None, fmt: str, skipped: bool) -
                 "schema_revision"):
         suffix = " (read-only for this user: searchable, not indexable)" if (
             key == "index" and read_only) else ""
-        click.echo(f"{key}: {data[key]}{suffix}")
+        shown = "none yet (no chunk embedded)" if data[key] is None and key in (
+            "model", "dimension") else data[key]
+        click.echo(f"{key}: {shown}{suffix}")
     last = stats.last_run or {}
     if last:
         click.echo(
@@ -93,6 +96,12 @@ def status(kb_path: Path | None, config: Path | None, fmt: str, skipped: bool) -
         )
     else:
         click.echo("last_run: never")
+    reasons = last.get("skipped_reasons")
+    disabled = reasons.get(SKIP_FORMAT, 0) if isinstance(reasons, dict) else 0
+    if disabled:
+        click.echo(f"note: the last run left out {disabled} file(s) of formats kb-mcp reads "
+                   "but this configuration does not enable (`kb-mcp status --skipped` lists "
+                   "them; `kb-mcp init` on a new folder, or [parsers].enabled, turns them on)")
     click.echo(f"watcher: {watcher_line(data['watcher'])}")
     click.echo("ready: yes" if ready else f"ready: no ({NOT_READY})")
     if left_out is not None:

@@ -65,3 +65,24 @@ def test_index_v_names_each_skipped_file_with_its_reason(kb_mcp: Invoke, mixed: 
     assert "kb-mcp: skipped (not a supported format): photo.png" in done.stderr
     assert "kb-mcp: skipped (not a supported format): scan.tiff" in done.stderr
     assert "not a supported format: 2" in done.stdout, done.stdout
+
+
+def test_status_says_when_the_last_run_left_out_formats_it_could_read(
+        kb_mcp: Invoke, mixed: Path) -> None:
+    text = kb_mcp("status", "--kb-path", str(mixed))
+    assert text.exit_code == 0, text.stderr
+    note = next(x for x in text.stdout.splitlines() if x.startswith("note:"))
+    assert "left out 1 file(s) of formats kb-mcp reads" in note and "kb-mcp init" in note
+
+
+def test_status_of_an_index_with_nothing_embedded_says_so_not_none(
+        kb_mcp: Invoke, tmp_path: Path) -> None:
+    empty = tmp_path / "photos"
+    empty.mkdir()
+    (empty / "cat.png").write_bytes(b"\x89PNG\r\n")
+    assert kb_mcp("index", "--kb-path", str(empty), "-q").exit_code == 0
+    text = kb_mcp("status", "--kb-path", str(empty))
+    assert text.exit_code == 0, text.stderr
+    assert "model: none yet (no chunk embedded)" in text.stdout
+    assert "None" not in text.stdout, text.stdout
+    assert "note:" not in text.stdout  # a photo is no format kb-mcp reads
