@@ -13,6 +13,7 @@ and cites each chunk by the first and last source line its lines come from.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -58,7 +59,7 @@ def _source(source_lines: Sequence[int], start: int, end: int) -> Sequence[int]:
     return found if found else (start + 1,)
 
 
-class SourceCitedParser:
+class SourceCitedParser(ABC):
     """What the reST, AsciiDoc and notebook parsers share: each has its own ``convert``
     (the file to an ``Outline``, run in a parser worker); the served text is the outline's
     lines and the chunks are cut by ``outline_chunks``."""
@@ -68,8 +69,9 @@ class SourceCitedParser:
     def __init__(self, limits: ParserLimits = DEFAULT_LIMITS) -> None:
         self.limits = limits
 
+    @abstractmethod
     def convert(self, path: str, data: bytes) -> Outline:
-        raise NotImplementedError
+        """The file as an outline (runs in a parser worker)."""
 
     def text_of(self, outline: Outline) -> str:
         return "\n".join(outline.lines)

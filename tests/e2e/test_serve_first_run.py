@@ -120,6 +120,8 @@ def test_serve_over_http_indexes_a_fresh_folder_without_a_watcher(
     finally:
         stop(running.proc)
         running.log.drain()
+    assert changed.is_set()  # the client heard that the offer changed
+    assert (kb / ".kb-mcp" / "index.db").is_file()  # the server built the index itself
 
 
 def test_stdin_closed_while_the_start_run_indexes_ends_the_server_cleanly(
