@@ -9,6 +9,8 @@
 #                     (SQLite, LanceDB, PostgreSQL, the model, parsers; the CLI via CliRunner)
 #   test-e2e          tests/e2e: the real kb-mcp process over stdio and HTTP, and a browser
 # PYTEST_ARGS passes options through, e.g. `make test-unit PYTEST_ARGS="-x -k search"`.
+# `make test`, test-integration and test-e2e run in one worker process per core (pytest-xdist,
+# each test file whole on one worker); TEST_WORKERS=0 runs them in this one process instead.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -16,6 +18,8 @@ RUN_STAMP := $(VENV)/.run-stamp
 DEV_STAMP := $(VENV)/.dev-stamp
 PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt
 EXAMPLE_KB ?= docs
+TEST_WORKERS ?= auto
+PARALLEL := -n $(TEST_WORKERS) --dist loadfile
 
 .PHONY: install install-dev run test test-unit test-integration test-e2e lint bench bench-quick clean
 
@@ -39,16 +43,16 @@ run: $(RUN_STAMP)
 	@echo "Next, your own folder: $(BIN)/kb-mcp init --kb-path /path/to/notes (README.md, \"Use it\")"
 
 test: $(DEV_STAMP)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(PARALLEL) $(PYTEST_ARGS)
 
 test-unit: $(DEV_STAMP)
 	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)
 
 test-integration: $(DEV_STAMP)
-	$(BIN)/python -m pytest tests/integration tests/contract tests/cli tests/property $(PYTEST_ARGS)
+	$(BIN)/python -m pytest tests/integration tests/contract tests/cli tests/property $(PARALLEL) $(PYTEST_ARGS)
 
 test-e2e: $(DEV_STAMP)
-	$(BIN)/python -m pytest tests/e2e $(PYTEST_ARGS)
+	$(BIN)/python -m pytest tests/e2e $(PARALLEL) $(PYTEST_ARGS)
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check kbmcp_core kbmcp_adapters kbmcp_cli tests benchmarks

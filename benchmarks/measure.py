@@ -50,6 +50,8 @@ class ChildResult:
     wall_s: float
     max_rss_mb: float
     data: dict[str, Any]
+    #: CPU seconds (user + system) of the child and the children it waited for
+    cpu_s: float = 0.0
 
 
 def run_child(args: list[str], *, timeout: float = 1800.0) -> ChildResult:
@@ -77,7 +79,7 @@ def run_child(args: list[str], *, timeout: float = 1800.0) -> ChildResult:
             tail = log_file.read_text(encoding="utf-8", errors="replace")[-3000:]
             raise RuntimeError(f"{' '.join(args[:4])} ... exited {proc.returncode}:\n{tail}")
         data = json.loads(result_file.read_text()) if result_file.exists() else {}
-    return ChildResult(wall, usage.ru_maxrss / 1024.0, data)
+    return ChildResult(wall, usage.ru_maxrss / 1024.0, data, usage.ru_utime + usage.ru_stime)
 
 
 def _wait4(proc: subprocess.Popen[bytes], deadline: float) -> tuple[int, Any]:

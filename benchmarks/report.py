@@ -228,6 +228,21 @@ def rows(results: dict[str, Any]) -> list[Row]:
     from benchmarks import embed_speed  # likewise
 
     out += embed_speed.rows(results.get("embed_speed"))
+    from benchmarks import explain_bench  # likewise
+
+    out += explain_bench.rows(results.get("explain"))
+    from benchmarks import service_overhead  # likewise
+
+    out += service_overhead.rows(results.get("service_overhead"))
+    from benchmarks import ranged_read  # likewise
+
+    out += ranged_read.rows(results.get("ranged_read"))
+    from benchmarks import real_folder  # likewise
+
+    out += real_folder.rows(results.get("real_folder"))
+    from benchmarks import pg_japanese  # likewise
+
+    out += pg_japanese.rows(results.get("pg_japanese"))
     for step, value in results.items():
         if isinstance(value, dict) and "error" in value:
             out.append(Row(f"{step}: failed", "-", value["error"][:70], "", "ERROR"))

@@ -17,11 +17,16 @@ from typing import Any
 
 from benchmarks import (
     embed_speed,
+    explain_bench,
     fast_cli,
     goals,
     install_size,
+    pg_japanese,
+    ranged_read,
+    real_folder,
     report,
     rerank_bench,
+    service_overhead,
     steps,
     tails,
     team,
@@ -33,7 +38,8 @@ from benchmarks.measure import REPO
 #: A 1-minute load average above this at the start earns a warning.
 BUSY_LOAD = 1.0
 STEPS = ("full", "two_phase", "reindex", "search", "rerank", "fastcli", "initialize", "listings",
-         "team", "ui", "tails", "install", "embed")
+         "team", "ui", "tails", "install", "embed", "real", "service", "explain", "ranged",
+         "japanese")
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -101,8 +107,18 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
     if "embed" in wanted:  # the default model against the packaged file (issue 29.1)
         step("embed_speed", lambda: embed_speed.measure(work, quick=args.quick))
+    if "service" in wanted:  # the embedding-service provider against a bare POST (0037)
+        step("service_overhead", lambda: service_overhead.measure(work, quick=args.quick))
+    if "explain" in wanted:  # explain off against the search before it (0035)
+        step("explain", lambda: explain_bench.measure(work, quick=args.quick))
+    if "ranged" in wanted:  # a 1,000-line ranged read against a disk read (0033)
+        step("ranged_read", lambda: ranged_read.measure(work, quick=args.quick))
     if "full" in wanted:
         step("full_index", lambda: steps.full_index(cfg, work, source))
+    if "real" in wanted:  # a real, mixed folder from /usr/share/doc (issue 29.2)
+        step("real_folder", lambda: real_folder.measure(work, quick=args.quick))
+    if "japanese" in wanted:  # Japanese keywords, PostgreSQL against SQLite (issue 29.4)
+        step("pg_japanese", lambda: pg_japanese.measure(work, quick=args.quick))
     if "two_phase" in wanted:
         step("two_phase", lambda: two_phase.keyword_ready(
             work, files=cfg.large_files, repeats=cfg.full_repeats, seed=cfg.seed + 3))

@@ -13,6 +13,7 @@ import click
 
 from kbmcp_cli.doctor_cmd import doctor
 from kbmcp_cli.eval_cmd import eval_cmd
+from kbmcp_cli.get_cmd import get
 from kbmcp_cli.graph_cmd import graph
 from kbmcp_cli.index_cmd import index
 from kbmcp_cli.init_cmd import init
@@ -62,7 +63,7 @@ def cli() -> None:
     """
 
 
-for _command in (init, index, status, search, doctor, eval_cmd, serve, watch, migrate_store,
+for _command in (init, index, status, search, get, doctor, eval_cmd, serve, watch, migrate_store,
                  token, trust, graph, tune):
     cli.add_command(_command)
 

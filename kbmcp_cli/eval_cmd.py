@@ -73,7 +73,7 @@ def eval_cmd(kb_path: Path | None, config: Path | None, golden: Path | None, fmt
             saved_runs.refuse_existing(index_dir, save_name)
         golden_path = (golden or kb.settings.kb_path / ".kb-mcp-eval.yml").resolve()
         queries, golden_sha = load_golden_with_digest(golden_path)
-        model = kb.settings.embedding_model
+        model = kb.configured_model
 
         def retrieve(query: str, m: str) -> Retrieved:
             res = kb.search(query, limit=limit, mode=m, rerank=rerank)

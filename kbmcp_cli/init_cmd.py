@@ -160,6 +160,13 @@ enabled = {_toml(enabled)}
 
 [watch]
 {_commented(_WATCH, d)}
+
+[fields]
+# Front-matter keys to filter searches on (`kb-mcp search --field status=draft`, the
+# search tool's `fields`), each with its type: "string", "number", "date" or "list".
+# Only these keys are indexed; adding one later needs no re-embedding (docs/configuration.md).
+# status = "string"
+# year = "number"
 """
 
 

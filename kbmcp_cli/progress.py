@@ -124,7 +124,8 @@ class IndexProgress:
 
     def close(self) -> None:
         self._stop.set()
-        if self._heartbeat is not None:
+        # a Ctrl-C can land inside Thread.start(): a thread that never started is not joined
+        if self._heartbeat is not None and self._heartbeat.ident is not None:
             self._heartbeat.join(timeout=5)
         with self._lock:
             if self.bar is not None:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from kbmcp_cli import field_option
 from kbmcp_cli.options import kb_options, setup_logging
 from kbmcp_cli.search_fast import NO_SERVER_ENV, ask_server, render, search_params
 from kbmcp_core.context import CONTEXT_KINDS
@@ -33,6 +34,10 @@ if TYPE_CHECKING:
 @click.option("--date-to", default=None, help="Documents dated on or before YYYY-MM-DD.")
 @click.option("--category", default=None, help="Only this category.")
 @click.option("--topic", default=None, help="Only this topic.")
+@click.option("--field", "fields", multiple=True, callback=field_option.to_filter,
+              metavar="TEST", help=field_option.HELP)
+@click.option("--not-field", "fields_not", multiple=True, callback=field_option.to_filter,
+              metavar="TEST", help=field_option.NOT_HELP)
 @click.option("--chunks-per-document", type=click.IntRange(min=1), default=None,
               help="Most chunks of one document in the results, at least 1 (default "
                    f"[search].chunks_per_document, {SearchDefaults().chunks_per_document}).")
@@ -51,6 +56,10 @@ if TYPE_CHECKING:
               help=f"Reorder the best [search].rerank_candidates ({RERANK_CANDIDATES}) "
                    "candidates with the cross-encoder of [search].reranker (default "
                    "[search].rerank; needs kb-mcp[rerank]).")
+@click.option("--explain", is_flag=True, default=None,
+              help="Show under each hit the numbers behind its score: each leg's rank and "
+                   "score, the fusion weights and parts (they add up to the score), the "
+                   "reranker's logit and trust; and what each filter removed.")
 @click.option("--no-server", is_flag=True, envvar=NO_SERVER_ENV, show_envvar=True,
               help="Search in this process even when a `kb-mcp serve` or `kb-mcp watch` of "
                    "the same index could answer (it is asked over kb-mcp.sock in the index "
@@ -64,6 +73,10 @@ if TYPE_CHECKING:
 def search(query: str, kb_path: Path | None, config: Path | None, fmt: str, no_server: bool,
            verbose: bool, color: bool | None, **options: Any) -> None:
     """Search the knowledge base (hybrid: vectors + BM25, fused).
+
+    In QUERY, "a phrase" must appear as written and -word leaves out the documents
+    holding the word (a hyphen inside a word, or --option, is just text). A query that
+    starts with -word goes after -- (kb-mcp search -- "-draft release notes").
 
     When a `kb-mcp serve` or `kb-mcp watch` of the same index runs as you, with the same
     kb-mcp version and configuration, it answers (its model is already loaded); otherwise

@@ -47,7 +47,8 @@ _OPTIONS: dict[str, tuple[str, object]] = {
     # search_request.MODES, spelled out: importing it would slow this route down
     "--mode": ("mode", frozenset({"hybrid", "vector", "lexical"})),
 }
-_FLAGS = {"--no-server": "no_server", "--verbose": "verbose", "-v": "verbose"}
+_FLAGS = {"--no-server": "no_server", "--verbose": "verbose", "-v": "verbose",
+          "--explain": "explain"}
 #: ``--color``/``--no-color``: the match marks (kbmcp_cli.highlight.use_color).
 _COLOR_FLAGS = {"--color": True, "--no-color": False}
 
@@ -173,11 +174,43 @@ def render(response: Mapping[str, Any], fmt: str, color: bool | None = None) -> 
         lines.append(f"   {snippet(hit['content'], matches, marks)}")
         if hit.get("context") is not None:
             lines.append(context_lines(_context(hit["context"])))
+        if hit.get("explain") is not None:
+            lines.append(f"   why: {_why(hit['explain'])}")
+    if response.get("query_applied"):
+        applied = response["query_applied"]
+        lines.append(f"(query: phrases {applied['phrases']}, excluded {applied['excluded']})")
+    if response.get("explain"):
+        lines.append(f"(filters: {_filters(response['explain'])})")
     if response["low_confidence"]:
         lines.append("(low confidence: no clear match)")
     if response.get("notice"):
         lines.append(f"(notice: {response['notice']})")
     return "\n".join(lines)
+
+
+def _why(explain: Mapping[str, Any]) -> str:
+    """One hit's ``explain`` on one line: each leg's part, their sum, the reranker's say."""
+    fusion = explain["fusion"]
+    parts = []
+    for leg, value in (("lexical", "score"), ("vector", "similarity")):
+        found = explain.get(leg)
+        seen = "not found" if found is None else f"#{found['rank']} {found[value]:.4f}"
+        parts.append(f"{leg} {seen} \u00d7 {fusion[leg + '_weight']:.4f} "
+                     f"= {fusion[leg + '_part']:.4f}")
+    total = fusion["lexical_part"] + fusion["vector_part"]
+    line = f"{' + '.join(parts)} -> {total:.4f} ({fusion['method']})"
+    rerank = explain.get("rerank")
+    if rerank is not None:
+        line += (f"; rerank p={rerank['probability']:.3f} logit {rerank['logit']:.2f} "
+                 f"trust {rerank['trust']:.2f} (fused #{rerank['fused_rank']})")
+    return line
+
+
+def _filters(explain: Mapping[str, Any]) -> str:
+    """The response's ``explain``: what each filter removed, what was searched."""
+    removed = [f"{f['filter']} -{f['removed_documents']} documents" for f in explain["filters"]]
+    return ", ".join([*removed, f"searched {explain['searched_documents']} of "
+                                f"{explain['documents']} documents"])
 
 
 def _context(found: Mapping[str, Any]) -> Context:

@@ -9,7 +9,7 @@ from typing import Literal
 from kbmcp_core.errors import KbError, StoreCorrupt, VectorsUnreachable, VectorsUnreadable
 from kbmcp_core.models import extension_of
 from kbmcp_core.ports import ParserRegistry, StoreDiagnostics, VectorStore
-from kbmcp_core.reading import max_bytes_for, smallest_read_cap
+from kbmcp_core.reading import RANGED_READ_CAP, readable_bytes_for
 
 Severity = Literal["error", "warning", "info"]
 SAMPLES = 5
@@ -294,15 +294,14 @@ def _diagnose(
     current = facts.schema_revision == facts.head_revision
     too_big = [
         f"{p} ({size} bytes)"
-        for p, size in (store.sizes_over(smallest_read_cap()) if current else [])
-        if size > max_bytes_for(extension_of(p))
+        for p, size in (store.sizes_over(RANGED_READ_CAP) if current else [])
+        if size > readable_bytes_for(extension_of(p))
     ]
     add("larger-than-read-cap", too_big,
-        "{n} documents are larger than their read cap: found by search, but not offered "
-        "and not readable",
-        "split each into files under 1 MiB (or convert to PDF, whose text is served "
-        "truncated), then run `kb-mcp index`; search already finds them and returns the "
-        "matching passages")
+        "{n} documents are larger than any read accepts (they grew past the 50 MiB index "
+        "cap after they were indexed): found by search, but not offered and not readable",
+        "split each into files under 50 MiB, then run `kb-mcp index`; a document between "
+        "1 MiB and 50 MiB needs nothing: it is read in ranges (decision 0033)")
     add("size-not-recorded", facts.null_size_paths,
         "{n} documents have no recorded size (indexed before sizes were recorded); they "
         "stay offered",

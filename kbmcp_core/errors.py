@@ -7,6 +7,8 @@
     │   └── IndexNotReady       an index whose first run has not completed phase one
     ├── ModelMismatch           the index was built with another embedding model
     ├── EmbeddingUnavailable    the embedding model cannot be loaded (offline, bad file)
+    │   ├── EmbeddingUnreachable  the embedding service does not answer (search: keywords)
+    │   └── EmbeddingRejected   the embedding service refused some texts (they are skipped)
     ├── RerankerUnavailable     the reranker asked for cannot run (package missing, bad file)
     ├── StoreError              the index store or vector store failed
     │   ├── StoreUnreachable    the database server holding the index does not answer
@@ -20,6 +22,7 @@
     ├── PathRefused             a read was refused by the guard chain
     │   └── NotOffered          the index does not offer the document as a resource
     └── InvalidQuery            a search request is malformed
+        └── InvalidRange        a line range, section or page the document does not have
 """
 
 from __future__ import annotations
@@ -117,6 +120,28 @@ class ModelMismatch(KbError):
 
 class EmbeddingUnavailable(KbError):
     code = "embedding_unavailable"
+
+
+class EmbeddingUnreachable(EmbeddingUnavailable):
+    """The embedding service does not answer, or stays overloaded past its retries. A
+    search answers from keywords with a notice; an index run stops where it is and the
+    next one continues (decision 0037)."""
+
+    def __init__(self, detail: str, message: str | None = None) -> None:
+        super().__init__(message or f"the embedding service cannot be reached ({detail})")
+        self.detail = detail
+
+
+class EmbeddingRejected(EmbeddingUnavailable):
+    """The embedding service refused some texts of a batch even one at a time (HTTP 400,
+    413, 422). ``vectors`` holds a vector per text asked for, None for each refused one;
+    ``reasons`` maps a refused text's position to what the service said."""
+
+    def __init__(self, vectors: list[list[float] | None], reasons: dict[int, str]) -> None:
+        super().__init__(f"the embedding service refused {len(reasons)} of {len(vectors)} "
+                         "texts")
+        self.vectors = vectors
+        self.reasons = reasons
 
 
 class RerankerUnavailable(KbError):
@@ -235,3 +260,12 @@ class NotOffered(PathRefused):
 
 class InvalidQuery(KbError):
     code = "invalid_argument"
+
+
+class InvalidRange(InvalidQuery):
+    """A ranged read asked for lines, a section or a page the document does not have.
+    ``total_lines`` is the document's length in lines (None when not known)."""
+
+    def __init__(self, message: str, total_lines: int | None = None) -> None:
+        super().__init__(message)
+        self.total_lines = total_lines

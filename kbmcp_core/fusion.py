@@ -104,26 +104,63 @@ def fuse(
     Without ``fusion``, a fixed ``lexical_weight`` (the fusion of decision 0007).
     """
     f = fusion or Fusion(lexical_weight=lexical_weight, lexical_weight_min=lexical_weight)
-    cov = max(0.0, min(coverage, 1.0)) ** 2
-    alpha = f.lexical_weight
+    w = leg_weights(vector, lexical, coverage, f)
+    scores: dict[int, float] = {}
     if f.method == "rrf":
-        scores: dict[int, float] = {}
-        for weight, leg in ((alpha, lexical), ((1.0 - alpha) * cov, vector)):
+        for weight, leg in ((w.lexical, lexical), (w.vector, vector)):
             for rank, (cid, _) in enumerate(leg, 1):
                 scores[cid] = scores.get(cid, 0.0) + weight / (f.rrf_k + rank)
         return _ranked(scores, vector, lexical)
+    scores = {cid: w.lexical * min(max(s, 0.0), 1.0) for cid, s in lexical}
+    for cid, sim in vector:
+        scores[cid] = scores.get(cid, 0.0) + w.vector * max(sim, 0.0)
+    return _ranked(scores, vector, lexical)
+
+
+@dataclass(frozen=True, slots=True)
+class LegWeights:
+    """The weights ``fuse`` gave the two legs of one query (what ``explain`` reports):
+    ``weighted`` multiplies a chunk's lexical relevance (clamped to 0..1) by ``lexical``
+    and its similarity (negative counts as 0) by ``vector``; ``rrf`` divides each weight by
+    ``rrf_k`` + the chunk's rank in that leg. The fused score is the sum of the two."""
+
+    method: FusionMethod
+    lexical: float
+    vector: float
+    rrf_k: int
+
+    def lexical_part(self, relevance: float, rank: int) -> float:
+        """The lexical leg's share of a chunk's fused score (``rank`` counts from 1)."""
+        if self.method == "rrf":
+            return self.lexical / (self.rrf_k + rank)
+        return self.lexical * min(max(relevance, 0.0), 1.0)
+
+    def vector_part(self, similarity: float, rank: int) -> float:
+        """The vector leg's share of a chunk's fused score (``rank`` counts from 1)."""
+        if self.method == "rrf":
+            return self.vector / (self.rrf_k + rank)
+        return self.vector * max(similarity, 0.0)
+
+
+def leg_weights(
+    vector: Sequence[tuple[int, float]],
+    lexical: Sequence[tuple[int, float]],
+    coverage: float,
+    fusion: Fusion,
+) -> LegWeights:
+    """The legs' weights for this query, as ``fuse`` applies them (its docstring)."""
+    cov = max(0.0, min(coverage, 1.0)) ** 2
+    alpha = fusion.lexical_weight
+    if fusion.method == "rrf":
+        return LegWeights("rrf", alpha, (1.0 - alpha) * cov, fusion.rrf_k)
     best_lexical = min(max((s for _, s in lexical), default=0.0), 1.0)
-    low = min(f.lexical_weight_min, alpha)
+    low = min(fusion.lexical_weight_min, alpha)
     alpha = low + (alpha - low) * max(best_lexical, 0.0)
-    scores = {cid: alpha * min(max(s, 0.0), 1.0) for cid, s in lexical}
     scale = 1.0
-    if f.vector_scale == "relative" and vector:
+    if fusion.vector_scale == "relative" and vector:
         best = max(sim for _, sim in vector)
         scale = 1.0 / best if best > 0 else 1.0
-    vector_weight = (1.0 - alpha) * cov * scale
-    for cid, sim in vector:
-        scores[cid] = scores.get(cid, 0.0) + vector_weight * max(sim, 0.0)
-    return _ranked(scores, vector, lexical)
+    return LegWeights("weighted", alpha, (1.0 - alpha) * cov * scale, fusion.rrf_k)
 
 
 def _ranked(scores: dict[int, float], *legs: Sequence[tuple[int, float]]

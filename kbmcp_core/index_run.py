@@ -22,6 +22,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from kbmcp_core.errors import (
+    EmbeddingRejected,
+    EmbeddingUnavailable,
+    EmbeddingUnreachable,
     KbError,
     ModelMismatch,
     ParseError,
@@ -29,6 +32,8 @@ from kbmcp_core.errors import (
     VectorsUnreachable,
     VectorsUnreadable,
 )
+from kbmcp_core.field_index import sync_fields, with_fields
+from kbmcp_core.fields import Declared
 from kbmcp_core.index_plan import IndexPlan, hash_needed, plan
 from kbmcp_core.meta_keys import (
     META_CONVERSIONS,
@@ -107,6 +112,8 @@ class IndexDeps:
     budget: ChunkBudget
     #: the embedder's batch size; phase two embeds FLUSH_BATCHES of them per call
     batch_size: int = 32
+    #: the ``[fields]`` declarations: the front-matter keys indexed for filtering
+    fields: Declared = ()
 
 
 @dataclass(slots=True)
@@ -268,6 +275,7 @@ class IndexRun:
         if repair:
             self._repair()
         d.store.set_meta(META_IN_PROGRESS, d.clock.now_iso())
+        sync_fields(d.store, d.fields, self._warn)  # [fields] changed: no file read, no model
         indexed = d.store.indexed_states()
         self._known = frozenset(indexed)
         reparse = self._reparse_extensions(bool(indexed))
@@ -399,9 +407,16 @@ class IndexRun:
         for start in range(0, len(todo), step):
             found = d.store.get_chunks(todo[start : start + step])
             # keyed by the chunk's hash (its whole text), embedded from its prose
-            self._write_vectors([(c.id, text_hash(whole_text_of(c.heading_path, c.content)),
-                                  vector_text_of(c.heading_path, c.content))
-                                 for c in found.values()], {})
+            rows = [(c.id, text_hash(whole_text_of(c.heading_path, c.content)),
+                     vector_text_of(c.heading_path, c.content)) for c in found.values()]
+            try:
+                self._write_vectors(rows, {}, {h: found[cid].document_path
+                                               for cid, h, _ in rows})
+            except EmbeddingUnreachable as exc:  # ends as a stopped run ends (0008, 0037)
+                raise EmbeddingUnreachable(exc.detail, f"{exc}: the index run stopped; every "
+                                           "document is searchable by keywords, and the next "
+                                           "`kb-mcp index` embeds the chunks still without "
+                                           "vectors") from exc
             self._report("vectors", min(start + step, len(todo)), len(todo), "")
             if start + step < len(todo) and self.yield_to is not None and self.yield_to():
                 self.handed_over = len(todo) - (start + step)
@@ -522,6 +537,7 @@ class IndexRun:
             return
         for w in parsed.warnings:
             self._warn(f"{path}: {w}")
+        record = with_fields(record, d.fields, self._warn)
         converted = kept_conversion(record, parsed)
         if not parsed.chunks:
             self._warn(f"{path}: no text to index; skipped")
@@ -605,19 +621,36 @@ class IndexRun:
             d.vectors.delete(removed)
 
     def _write_vectors(
-        self, chunks: list[tuple[int, str, str]], reusable: dict[str, Vector]
+        self, chunks: list[tuple[int, str, str]], reusable: dict[str, Vector],
+        paths: dict[str, str] | None = None,
     ) -> None:
-        """Embed what cannot be reused (each distinct text once) and store every vector."""
+        """Embed what cannot be reused (each distinct text once) and store every vector.
+        A text an embedding service refuses gets none, with a warning naming its document
+        (``paths``: chunk hash -> path); its keyword rows stay (decision 0037)."""
         if not chunks:
             return
         texts = {h: t for _, h, t in chunks if h not in reusable}
+        embedded = 0
         if texts:
-            vectors = self.deps.embedder.embed_documents(list(texts.values()))
-            reusable = {**reusable, **dict(zip(texts, vectors, strict=True))}
-        self.summary.chunks_embedded += len(texts)
+            got: list[Vector | None]
+            try:
+                got = list(self.deps.embedder.embed_documents(list(texts.values())))
+            except EmbeddingRejected as exc:
+                got = exc.vectors
+                hashes = list(texts)
+                for i, why in sorted(exc.reasons.items()):
+                    where = (paths or {}).get(hashes[i], "a document")
+                    self._warn(f"{where}: a chunk was left without a vector: the embedding "
+                               f"service refused it ({why}); keyword search finds it")
+            new = {h: v for h, v in zip(texts, got, strict=True) if v is not None}
+            embedded = len(new)
+            reusable = {**reusable, **new}
+        self.summary.chunks_embedded += embedded
         self.summary.chunks_reused += len(chunks) - len(texts)
-        self.deps.vectors.add([cid for cid, _, _ in chunks], [reusable[h] for _, h, _ in chunks])
-        self._vectors_written = True
+        kept = [(cid, h) for cid, h, _ in chunks if h in reusable]
+        if kept:
+            self.deps.vectors.add([cid for cid, _ in kept], [reusable[h] for _, h in kept])
+            self._vectors_written = True
 
     def _record_model(self) -> None:
         self.deps.store.set_meta(META_MODEL, self.deps.embedder.model_id)
@@ -648,6 +681,22 @@ def _within(path: str, targets: Collection[str]) -> bool:
     return path in targets or any(path.startswith(t.rstrip("/") + "/") for t in targets)
 
 
+#: The text of the one request that proves a model answers before a rebuild empties anything.
+PROBE_TEXT = "kb-mcp checks that the embedding model answers"
+
+
+def probe_model(embedder: Embedder) -> None:
+    """One embedding call before ``--force`` empties the vectors: ``EmbeddingUnavailable``
+    (nothing emptied) when the model fails or its vectors are not of its declared
+    dimension (decision 0037)."""
+    vectors = embedder.embed_documents([PROBE_TEXT])
+    if len(vectors) != 1 or len(vectors[0]) != embedder.dimension:
+        size = len(vectors[0]) if vectors else 0
+        raise EmbeddingUnavailable(
+            f"embedding model {embedder.model_id!r} gave a vector of {size} dimensions, not "
+            f"{embedder.dimension}: nothing was rebuilt")
+
+
 def run_index(
     deps: IndexDeps,
     *,
@@ -661,9 +710,11 @@ def run_index(
     ``yield_to``, phase two may end early when it says so (the watcher's syncs). Refuses
     first (``ModelMismatch``) an index made with another model, unless ``force``."""
     check_model(deps.store, deps.embedder, force)
+    if force:
+        probe_model(deps.embedder)
     return IndexRun(deps, force=force, prune_disabled=prune_disabled, progress=progress,
                     paths=paths, yield_to=yield_to).run()
 
 
 __all__ = ["ChunkIds", "IndexDeps", "IndexRun", "YieldTo", "check_model", "index_file",
-           "index_ready", "run_index"]
+           "index_ready", "probe_model", "run_index"]

@@ -31,6 +31,10 @@ META_READY = "ready_since"
 #: a run reads again the documents of every extension whose generation changed since.
 #: Absent in indexes from before this mark: their documents are all read again, once.
 META_PARSED_WITH = "parsed_with"
+#: The ``[fields]`` declarations the field rows were made for, as JSON (``{"year":
+#: "number"}``): a run whose declarations differ fills the rows of every document again
+#: from its stored front matter (no file read, no embedding). Absent = none declared.
+META_FIELDS = "declared_fields"
 
 #: every key above, in the order they are described
 META_KEYS: tuple[str, ...] = (
@@ -44,12 +48,14 @@ META_KEYS: tuple[str, ...] = (
     META_CONVERSIONS,
     META_READY,
     META_PARSED_WITH,
+    META_FIELDS,
 )
 
 __all__ = [
     "META_CONVERSIONS",
     "META_COPY",
     "META_DIMENSION",
+    "META_FIELDS",
     "META_EMBED_TEXT",
     "META_IN_PROGRESS",
     "META_KEYS",

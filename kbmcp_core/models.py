@@ -8,6 +8,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from kbmcp_core.field_filters import FieldCondition
+from kbmcp_core.fields import FieldValue
+
 Vector = list[float]
 
 KIB = 1024
@@ -149,6 +152,8 @@ class DocumentRecord:
     tags: tuple[str, ...]
     metadata: Mapping[str, object]
     last_indexed: str
+    #: the rows of the ``[fields]`` the knowledge base declares (``fields.values_of``)
+    fields: tuple[FieldValue, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -391,6 +396,10 @@ class DocumentFilter:
     date_to: str | None = None
     category: str | None = None
     topic: str | None = None
+    #: declared-field conditions (``field_filters``): every one of ``fields`` must hold,
+    #: none of ``fields_not``
+    fields: tuple[FieldCondition, ...] = ()
+    fields_not: tuple[FieldCondition, ...] = ()
 
     @property
     def includes(self) -> tuple[str, ...]:
@@ -400,7 +409,12 @@ class DocumentFilter:
     def excludes(self) -> tuple[str, ...]:
         return tuple(g[1:] for g in self.path_globs or () if g.startswith("!"))
 
-    def matches(self, doc: StoredDocument) -> bool:
+    def matches(self, doc: StoredDocument, fields: Sequence[FieldValue] = ()) -> bool:
+        """Whether ``doc`` (whose declared-field rows are ``fields``) is kept."""
+        if not all(c.matches(fields) for c in self.fields):
+            return False
+        if any(c.matches(fields) for c in self.fields_not):
+            return False
         if self.includes and not any(fnmatch.fnmatchcase(doc.path, g) for g in self.includes):
             return False
         if any(fnmatch.fnmatchcase(doc.path, g) for g in self.excludes):

@@ -11,14 +11,13 @@ from dataclasses import dataclass
 from kbmcp_core.errors import NotOffered
 from kbmcp_core.models import StoredDocument, extension_of
 from kbmcp_core.ports import ConvertedTexts, DocumentCatalog, FileSystem, ParserRegistry
+from kbmcp_core.ranges import RangeRequest, read_range, resource_text
 from kbmcp_core.reading import (
+    RANGED_READ_CAP,
     ConversionGate,
-    load_clean,
-    max_bytes_for,
-    smallest_read_cap,
-    with_notice,
+    readable_bytes_for,
 )
-from kbmcp_core.uris import TopicUri, doc_uri, parse_uri, topic_uri
+from kbmcp_core.uris import DocRangeUri, TopicUri, doc_uri, parse_uri, topic_uri
 
 log = logging.getLogger(__name__)
 
@@ -33,10 +32,12 @@ def topic_of(path: str) -> str:
 
 
 class OfferRules:
-    """Offered = indexed AND extension registered AND recorded size within its read cap.
+    """Offered = indexed AND extension registered AND recorded size within what a read of
+    it accepts (``readable_bytes_for``: a document past the 1 MiB read cap is read in
+    ranges, so only one past the index cap is refused; decision 0033).
 
     A NULL size (never recorded) is offered. The size lookup asks the store only for rows
-    past the smallest read cap, so a corpus with no large document pays nothing. A store
+    past the smallest such cap, so a corpus with no huge document pays nothing. A store
     that fails (a server down) raises its ``StoreError``: a failure is never reported as
     "not offered".
     """
@@ -46,8 +47,8 @@ class OfferRules:
         self.registry = registry
 
     def _refused_by_size(self) -> set[str]:
-        rows = self.store.sizes_over(smallest_read_cap())
-        return {p for p, size in rows if size > max_bytes_for(extension_of(p))}
+        rows = self.store.sizes_over(RANGED_READ_CAP)
+        return {p for p, size in rows if size > readable_bytes_for(extension_of(p))}
 
     def offered(self, paths: Iterable[str]) -> set[str]:
         """The subset of ``paths`` (taken as indexed) that is offered."""
@@ -142,13 +143,16 @@ class ResourceBody:
 def read_resource(uri: str, rules: OfferRules, fs: FileSystem,
                   conversions: ConvertedTexts | None = None,
                   gate: ConversionGate | None = None) -> ResourceBody:
-    """THE resource read: ``kb://topic/<prefix>`` (a group's list) or ``kb://doc/<path>``.
+    """THE resource read: ``kb://topic/<prefix>`` (a group's list), ``kb://doc/<path>`` or
+    ``kb://doc/<path>#L<a>-<b>`` (those lines).
 
     1. ``uris.parse_uri``: strict percent-decoding, the path guard (once).
     2. ``rules``: only an offered document, or a topic with one, is read (``NotOffered``).
-    3. ``reading.load_clean`` with ``rules.registry``: the root-bound open, the format and
-       size checks, the kept or gated conversion.
-    4. ``reading.with_notice``: the text, plus a visible notice when it was cut.
+    3. ``ranges.read_range`` (``reading.load_clean`` with ``rules.registry``: the
+       root-bound open, the format and size checks, the kept or gated conversion), then
+       the lines asked for; a whole read of a document past the read cap serves its first
+       lines.
+    4. ``ranges.resource_text``: the text, plus a visible notice when it is not all of it.
     """
     target = parse_uri(uri)
     if isinstance(target, TopicUri):
@@ -158,8 +162,13 @@ def read_resource(uri: str, rules: OfferRules, fs: FileSystem,
         return ResourceBody(uri, topic_body(group), "text/markdown")
     if not rules.is_offered(target.path):
         raise NotOffered(target.path, "not offered by this knowledge base")
-    loaded = load_clean(target.path, fs, rules.registry, conversions, gate)
-    return ResourceBody(uri, with_notice(loaded), loaded.media_type)
+    if isinstance(target, DocRangeUri):
+        ask = RangeRequest(start_line=target.start_line,
+                           max_lines=target.end_line - target.start_line + 1)
+    else:
+        ask = RangeRequest(whole_or_first=True)
+    got = read_range(target.path, ask, fs, rules.registry, conversions, gate)
+    return ResourceBody(uri, resource_text(got), got.media_type)
 
 
 _LINE_BREAKS = re.compile(r"[\x00-\x1f\x7f\u0085\u2028\u2029]+")

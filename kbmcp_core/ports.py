@@ -7,6 +7,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
+from kbmcp_core.fields import FieldValue
 from kbmcp_core.models import (
     ChunkRecord,
     Consistency,
@@ -215,7 +216,8 @@ class IndexWriter(IndexMeta, Protocol):
     def write_documents(self, batch: Sequence[DocumentWrite]) -> list[int]:
         """Write a batch of documents in one transaction: all of them or, on any error,
         none. Each replaces the rows at its path (and at ``replaces``) with its document,
-        chunks and lexical rows, exactly as ``write_document`` would one by one, and keeps
+        chunks, lexical rows and field rows (``DocumentRecord.fields``), exactly as
+        ``write_document`` would one by one, and keeps
         its ``converted`` text; a converted text no document's hash refers to any more is
         removed in the same transaction. No path may appear twice in a batch (as a
         document or a ``replaces``): ``ValueError``.
@@ -236,14 +238,24 @@ class IndexWriter(IndexMeta, Protocol):
     def update_document_metadata(
         self, document: DocumentRecord, converted: ConvertedText | None = None
     ) -> None:
-        """Rewrite only the document row (title, tags, size, hash, ...) and its lexical
-        rows; keep ``converted`` and drop converted texts no document refers to any more,
-        in the same transaction."""
+        """Rewrite only the document row (title, tags, size, hash, ...), its field rows and
+        its lexical rows; keep ``converted`` and drop converted texts no document refers to
+        any more, in the same transaction."""
         ...
 
     def delete_documents(self, paths: Iterable[str]) -> list[int]:
         """Remove documents with their chunks and lexical rows, and the converted texts no
         remaining document refers to; returns chunk ids."""
+        ...
+
+    def documents(self, paths: Collection[str] | None = None) -> list[StoredDocument]:
+        """Every document row, or only those at ``paths``, sorted by path."""
+        ...
+
+    def replace_fields(self, by_path: Mapping[str, Sequence[FieldValue]] | None) -> int:
+        """Rewrite the declared-field rows (``DocumentRecord.fields``) of the documents at
+        these paths, in one transaction, leaving every other row alone; None drops every
+        field row. Returns how many of the paths were indexed documents."""
         ...
 
     def keep_conversions(self, texts: Sequence[ConvertedText]) -> int:
@@ -323,6 +335,13 @@ class IndexReader(DocumentCatalog, ConvertedTexts, Protocol):
         """(chunk id, relevance in [0, 1]) best first, for arbitrary user text; never
         raises on query syntax. 1.0 means "the best match of this query, containing all
         of it". ``document_paths`` restricts the search when given."""
+        ...
+
+    def paths_containing(self, terms: Collection[str]) -> set[str]:
+        """Paths of the documents holding any of ``terms`` in a chunk's title, heading
+        trail or text, as the lexical leg matches them (words by their stem, several words
+        as a phrase, CJK text as a substring): what a query's ``-term`` leaves out of both
+        legs (``query_syntax``)."""
         ...
 
     def chunk_windows(self, ids: Collection[int], radius: int) -> dict[int, list[StoredChunk]]:

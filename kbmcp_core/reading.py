@@ -19,6 +19,12 @@ log = logging.getLogger(__name__)
 
 #: How much text kb-mcp hands a client in one response.
 TEXT_READ_CAP = 1 * MIB
+#: A ranged read loads a document up to the index cap; each reply stays under TEXT_READ_CAP.
+RANGED_READ_CAP = INDEX_CAP_BYTES
+#: What a refusal of a whole read past the read cap adds: how to read it instead.
+RANGE_HINT = ("; read it in ranges instead: get_document with start_line and max_lines, "
+              "section or page (outline=true lists its headings), `kb-mcp get PATH --lines "
+              "1-1000`, or a kb://doc/...#L1-1000 URI")
 #: Binary formats are read under the index cap; their extracted text is cut at this size.
 EXTRACTED_TEXT_CAP = 1 * MIB
 #: Formats converted to Markdown text by their parser (HTML, Office, EPUB): that Markdown
@@ -50,8 +56,12 @@ def max_bytes_for(extension: str) -> int:
     return INDEX_CAP_BYTES if extension.lower() in BINARY_FORMATS else TEXT_READ_CAP
 
 
-def smallest_read_cap() -> int:
-    return min(TEXT_READ_CAP, INDEX_CAP_BYTES)
+def readable_bytes_for(extension: str) -> int:
+    """The most bytes any read of ``extension`` accepts: a ranged read (``ranges``) takes
+    every format up to the index cap, because each of its replies stays under the read
+    cap. The offer (``offer.OfferRules``) and doctor use it, so the offer says exactly
+    what a read accepts (decision 0033)."""
+    return max(max_bytes_for(extension), RANGED_READ_CAP)
 
 
 def media_type_for(extension: str) -> str:
@@ -68,6 +78,8 @@ class LoadedDocument:
     text: str
     truncated: bool
     media_type: str
+    #: sha256 of the bytes read, when the load was asked for it (or had to compute it)
+    content_hash: str | None = None
 
 
 def clean_request_path(raw: str) -> RequestPath:
@@ -172,28 +184,38 @@ def load_document(path: str, fs: FileSystem, registry: ParserRegistry,
 
 def load_clean(rel: RequestPath, fs: FileSystem, registry: ParserRegistry,
                conversions: ConvertedTexts | None = None,
-               gate: ConversionGate | None = None) -> LoadedDocument:
+               gate: ConversionGate | None = None, *, whole: bool = True,
+               digest: bool = False) -> LoadedDocument:
     """``load_document`` from step 2 on, for a path step 1 already accepted (a ``kb://doc/``
-    URI's, which ``uris.parse_uri`` guards): the guard runs once per read."""
+    URI's, which ``uris.parse_uri`` guards): the guard runs once per read.
+
+    ``whole=False`` is the load behind a ranged read (``ranges``): a text file is read up
+    to ``RANGED_READ_CAP`` instead of ``max_bytes_for``, and a converted format's text is
+    never cut (a kept conversion that was cut is converted again, in a gate slot), since
+    the range, not the load, keeps the reply under the read cap. ``digest=True`` records
+    the sha256 of the bytes read (``LoadedDocument.content_hash``)."""
     with fs.open_file(rel) as handle:
         ext = extension_of(rel)
         parser = registry.parser_for(ext)
         if parser is None:
             raise PathRefused(rel, f"the {ext or 'extension-less'} format is not enabled")
-        cap = max_bytes_for(ext)
+        cap = max_bytes_for(ext) if whole else readable_bytes_for(ext)
         data = handle.read(cap)
     if data is None:
-        raise PathRefused(rel, f"larger than the {cap // MIB} MiB read cap")
+        hint = RANGE_HINT if whole and cap < readable_bytes_for(ext) else ""
+        raise PathRefused(rel, f"larger than the {cap // MIB} MiB read cap{hint}")
     if ext not in BINARY_FORMATS:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             raise PathRefused(rel, "not valid UTF-8 text") from None
-        return LoadedDocument(rel, text.removeprefix("\ufeff"), False, media_type_for(ext))
-    digest = hashlib.sha256(data).hexdigest()
-    kept = _kept_conversion(conversions, digest)
-    if kept is not None:
-        return LoadedDocument(rel, kept.text, kept.truncated, media_type_for(ext))
+        hashed = hashlib.sha256(data).hexdigest() if digest else None
+        return LoadedDocument(rel, text.removeprefix("\ufeff"), False, media_type_for(ext),
+                              hashed)
+    sha = hashlib.sha256(data).hexdigest()
+    kept = _kept_conversion(conversions, sha)
+    if kept is not None and (whole or not kept.truncated):
+        return LoadedDocument(rel, kept.text, kept.truncated, media_type_for(ext), sha)
     with gate.slot(rel) if gate is not None else _no_gate():
         try:
             text = parser.extract_text(rel, data)
@@ -203,8 +225,10 @@ def load_clean(rel: RequestPath, fs: FileSystem, registry: ParserRegistry,
             raise PathRefused(rel, f"its text cannot be extracted ({type(exc).__name__})"
                               ) from None
     del data
+    if not whole:
+        return LoadedDocument(rel, text, False, media_type_for(ext), sha)
     text, truncated = cut_utf8(text, EXTRACTED_TEXT_CAP)
-    return LoadedDocument(rel, text, truncated, media_type_for(ext))
+    return LoadedDocument(rel, text, truncated, media_type_for(ext), sha)
 
 
 def _kept_conversion(conversions: ConvertedTexts | None, digest: str) -> ConvertedText | None:
@@ -234,10 +258,3 @@ def cut_utf8(text: str, limit: int) -> tuple[str, bool]:
     if len(raw) <= limit:
         return text, False
     return raw[:limit].decode("utf-8", errors="ignore"), True
-
-
-def with_notice(doc: LoadedDocument) -> str:
-    """The resource body: the text, plus a visible notice when it was cut."""
-    if not doc.truncated:
-        return doc.text
-    return doc.text + TRUNCATION_NOTICE.format(cap=EXTRACTED_TEXT_CAP // MIB)

@@ -8,12 +8,15 @@ from typing import cast
 
 from kbmcp_core.confidence import low_confidence
 from kbmcp_core.context import Context
-from kbmcp_core.errors import VectorsUnreachable, VectorsUnreadable
-from kbmcp_core.fusion import Fusion, fuse
+from kbmcp_core.errors import EmbeddingUnreachable, VectorsUnreachable, VectorsUnreadable
+from kbmcp_core.explain import HitExplain, SearchExplain, explain_hits, filter_effects
+from kbmcp_core.fusion import Fusion, fuse, leg_weights
 from kbmcp_core.meta_keys import META_IN_PROGRESS
 from kbmcp_core.models import StoredChunk
 from kbmcp_core.offer import OfferRules
 from kbmcp_core.ports import Embedder, IndexReader, Reranker, VectorStore
+from kbmcp_core.query_syntax import parse_query
+from kbmcp_core.questions import fusion_for
 from kbmcp_core.rerank import RerankOutcome
 from kbmcp_core.search_request import (
     Mode,
@@ -46,6 +49,8 @@ class SearchHit:
     matches: tuple[Span, ...] = ()
     context: Context | None = None
     rerank_score: float | None = None
+    #: the numbers behind ``score`` (only when the request asked: ``explain``)
+    explain: HitExplain | None = None
 
     def as_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -70,6 +75,8 @@ class SearchHit:
             out["context"] = self.context.as_dict()
         if self.rerank_score is not None:
             out["rerank_score"] = round(self.rerank_score, 6)
+        if self.explain is not None:
+            out["explain"] = self.explain.as_dict()
         return out
 
 
@@ -81,6 +88,10 @@ class SearchResponse:
     mode: Mode = "hybrid"
     notice: str | None = None
     rerank: RerankOutcome | None = None
+    #: the query's phrases and exclusions as applied (only when it used them)
+    query_applied: dict[str, list[str]] | None = None
+    #: what each filter removed (only when the request asked: ``explain``)
+    explain: SearchExplain | None = None
 
     def as_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -88,6 +99,10 @@ class SearchResponse:
             "low_confidence": self.low_confidence,
             "filter_applied": self.filter_applied,
         }
+        if self.query_applied is not None:
+            out["query_applied"] = self.query_applied
+        if self.explain is not None:
+            out["explain"] = self.explain.as_dict()
         if self.rerank is not None:
             out["rerank"] = self.rerank.as_dict()
         if self.notice:
@@ -120,46 +135,68 @@ class Searcher:
 
     def search(self, request: SearchRequest) -> SearchResponse:
         req = resolve(request, self.defaults)
+        parsed = parse_query(req.query)  # "a phrase", -term (0035); plain text unchanged
+        query = parsed.text
         limit, per_doc = cast(int, req.limit), cast(int, req.chunks_per_document)
         filters = req.filters()
         allowed_paths: set[str] | None = None
         allowed_ids: list[int] | None = None
         if filters:
             allowed_paths = self.store.matching_paths(document_filter(req))
+        excluded = self.store.paths_containing(parsed.excluded) if parsed.excluded else set()
+        if excluded:  # both legs search only the documents without an excluded term
+            allowed_paths = (set(self.store.document_paths()) if allowed_paths is None
+                             else allowed_paths) - excluded
+        applied = parsed.applied() if parsed.has_syntax else None
+        explained = (filter_effects(self.store, req, list(filters), excluded, allowed_paths)
+                     if req.explain else None)
+        if allowed_paths is not None:
             if not allowed_paths:
-                return SearchResponse((), True, filters, req.mode)
+                return SearchResponse((), True, filters, req.mode, query_applied=applied,
+                                      explain=explained)
             allowed_ids = self.store.chunk_ids_for(allowed_paths)
         pool = max(50, limit * per_doc * 5)
         lexical: list[tuple[int, float]] = []
         vector: list[tuple[int, float]] = []
-        unreadable: VectorsUnreadable | None = None
+        unreadable: VectorsUnreadable | EmbeddingUnreachable | None = None
         if req.mode in ("hybrid", "lexical"):
-            lexical = self.store.lexical_search(req.query, pool, allowed_paths)
+            lexical = self.store.lexical_search(query, pool, allowed_paths)
         if req.mode in ("hybrid", "vector"):
-            qv = self.embedder.embed_query(req.query)
             try:
+                qv = self.embedder.embed_query(query)
                 vector = self.vectors.search(qv, pool, allowed_ids)
             except VectorsUnreadable as exc:  # damaged vector files: keywords still answer
                 unreadable = exc
-        readable = self.embedder.coverage(req.query) if req.mode != "lexical" else 0.0
+            except EmbeddingUnreachable as exc:  # the embedding service is down (0037)
+                unreadable = exc
+        readable = self.embedder.coverage(query) if req.mode != "lexical" else 0.0
+        fusion = fusion_for(query, self.fusion)  # a question leans on the vector leg (0028)
         if req.mode == "hybrid":
-            fused = fuse(vector, lexical, coverage=readable, fusion=self.fusion)
+            fused = fuse(vector, lexical, coverage=readable, fusion=fusion)
         else:
             fused = list(vector or lexical)
         chunks = self.store.get_chunks([cid for cid, _ in fused])
         options = req.shape(self.defaults)
-        ranked = [(cid, s) for cid, s in fused if cid in chunks]
-        ranked, reranked = apply_rerank(req.query, ranked, chunks, options, self.reranker)
+        ranked = fused_order = [(cid, s) for cid, s in fused if cid in chunks]
+        ranked, reranked = apply_rerank(query, ranked, chunks, options, self.reranker)
         ranked = diversify(ranked, chunks, options, limit=limit,
                            vectors=None if req.mode == "lexical" or unreadable else self.vectors)
         picked = _per_document(ranked, chunks, per_doc, limit)
         offered = self.rules.offered({chunks[cid].document_path for cid, _ in picked})
-        spans = spans_for(req.query, [chunks[cid].content for cid, _ in picked])
+        spans = spans_for(query, [chunks[cid].content for cid, _ in picked])
         contexts = contexts_for(self.store, [cid for cid, _ in picked], options)
         scores = reranked.scores if reranked else {}
+        explains: list[HitExplain | None] = [None] * len(picked)
+        if req.explain:
+            explains[:] = explain_hits(
+                [cid for cid, _ in picked], mode=req.mode, lexical=lexical, vector=vector,
+                weights=(leg_weights(vector, lexical, readable, fusion)
+                         if req.mode == "hybrid" else None),
+                fused=fused_order, reranked=reranked)
         hits = tuple(replace(_hit(chunks[cid], score, offered), matches=m, context=ctx,
-                             rerank_score=scores.get(cid))
-                     for (cid, score), m, ctx in zip(picked, spans, contexts, strict=True))
+                             rerank_score=scores.get(cid), explain=why)
+                     for (cid, score), m, ctx, why in zip(picked, spans, contexts, explains,
+                                                          strict=True))
         notice = (_unreadable_notice(unreadable, req.mode) if unreadable is not None
                   else self._indexing_notice(req.mode))
         low = low_confidence(
@@ -169,7 +206,7 @@ class Searcher:
             best_lexical=(max((rel for _, rel in lexical), default=0.0)
                           if req.mode != "vector" else None),
             readable=readable)
-        return SearchResponse(hits, low, filters, req.mode, notice, reranked)
+        return SearchResponse(hits, low, filters, req.mode, notice, reranked, applied, explained)
 
     def _indexing_notice(self, mode: Mode) -> str | None:
         """While an index run is writing, some chunks may have text but no vector yet."""
@@ -185,8 +222,10 @@ class Searcher:
                 "until their embeddings are stored")
 
 
-def _unreadable_notice(exc: VectorsUnreadable, mode: Mode) -> str:
+def _unreadable_notice(exc: VectorsUnreadable | EmbeddingUnreachable, mode: Mode) -> str:
     found = "no results" if mode == "vector" else "results from keyword search only"
+    if isinstance(exc, EmbeddingUnreachable):
+        return f"semantic search is unavailable (embedding service: {exc.detail}); {found}"
     if isinstance(exc, VectorsUnreachable):
         return f"semantic search is unavailable: {exc.detail}; {found}"
     return (f"semantic search is unavailable: {exc.detail}; {found}. Run `kb-mcp index` "

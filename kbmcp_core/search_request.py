@@ -11,13 +11,15 @@ bounds to clients, built from the constants here.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import TYPE_CHECKING, Literal, cast
 
 from kbmcp_core.context import CONTEXT_KINDS, ContextKind
 from kbmcp_core.errors import InvalidQuery
+from kbmcp_core.field_filters import FieldCondition, as_json, conditions
+from kbmcp_core.fields import Declared
 from kbmcp_core.models import DATE_PATTERN, DocumentFilter
 from kbmcp_core.shaping import ShapeOptions
 
@@ -49,6 +51,8 @@ class SearchDefaults:
     chunks_per_document: int = 4
     #: MMR λ, context kind and neighbours, reranking, and how many candidates it reads
     shape: ShapeOptions = field(default_factory=ShapeOptions)
+    #: the ``[fields]`` declarations a ``fields`` filter may name
+    fields: Declared = ()
 
     @classmethod
     def from_settings(cls, s: Settings) -> SearchDefaults:
@@ -59,7 +63,8 @@ class SearchDefaults:
                                       context=cast(ContextKind, s.search_context),
                                       context_chunks=s.search_context_chunks,
                                       rerank=s.search_rerank,
-                                      rerank_candidates=s.search_rerank_candidates))
+                                      rerank_candidates=s.search_rerank_candidates),
+                   fields=s.declared_fields)
 
     @property
     def default_limit(self) -> int:
@@ -88,6 +93,12 @@ class SearchRequest:
     context: str | None = None
     context_chunks: int | None = None
     rerank: bool | None = None
+    #: per hit, the numbers behind its score (``explain``; off: no extra work)
+    explain: bool | None = None
+    #: declared-field filters: an object of field name -> value, list or range as a
+    #: front gives it; ``resolve`` turns each into ``FieldCondition``s (``field_filters``)
+    fields: Mapping[str, object] | tuple[FieldCondition, ...] | None = None
+    fields_not: Mapping[str, object] | tuple[FieldCondition, ...] | None = None
 
     @classmethod
     def of(cls, query: str, **raw: object) -> SearchRequest:
@@ -111,6 +122,12 @@ class SearchRequest:
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
+        for key in ("fields", "fields_not"):
+            value = getattr(self, key)
+            if isinstance(value, tuple) and value:
+                out[key] = as_json(value)
+            elif value:  # as asked: ``resolve`` has not checked it yet
+                out[key] = dict(value) if isinstance(value, Mapping) else value
         return out
 
     def shape(self, defaults: SearchDefaults) -> ShapeOptions:
@@ -163,6 +180,10 @@ def resolve(req: SearchRequest, defaults: SearchDefaults) -> SearchRequest:
     if per_doc is not None and per_doc < 1:
         raise InvalidQuery("chunks_per_document must be at least 1")
     check_options(req.diversity, req.context, req.context_chunks, req.rerank)
+    if req.explain is not None and not isinstance(req.explain, bool):
+        raise InvalidQuery("explain must be true or false")
+    wanted = conditions(req.fields, defaults.fields, "fields")
+    unwanted = conditions(req.fields_not, defaults.fields, "fields_not")
     d = defaults.shape
     return replace(
         req, query=query, limit=limit,
@@ -170,7 +191,8 @@ def resolve(req: SearchRequest, defaults: SearchDefaults) -> SearchRequest:
         diversity=d.diversity if req.diversity is None else float(req.diversity),
         context=d.context if req.context is None else req.context,
         context_chunks=req.context_chunks or d.context_chunks,
-        rerank=d.rerank if req.rerank is None else req.rerank)
+        rerank=d.rerank if req.rerank is None else req.rerank,
+        fields=wanted or None, fields_not=unwanted or None)
 
 
 def clamp_limit(limit: int, max_limit: int) -> int:
@@ -237,4 +259,6 @@ def document_filter(req: SearchRequest) -> DocumentFilter:
     """The request's document-level filters, for the store to apply."""
     return DocumentFilter(
         path_globs=req.path_globs, tags_any=req.tags_any, tags_all=req.tags_all,
-        date_from=req.date_from, date_to=req.date_to, category=req.category, topic=req.topic)
+        date_from=req.date_from, date_to=req.date_to, category=req.category, topic=req.topic,
+        fields=req.fields if isinstance(req.fields, tuple) else (),
+        fields_not=req.fields_not if isinstance(req.fields_not, tuple) else ())

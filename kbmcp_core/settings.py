@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import cast
 from urllib.parse import quote, urlsplit, urlunsplit
 
+from kbmcp_core.fields import Declared
 from kbmcp_core.fusion import DEFAULT_FUSION, Fusion, FusionMethod, VectorScale
 from kbmcp_core.rerank import RERANK_CANDIDATES
 
@@ -143,6 +144,23 @@ class Settings:
     embedding_model: str = "kb-mcp/all-MiniLM-L6-v2-int8"
     embedding_batch_size: int = 32
     embedding_threads: int | None = None
+    #: ``[embedding]`` provider: "local" (in process) or "openai-compatible", a service the
+    #: user runs, with the keys below (decision 0037; checked by embedding/service_config)
+    embedding_provider: str = "local"
+    embedding_base_url: str | None = None
+    embedding_query_model: str | None = None
+    embedding_document_model: str | None = None
+    embedding_query_prefix: str = ""
+    embedding_document_prefix: str = ""
+    embedding_dimension: int | None = None
+    embedding_max_input_chars: int = 8192
+    embedding_timeout_s: float = 60.0
+    embedding_retries: int = 4
+    #: the NAME of the environment variable holding the service's API key (never the key)
+    embedding_api_key_env: str | None = None
+    #: the service's model reads Chinese, Japanese and Korean (else its vector leg is
+    #: weighed down for such queries, as the default model's is)
+    embedding_multilingual: bool = False
     model_cache_dir: Path | None = None
     enabled_formats: tuple[str, ...] = ("md",)
     #: ``[parsers]`` budgets of one converted file, and its worker pool (decision 0022)
@@ -172,6 +190,9 @@ class Settings:
     search_lexical_weight_min: float = DEFAULT_FUSION.lexical_weight_min
     search_vector_scale: str = DEFAULT_FUSION.vector_scale
     search_rrf_k: int = DEFAULT_FUSION.rrf_k
+    #: ``[fields]``: the front-matter keys indexed for filtering, (name, type) sorted by
+    #: name (``fields.declare``; decision 0036)
+    declared_fields: Declared = ()
     watch: bool = True
     watch_debounce_ms: int = 400
     writer_lock_timeout_s: float = 30.0

@@ -14,6 +14,7 @@ from typing import Generic, TypeVar
 
 from kbmcp_core.evaluation import GoldenQuery, Ranked, rank_query
 from kbmcp_core.fusion import Fusion, fuse
+from kbmcp_core.questions import fusion_for
 
 S = TypeVar("S")
 
@@ -97,6 +98,8 @@ class Legs:
     vector: tuple[tuple[int, float], ...]
     lexical: tuple[tuple[int, float], ...]
     coverage: float
+    #: the query itself: a question is fused leaning on the vector leg, as search does
+    query: str = ""
 
 
 def pool_size(limit: int, chunks_per_document: int) -> int:
@@ -110,7 +113,8 @@ def ranked(legs: Legs, fusion: Fusion, sections: Mapping[int, Ranked],
     sections per document, ``limit`` in all (diversity and reranking are not applied)."""
     counts: dict[str, int] = {}
     out: list[Ranked] = []
-    for cid, _ in fuse(legs.vector, legs.lexical, coverage=legs.coverage, fusion=fusion):
+    for cid, _ in fuse(legs.vector, legs.lexical, coverage=legs.coverage,
+                       fusion=fusion_for(legs.query, fusion)):
         section = sections.get(cid)
         if section is None or counts.get(section.path, 0) >= chunks_per_document:
             continue

@@ -15,8 +15,9 @@ from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
 
 #: pg_cluster / pg_url: a throwaway PostgreSQL cluster (tests/pg_cluster.py); s3_server: an
-#: S3-compatible server on loopback (tests/s3_server.py)
-pytest_plugins = ["tests.pg_cluster", "tests.s3_server"]
+#: S3-compatible server on loopback (tests/s3_server.py); the property suite's example counts
+#: (tests/hypothesis_counts.py)
+pytest_plugins = ["tests.pg_cluster", "tests.s3_server", "tests.hypothesis_counts"]
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -10,7 +10,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from kbmcp_core.cjk import is_cjk
 from kbmcp_core.errors import ParseError, PathRefused, StoreError, VectorsUnreadable
+from kbmcp_core.fields import FieldValue
 from kbmcp_core.index_run import IndexDeps
 from kbmcp_core.meta_keys import META_DIMENSION, META_LAST_RUN, META_MODEL
 from kbmcp_core.models import (
@@ -237,6 +239,16 @@ class FakeIndexStore:
         self._drop_unreferenced()
         return removed
 
+    def replace_fields(self, by_path: Mapping[str, Sequence[FieldValue]] | None) -> int:
+        if by_path is None:
+            for doc in self.docs.values():
+                doc.record = replace(doc.record, fields=())
+            return 0
+        found = [p for p in by_path if p in self.docs]
+        for p in found:
+            self.docs[p].record = replace(self.docs[p].record, fields=tuple(by_path[p]))
+        return len(found)
+
     def keep_conversions(self, texts: Sequence[ConvertedText]) -> int:
         carried = {d.record.content_hash for d in self.docs.values()}
         return self._keep([t for t in texts if t.content_hash in carried])
@@ -342,7 +354,8 @@ class FakeIndexStore:
         return [c.id for p in paths if p in self.docs for c in self.docs[p].chunks]
 
     def matching_paths(self, spec: DocumentFilter) -> set[str]:
-        return {d.path for d in self.documents() if spec.matches(d)}
+        return {d.path for d in self.documents()
+                if spec.matches(d, self.docs[d.path].record.fields)}
 
     def chunk_windows(self, ids: Collection[int], radius: int) -> dict[int, list[StoredChunk]]:
         out: dict[int, list[StoredChunk]] = {}
@@ -360,6 +373,8 @@ class FakeIndexStore:
         if limit <= 0:
             return []
         words = set(re.findall(r"\w+", query.lower()))
+        phrases = [p for p in re.findall(r'"([^"]*)"', query) if re.search(r"\w", p)
+                   ] if query.count('"') % 2 == 0 else []
         scored = []
         for p, d in self.docs.items():
             if document_paths is not None and p not in document_paths:
@@ -367,9 +382,16 @@ class FakeIndexStore:
             for c in d.chunks:  # title, heading and body, as the real lexical rows
                 text = f"{d.record.title} {c.heading} {c.content}".lower()
                 overlap = len(words & set(re.findall(r"\w+", text)))
-                if overlap:
+                if overlap and all(_holds(text, phrase) for phrase in phrases):
                     scored.append((c.id, overlap / len(words)))
         return sorted(scored, key=lambda x: -x[1])[:limit]
+
+    def paths_containing(self, terms: Collection[str]) -> set[str]:
+        """Documents whose title, heading or text holds a term: its words in a row (no
+        stemming: the fake's lexical leg compares whole words), CJK text as a substring."""
+        return {p for term in terms for p, d in self.docs.items()
+                if any(_holds(f"{d.record.title} {c.heading} {c.content}", term)
+                       for c in d.chunks)}
 
     def consistency(self) -> Consistency:
         chunk_ids = frozenset(self.chunk_ids())
@@ -393,6 +415,15 @@ class FakeIndexStore:
 
     def close(self) -> None:
         return None
+
+
+def _holds(text: str, term: str) -> bool:
+    """Whether ``text`` holds ``term``: CJK as a substring, else its words in a row."""
+    text, term = text.lower(), term.lower()
+    if any(is_cjk(ch) for ch in term):
+        return " ".join(term.split()) in text
+    words, held = re.findall(r"\w+", term), re.findall(r"\w+", text)
+    return bool(words) and any(held[i:i + len(words)] == words for i in range(len(held)))
 
 
 class FakeVectorStore:

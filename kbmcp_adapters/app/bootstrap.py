@@ -192,6 +192,7 @@ class Container:
             clock=self.clock,
             budget=self.budget(),
             batch_size=self.settings.embedding_batch_size,
+            fields=self.settings.declared_fields,
         )
 
     def close(self) -> None:
@@ -242,12 +243,14 @@ class Container:
 def real_embedder(settings: Settings) -> Embedder:
     """The configured embedding model (loaded on first use)."""
     from kbmcp_adapters.embedding.factory import make_embedder
+    from kbmcp_adapters.embedding.service_config import service_config
 
     return make_embedder(
         settings.embedding_model,
         cache_dir=settings.model_cache_dir,
         batch_size=settings.embedding_batch_size,
         threads=settings.embedding_threads,
+        service=service_config(settings),
     )
 
 

@@ -14,8 +14,10 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from kbmcp_adapters.app import trust
+from kbmcp_adapters.embedding.service_config import SERVICE_PROVIDER, check_service_values
 from kbmcp_adapters.store.urls import check_database_url
 from kbmcp_core.errors import ConfigError, InvalidQuery
+from kbmcp_core.fields import Declared, declare
 from kbmcp_core.fusion import DEFAULT_FUSION
 from kbmcp_core.rerank import MAX_RERANK_CANDIDATES
 from kbmcp_core.search_request import check_options
@@ -42,6 +44,18 @@ _SCHEMA: dict[str, dict[str, tuple[str, tuple[type, ...]]]] = {
         "batch_size": ("embedding_batch_size", (int,)),
         "threads": ("embedding_threads", (int,)),
         "cache_dir": ("model_cache_dir", (str,)),
+        "provider": ("embedding_provider", (str,)),
+        "base_url": ("embedding_base_url", (str,)),
+        "query_model": ("embedding_query_model", (str,)),
+        "document_model": ("embedding_document_model", (str,)),
+        "query_prefix": ("embedding_query_prefix", (str,)),
+        "document_prefix": ("embedding_document_prefix", (str,)),
+        "dimension": ("embedding_dimension", (int,)),
+        "max_input_chars": ("embedding_max_input_chars", (int,)),
+        "timeout_s": ("embedding_timeout_s", (int, float)),
+        "retries": ("embedding_retries", (int,)),
+        "api_key_env": ("embedding_api_key_env", (str,)),
+        "multilingual": ("embedding_multilingual", (bool,)),
     },
     "parsers": {
         "enabled": ("enabled_formats", (list,)),
@@ -92,7 +106,9 @@ CONFIG_ENV = trust.CONFIG_ENV
 #: the knowledge base or the working folder) may set them only once trusted. ``index_dir``
 #: (outside kb_path) and ``embedding.model`` (outside the packaged ones) are checked too.
 _GATED_FIELDS = ("database_url", "vectors_uri", "vectors_storage_options", "model_cache_dir",
-                 "server_tokens_file", "server_trusted_proxies")
+                 "server_tokens_file", "server_trusted_proxies",
+                 # a network endpoint the text goes to, and which secret goes with it (0037)
+                 "embedding_base_url", "embedding_api_key_env")
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +161,9 @@ def parse_config(path: Path, data: bytes) -> dict[str, Any]:
         raise ConfigError(f"invalid TOML in {path}: {exc}") from None
     out: dict[str, Any] = {}
     for key, value in raw.items():
-        if isinstance(value, dict) and key in _SCHEMA and key != "":
+        if key == "fields":  # any names, each a type: decision 0036
+            out["declared_fields"] = declared_fields(path, value)
+        elif isinstance(value, dict) and key in _SCHEMA and key != "":
             for sub, subvalue in value.items():
                 out.update(_field(path, key, sub, subvalue))
         else:
@@ -156,6 +174,14 @@ def parse_config(path: Path, data: bytes) -> dict[str, Any]:
     if "vectors_uri" in out:
         out["vectors_uri"] = _vectors_uri(out["vectors_uri"], path.parent)
     return out
+
+
+def declared_fields(path: Path, value: object) -> Declared:
+    """``[fields]``: front-matter key = ``string``, ``number``, ``date`` or ``list``."""
+    try:
+        return declare(value, "[fields]")
+    except ConfigError as exc:
+        raise ConfigError(f"{exc} (in {path})") from None
 
 
 def _field(path: Path, section: str, key: str, value: object) -> dict[str, Any]:
@@ -228,6 +254,9 @@ def build_settings(
         values[name] = tuple(values[name])
     values.setdefault("exclude_dirs", DEFAULT_EXCLUDE_DIRS)
     _validate_numbers(values)
+    if "declared_fields" in values:  # an override may give a dict or (name, type) pairs
+        values["declared_fields"] = declare(dict(values["declared_fields"]))
+    check_service_values(values)
     if values.get("database_url") is not None:
         check_database_url(values["database_url"])
     if values.get("vectors_uri") is not None:
@@ -255,7 +284,7 @@ def gated_keys(values: Mapping[str, Any], kb_path: Path) -> list[str]:
             kb_path):
         gated.append("index_dir")
     gated += _loosened_parser_limits(values)
-    if "embedding_model" in values:
+    if "embedding_model" in values and values.get("embedding_provider") != SERVICE_PROVIDER:
         from kbmcp_adapters.embedding.catalogue import packaged_model
 
         model = str(values["embedding_model"])

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 
-from kbmcp_core.errors import WriterBusy
+from kbmcp_core.errors import EmbeddingRejected, WriterBusy
 from kbmcp_core.models import Vector
 from kbmcp_core.ports import Embedder
 
@@ -118,12 +118,20 @@ class StoppableEmbedder:
         # similar lengths side by side, as the embedder itself batches them
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out: list[Vector | None] = [None] * len(texts)
+        refused: dict[int, str] = {}  # texts an embedding service refused (0037)
         for start in range(0, len(order), self._group):
             self._check()
             part = order[start : start + self._group]
-            for i, vector in zip(part, self._inner.embed_documents([texts[i] for i in part]),
-                                 strict=True):
+            try:
+                got: list[Vector | None] = list(
+                    self._inner.embed_documents([texts[i] for i in part]))
+            except EmbeddingRejected as exc:
+                got = exc.vectors
+                refused.update({part[j]: why for j, why in exc.reasons.items()})
+            for i, vector in zip(part, got, strict=True):
                 out[i] = vector
+        if refused:
+            raise EmbeddingRejected(out, refused)
         return [v for v in out if v is not None]
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from logging import Logger
 from pathlib import Path
@@ -25,6 +25,7 @@ from kbmcp_adapters.app.in_process_lock import (
     stop_check,
 )
 from kbmcp_adapters.store.cross_process_lock import writer_lock
+from kbmcp_core.batch_read import DEFAULT_BATCH_CHARS, Batch, read_batch
 from kbmcp_core.doctor import (
     CHECK_BUDGET_S,
     DoctorReport,
@@ -33,6 +34,7 @@ from kbmcp_core.doctor import (
     empty_store_report,
 )
 from kbmcp_core.errors import (
+    EmbeddingUnreachable,
     IndexNotFound,
     IndexNotReady,
     InvalidQuery,
@@ -49,8 +51,9 @@ from kbmcp_core.index_run import (
     YieldTo,
     check_model,
     index_ready,
+    probe_model,
 )
-from kbmcp_core.models import DiskScan, IndexStats, RunSummary, StoredDocument
+from kbmcp_core.models import DiskScan, IndexStats, RunSummary, StoredChunk, StoredDocument
 from kbmcp_core.offer import (
     OfferRules,
     ResourceBody,
@@ -62,7 +65,8 @@ from kbmcp_core.offer import (
     topic_summaries,
 )
 from kbmcp_core.ports import ConvertedText, ExclusionPolicy
-from kbmcp_core.reading import ConversionGate, LoadedDocument, load_document
+from kbmcp_core.ranges import RangeRequest, TextRange, range_fields, read_range
+from kbmcp_core.reading import ConversionGate, LoadedDocument, clean_request_path, load_document
 from kbmcp_core.search import Searcher, SearchResponse
 from kbmcp_core.search_request import SearchDefaults, SearchRequest, check_filter_text
 from kbmcp_core.settings import Settings
@@ -80,6 +84,8 @@ class DocumentView:
     tags: tuple[str, ...]
     content: str
     truncated: bool
+    #: where ``content`` sits in the document (``ranges.TextRange``, decision 0033)
+    part: TextRange | None = None
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -90,6 +96,7 @@ class DocumentView:
             "tags": list(self.tags),
             "content": self.content,
             "truncated": self.truncated,
+            **(range_fields(self.part) if self.part is not None else {}),
         }
 
 
@@ -120,6 +127,14 @@ class KnowledgeBase:
     def settings(self) -> Settings:
         return self._container.settings
 
+    @property
+    def configured_model(self) -> str:
+        """The model identity the settings ask for, an embedding service's included
+        (what an index built now records); nothing is loaded or sent."""
+        from kbmcp_adapters.embedding.service_config import configured_model
+
+        return configured_model(self.settings)
+
     # -- opening -----------------------------------------------------------
     def open_index(self, *, create: bool = False) -> None:
         """Open (and migrate) the index store, once for this knowledge base.
@@ -141,7 +156,11 @@ class KnowledgeBase:
             if announce is not None:
                 announce.info("loading embedding model %s", self.settings.embedding_model)
             started = time.monotonic()
-            self._container.embedder.embed_query("kb-mcp")
+            try:
+                self._container.embedder.embed_query("kb-mcp")
+            except EmbeddingUnreachable as exc:  # searches answer from keywords meanwhile
+                if announce is not None:
+                    announce.warning("%s; searches use keywords until it answers", exc)
             self._container.vectors  # noqa: B018  (built here once, not by racing threads)
             if announce is not None:
                 announce.info("embedding model ready in %.1fs", time.monotonic() - started)
@@ -207,6 +226,8 @@ class KnowledgeBase:
             # before anything asks the model for its window (which may need a download)
             store = c.open_store(create=True)
             check_model(store, c.embedder, force)
+            if force:  # one request proves the model answers before anything is emptied
+                probe_model(c.embedder)
             if paths is None:
                 self._refuse_damaged_store(store)
             deps = c.index_deps()
@@ -300,19 +321,33 @@ class KnowledgeBase:
         c = self._container
         return load_document(path, c.fs, c.registry, _KeptConversions(c), self._conversions)
 
-    def get_document(self, path: str) -> DocumentView:
-        """Any file under the root with an enabled format, indexed or not (guarded)."""
-        loaded = self.load(path)
-        row = self._row(loaded.path)
+    def get_document(self, path: str, **part: Any) -> DocumentView:
+        """Any file under the root with an enabled format, indexed or not (guarded); all
+        of it, or the part ``part`` names (the fields of ``ranges.RangeRequest``:
+        start_line, max_lines, section, page, max_chars, outline; None = not given)."""
+        c = self._container
+        ask = RangeRequest(**{k: v for k, v in part.items() if v is not None})
+        got = read_range(clean_request_path(path), ask, c.fs, c.registry,
+                         _KeptConversions(c), self._conversions, index=_IndexedChunks(c))
+        row = self._row(got.path)
         return DocumentView(
-            path=loaded.path,
-            title=row.title if row else Path(loaded.path).stem.replace("-", " "),
+            path=got.path,
+            title=row.title if row else Path(got.path).stem.replace("-", " "),
             date=row.date if row else None,
-            topic=(row.topic if row and row.topic else topic_of(loaded.path) or None),
+            topic=(row.topic if row and row.topic else topic_of(got.path) or None),
             tags=row.tags if row else (),
-            content=loaded.text,
-            truncated=loaded.truncated,
+            content=got.text,
+            truncated=got.truncated,
+            part=got,
         )
+
+    def get_documents(self, paths: Sequence[str] | None = None, *, glob: str | None = None,
+                      max_chars: int = DEFAULT_BATCH_CHARS) -> Batch[DocumentView]:
+        """Several offered documents, each read as ``get_document`` reads one, within a
+        total budget (``kbmcp_core.batch_read``): a document that does not fit is left out
+        with the reason, a path that cannot be read is an error of its own."""
+        return read_batch(self.offer_rules(), self.get_document, lambda d: d.content,
+                          paths=paths, glob=glob, max_chars=max_chars)
 
     def _row(self, path: str) -> StoredDocument | None:
         """The document's indexed row; None when it, or the whole index, does not exist.
@@ -388,7 +423,7 @@ class KnowledgeBase:
             if schema_revisions(c.settings)[0] is None:  # an empty file: nothing written
                 return empty_store_report()
             ready = None  # damaged: the other checks report that
-        return diagnose(store, c.vectors, c.registry, c.settings.embedding_model,
+        return diagnose(store, c.vectors, c.registry, self.configured_model,
                         store_location=where, copied_from=marked_source(
                             store.get_meta(META_COPY)),
                         reranker_problem=self._reranker_problem(), ready=ready)
@@ -421,6 +456,24 @@ class _KeptConversions:
 
     def converted_text(self, content_hash: str) -> ConvertedText | None:
         return self._container.store.converted_text(content_hash)
+
+
+class _IndexedChunks:
+    """The index as an outline reads it (``ranges.OutlineIndex``), opened on first use:
+    ``IndexNotFound`` without one, which a read takes as "not indexed"."""
+
+    def __init__(self, container: Container) -> None:
+        self._container = container
+
+    def get_document(self, path: str) -> StoredDocument | None:
+        return self._container.store.get_document(path)
+
+    def chunk_ids_for(self, paths: Collection[str]) -> list[int]:
+        return self._container.store.chunk_ids_for(paths)
+
+    def chunk_windows(self, ids: Collection[int], radius: int
+                      ) -> dict[int, list[StoredChunk]]:
+        return self._container.store.chunk_windows(ids, radius)
 
 
 def open_knowledge_base(kb_path: str | Path | None = None, *, config: Path | None = None,

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kbmcp_adapters.app.bootstrap import Container, bootstrap, settings_for
+from kbmcp_adapters.embedding.service_config import configured_model
 from kbmcp_core.errors import ConfigError
 from kbmcp_core.index_copy import (
     CopyProgress,
@@ -121,7 +122,7 @@ def migrate_store(
                           "point it at another database")
     with _writer_locks(source.settings, target.settings):
         source_store = source.open_store(create=False)
-        model, dimension = source_model(source_store, s.embedding_model, source_name)
+        model, dimension = source_model(source_store, configured_model(s), source_name)
         target_store = target.open_store(create=True)
         check_target_model(target_store, model, dimension, target_name)
         shared = vectors_location(s) == vectors_location(target.settings)

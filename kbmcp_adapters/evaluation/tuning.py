@@ -36,7 +36,7 @@ def tune_fusion(kb: KnowledgeBase, queries: Sequence[GoldenQuery], *, folds: int
             vector = searcher.vectors.search(searcher.embedder.embed_query(q.query), pool)
             legs[q.query] = Legs(tuple(vector),
                                  tuple(searcher.store.lexical_search(q.query, pool)),
-                                 searcher.embedder.coverage(q.query))
+                                 searcher.embedder.coverage(q.query), q.query)
     ids = {cid for lg in legs.values() for cid, _ in (*lg.vector, *lg.lexical)}
     sections = {cid: Ranked(c.document_path, c.heading, c.start_line, c.end_line)
                 for cid, c in searcher.store.get_chunks(ids).items()}

@@ -80,8 +80,8 @@ class OpenedFile:
             os.set_blocking(self._fd, True)
             chunks: list[bytes] = []
             remaining = cap + 1
-            while remaining > 0:
-                block = os.read(self._fd, min(remaining, MIB))
+            while remaining > 0:  # the size fstat gave in one read, then any growth
+                block = os.read(self._fd, min(remaining, self.size + 1 if not chunks else MIB))
                 if not block:
                     break
                 chunks.append(block)

@@ -10,7 +10,14 @@ from mcp.shared.exceptions import MCPError
 
 from kbmcp_adapters.mcp_server.runtime import KbRuntime
 from kbmcp_adapters.mcp_server.tools import printable
-from kbmcp_core.errors import IndexNotFound, KbError, PathRefused, ReadBusy
+from kbmcp_core.errors import (
+    IndexNotFound,
+    InvalidQuery,
+    InvalidRange,
+    KbError,
+    PathRefused,
+    ReadBusy,
+)
 from kbmcp_core.offer import TopicSummary
 from kbmcp_core.uris import DOC_PREFIX, DOC_URI_TEMPLATE
 
@@ -68,8 +75,10 @@ async def list_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesRe
                 description=(
                     "One indexed document by its path relative to the knowledge base, "
                     "percent-encoded (search hits and topic listings carry ready-made URIs). "
-                    "Markdown comes back as text/markdown; text and text extracted from PDFs "
-                    "as text/plain."
+                    "Add #L40-58 to read lines 40 to 58 only (#L40: one line). A document "
+                    "over 1 MiB comes back as its first lines with a notice naming the URI "
+                    "of the next ones. Markdown comes back as text/markdown; text and text "
+                    "extracted from PDFs as text/plain."
                 ),
             )
         ]
@@ -96,13 +105,22 @@ async def read_resource(
 
 
 def read_error(exc: BaseException, uri: str) -> MCPError:
-    """THE place a resource failure becomes a JSON-RPC error: -32002 or -32603, never mixed.
+    """THE place a resource failure becomes a JSON-RPC error: -32002, -32602 or -32603.
+
+    A line range the document does not have (``InvalidRange``, decision 0033) is
+    "invalid params", with ``total_lines`` in its data.
 
     Refused or not offered (the guard chain, a race it lost, OfferRules, an unknown
     URI, no index yet) is "resource not found"; the reason never names a server path.
     Anything else is an internal error whose details stay in the server log.
     """
     shown = printable(uri[:_URI_SHOWN])
+    if isinstance(exc, InvalidQuery):  # a line range the document does not have
+        return MCPError(types.INVALID_PARAMS, f"Invalid params: {printable(exc.public_message)}",
+                        {"uri": shown, "code": exc.code,
+                         **({"total_lines": exc.total_lines}
+                            if isinstance(exc, InvalidRange) and exc.total_lines is not None
+                            else {})})
     if isinstance(exc, PathRefused):
         return MCPError(
             RESOURCE_NOT_FOUND,

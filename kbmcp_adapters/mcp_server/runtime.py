@@ -20,9 +20,11 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChang
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from kbmcp_adapters.app.bootstrap import store_location
+from kbmcp_adapters.app.in_process_lock import IndexRunStopped
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
+from kbmcp_adapters.mcp_server.index_runs import IndexRunRecord, IndexRuns, Step
 from kbmcp_adapters.mcp_server.start_run import START_PURPOSE, StartRun
-from kbmcp_core.errors import IndexNotFound, IndexReadOnly, StoreError, WriterBusy
+from kbmcp_core.errors import IndexNotFound, IndexReadOnly, StoreError
 from kbmcp_core.index_run import Progress
 from kbmcp_core.models import RunSummary
 from kbmcp_core.settings import Settings
@@ -115,7 +117,8 @@ class KbRuntime:
         self._open_kb = open_kb
         self._kb: KnowledgeBase | None = None
         self._open_lock = threading.Lock()
-        self._rebuild_since: datetime | None = None
+        #: the rebuild_index runs: one at a time, each in a thread of its own (0034)
+        self.runs = IndexRuns(self._rebuild_work, self.offer_changed, self._counted)
         #: the running rebuild's progress: phase "scan", then "index" (step "text" or
         #: "vectors", the two phases of an index run) with done/total
         self.progress: dict[str, object] | None = None
@@ -180,12 +183,14 @@ class KbRuntime:
         kb.warm_up(announce=log)
 
     @contextlib.contextmanager
-    def tracking(self, *, failures_count: bool = True) -> Iterator[Progress]:
+    def tracking(self, *, failures_count: bool = True,
+                 observer: Step | None = None) -> Iterator[Progress]:
         """``progress`` while one index run of this server goes on (a rebuild, a live
         sync, the start run): yields the callback to hand to ``KnowledgeBase.index``.
         How the run ended is the start run's to know (``StartRun.ended``): any run that
         completes completes it; ``failures_count=False`` (a ``rebuild_index`` call, which
-        fails with ``writer_busy`` while the start run writes) keeps a failure to itself."""
+        fails with ``writer_busy`` while the start run writes) keeps a failure to itself.
+        ``observer`` is handed every step too (a ``rebuild_index`` run's record)."""
         started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         self.progress = {"phase": "scan", "started": started}
 
@@ -194,6 +199,8 @@ class KbRuntime:
             item = path if phase == "text" else "vectors: chunks embedded"
             self.progress = {"phase": "index", "started": started, "done": done,
                              "total": total, "path": item, "step": phase}
+            if observer is not None:
+                observer(phase, done, total, path)
 
         try:
             yield progress
@@ -218,7 +225,8 @@ class KbRuntime:
         """The server is going away (``request_stop`` was called)."""
         return self._stopping.is_set()
 
-    def _update_blocking(self, force: bool, *, start: bool) -> tuple[RunSummary, bool]:
+    def _update_blocking(self, force: bool, *, start: bool,
+                         observer: Step | None = None) -> tuple[RunSummary, bool]:
         """One index run (creating the index when there is none): its summary, and
         whether the set of offered documents changed. A rebuild loads the model first
         (its log says so); the start run leaves that to its phase two."""
@@ -227,7 +235,7 @@ class KbRuntime:
         if not start:
             self.ensure_model(kb)
         purpose = START_PURPOSE if start else "a rebuild_index call"
-        with self.tracking(failures_count=start) as progress:
+        with self.tracking(failures_count=start, observer=observer) as progress:
             summary = kb.index(force=force, purpose=purpose, progress=progress)
         after = set(kb.offered_paths())
         return summary, before != after
@@ -251,31 +259,20 @@ class KbRuntime:
                 self._idle.notify_all()
 
     def rebuilding_since(self) -> datetime | None:
-        return self._rebuild_since
+        return self.runs.running_since()
 
-    async def rebuild(self, *, force: bool) -> dict[str, object]:
-        """Run one index update in a worker thread; refuse a second while one runs, and
-        every one on a read-only replica."""
+    def start_rebuild(self, *, force: bool) -> tuple[dict[str, object], IndexRunRecord, bool]:
+        """Start a ``rebuild_index`` run in a thread of its own (``IndexRuns.start``), or
+        learn the one running; refused on a read-only replica and while the server stops."""
         if self.read_only:
             raise IndexReadOnly(store_location(self.settings), REPLICA_WHY, REPLICA_HINT)
-        since = self._rebuild_since
-        if since is not None:
-            elapsed = (datetime.now(UTC) - since).total_seconds()
-            raise WriterBusy(
-                f"an index rebuild has been running since {since:%Y-%m-%dT%H:%M:%SZ} "
-                f"({elapsed:.0f}s ago); wait for it to finish, then call rebuild_index again "
-                "if files changed since it started"
-            )
-        self._rebuild_since = datetime.now(UTC)
-        try:
-            summary, offer_changed = await self.in_thread(
-                partial(self._update_blocking, force, start=False))
-        finally:
-            self._rebuild_since = None
-        log.info("rebuild_index: %s", summary.line())
-        if offer_changed:
-            await self.offer_changed()
-        return summary.as_dict()
+        if self.stopping:
+            raise IndexRunStopped("the server is shutting down")
+        return self.runs.start(force=force)
+
+    def _rebuild_work(self, force: bool, observer: Step) -> tuple[RunSummary, bool]:
+        """One ``rebuild_index`` run (in its own thread, counted: ``IndexRuns``)."""
+        return self._update_blocking(force, start=False, observer=observer)
 
     async def index_at_start(self) -> RunSummary:
         """The start run without a watcher (``start_run.start_index_task``): one

@@ -10,6 +10,8 @@ from jsonschema import Draft202012Validator, ValidationError
 
 from kbmcp_core.context import CONTEXT_KINDS, MAX_CONTEXT_CHARS
 from kbmcp_core.errors import InvalidQuery
+from kbmcp_core.field_filters import MAX_CONDITIONS
+from kbmcp_core.fields import Declared
 from kbmcp_core.graph import DEFAULT_DEPTH as GRAPH_DEFAULT_DEPTH
 from kbmcp_core.graph import DEFAULT_FAN_OUT as GRAPH_DEFAULT_FAN_OUT
 from kbmcp_core.graph import DEFAULT_MAX_NODES as GRAPH_DEFAULT_MAX_NODES
@@ -18,6 +20,7 @@ from kbmcp_core.graph import MAX_DEPTH as GRAPH_MAX_DEPTH
 from kbmcp_core.graph import MAX_FAN_OUT as GRAPH_MAX_FAN_OUT
 from kbmcp_core.graph import MAX_NODES as GRAPH_MAX_NODES
 from kbmcp_core.models import DATE_PATTERN
+from kbmcp_core.ranges import DEFAULT_LINES, LONG_DOCUMENT_LINES, MAX_LINES
 from kbmcp_core.search_request import (
     MAX_CONTEXT_CHUNKS,
     MAX_FILTER_ITEMS,
@@ -58,6 +61,15 @@ def _filter_list(description: str) -> JsonObject:
     return _typed("array", description, items=_text(), minItems=1, maxItems=MAX_FILTER_ITEMS)
 
 
+def field_filter(declared: Declared, description: str) -> JsonObject:
+    """``fields`` / ``fields_not``: field name -> a value, a list of values or a range. The
+    declared fields are named here; ``field_filters.conditions`` checks names, values and
+    the most fields (``MAX_CONDITIONS``), with messages that name the field."""
+    named = ", ".join(f"{name} ({kind})" for name, kind in declared) or "none"
+    return _typed("object", f"{description} At most {MAX_CONDITIONS} fields. Declared "
+                  f"fields: {named}.")
+
+
 def _date(description: str) -> JsonObject:
     """YYYY-MM-DD by the pattern; ``format: date`` then refuses days that do not exist."""
     return _typed("string", description, pattern=DATE_PATTERN, format="date")
@@ -70,8 +82,9 @@ def search_input(settings: Settings) -> JsonObject:
     d = SearchDefaults.from_settings(settings)
     return _obj(
         {
-            "query": _text("What to look for, in natural language or keywords.",
-                           limit=MAX_QUERY_CHARS),
+            "query": _text("What to look for, in natural language or keywords. \"a phrase\" "
+                           "must appear as written; -word (at a word's start) leaves out "
+                           "documents holding the word.", limit=MAX_QUERY_CHARS),
             "limit": _typed("integer", "How many passages to return.", minimum=1,
                             maximum=d.max_limit, default=d.default_limit),
             "path_globs": _filter_list("Only paths matching these globs (e.g. 'guides/**'); "
@@ -82,6 +95,12 @@ def search_input(settings: Settings) -> JsonObject:
             "date_to": _date("Documents dated on or before this day (YYYY-MM-DD)."),
             "category": _text("Documents whose frontmatter category is this."),
             "topic": _text("Documents whose frontmatter topic is this."),
+            "fields": field_filter(d.fields, "Only documents whose declared front-matter "
+                                   "fields match, e.g. {\"status\": \"draft\"}, {\"tags\": "
+                                   "[\"a\", \"b\"]} (any of) or {\"year\": {\"gte\": "
+                                   "2020, \"lt\": 2024}} (numbers and dates)."),
+            "fields_not": field_filter(d.fields, "Leave out documents whose declared fields "
+                                       "match (same shapes as fields)."),
             "chunks_per_document": _typed("integer",
                                           f"Most passages from one document (default "
                                           f"{d.chunks_per_document}).",
@@ -100,17 +119,36 @@ def search_input(settings: Settings) -> JsonObject:
             "rerank": _typed("boolean", f"Reorder the best {d.shape.rerank_candidates} "
                              "candidates with a cross-encoder (more accurate, ~0.5-1 s slower "
                              f"on a laptop; default {str(d.shape.rerank).lower()})."),
+            "explain": _typed("boolean", "Return with each hit the numbers behind its score "
+                              "(each leg's rank and score, the fusion weights, the reranker's "
+                              "logit and trust) and what each filter removed.",
+                              default=False),
         },
         "query",
         closed=True,
     )  # fmt: skip
 
 
-DOCUMENT_INPUT = _obj({"path": _text("e.g. 'guides/setup.md'", limit=MAX_PATH_CHARS)}, "path",
-                      closed=True)
+DOCUMENT_INPUT = _obj(
+    {
+        "path": _text("e.g. 'guides/setup.md'", limit=MAX_PATH_CHARS),
+        "start_line": _typed("integer", "Read from this line (1-based; a hit's start_line, "
+                             "or next_start_line of the last reply).", minimum=1),
+        "max_lines": _typed("integer", f"Most lines to return (default {DEFAULT_LINES} "
+                            "with start_line).", minimum=1, maximum=MAX_LINES),
+        "section": _text("Read the section under this heading ('Setup', or a trail "
+                         "'Guide > Setup' from the outline)."),
+        "page": _typed("integer", "Read this page of a PDF.", minimum=1),
+        "max_chars": _typed("integer", "Most characters of text to return; the reply then "
+                            "stops at a line end and says where to go on.", minimum=1),
+        "outline": _typed("boolean", "Also return the headings (PDF: pages) with their line "
+                          f"ranges; given unasked for documents over {LONG_DOCUMENT_LINES} "
+                          "lines.", default=False),
+    },
+    "path",
+    closed=True,
+)  # fmt: skip
 TOPICS_INPUT = _obj({}, closed=True)
-REBUILD_INPUT = _obj({"force": _typed("boolean", "Re-embed every file.", default=False)},
-                     closed=True)
 GRAPH_INPUT = _obj(
     {
         "path": _text("Start from this document (as search hits give it), e.g. "
@@ -143,6 +181,25 @@ _INDEXING = _typed("object", "serve is still building the index: status says how
                    "(\"indexing: N of M files\"); tell the user and try again shortly",
                    properties={"status": _STR, "done": _COUNT, "total": _COUNT,
                                "started": _STR}, required=["status"])
+#: ``kbmcp_core.explain``: lexical_part + vector_part is the hit's score
+_HIT_EXPLAIN = _obj(
+    {"lexical": _obj({"rank": _INT, "score": _NUM}, "rank", "score"),
+     "vector": _obj({"rank": _INT, "similarity": _NUM}, "rank", "similarity"),
+     "fusion": _obj({"method": _STR, "lexical_weight": _NUM, "vector_weight": _NUM,
+                     "lexical_part": _NUM, "vector_part": _NUM},
+                    "method", "lexical_weight", "vector_weight", "lexical_part", "vector_part"),
+     "rerank": _obj({"probability": _NUM, "logit": _NUM, "trust": _NUM, "fused_rank": _INT},
+                    "probability", "logit", "trust", "fused_rank")},
+    "fusion",
+)  # fmt: skip
+_SEARCH_EXPLAIN = _obj(
+    {"documents": _COUNT, "chunks": _COUNT, "searched_documents": _COUNT,
+     "searched_chunks": _COUNT,
+     "filters": _typed("array", items=_obj(
+         {"filter": _STR, "removed_documents": _COUNT, "removed_chunks": _COUNT},
+         "filter", "removed_documents", "removed_chunks"))},
+    "documents", "chunks", "filters", "searched_documents", "searched_chunks",
+)  # fmt: skip
 SEARCH_OUTPUT = _obj(
     {
         "results": _typed("array", items=_obj(
@@ -157,12 +214,15 @@ SEARCH_OUTPUT = _obj(
                               "start_line": _INT, "end_line": _INT, "start_page": _INT,
                               "end_page": _INT},
                              "kind", "expanded", "text", "chunk_ids", "truncated"),
-             "rerank_score": _NUM},
+             "rerank_score": _NUM, "explain": _HIT_EXPLAIN},
             *_HIT_FIELDS)),
         "low_confidence": _BOOL,
         "filter_applied": {"type": "object"},
         "notice": _STR,
         "indexing": _INDEXING,
+        "query_applied": _obj({"terms": _STRINGS, "phrases": _STRINGS, "excluded": _STRINGS},
+                              "terms", "phrases", "excluded"),
+        "explain": _SEARCH_EXPLAIN,
         "rerank": _obj({"model": _STR, "candidates": _COUNT, "ms": _NUM, "trust": _NUM},
                        "model", "candidates", "ms", "trust"),
     },
@@ -170,8 +230,17 @@ SEARCH_OUTPUT = _obj(
 )  # fmt: skip
 DOCUMENT_OUTPUT = _obj(
     {"path": _STR, "title": _STR, "date": _STR, "topic": _STR, "tags": _STRINGS,
-     "content": _STR, "truncated": _BOOL},
-    "path", "title", "tags", "content", "truncated",
+     "content": _STR, "truncated": _BOOL,
+     "is_range": _typed("boolean", "true when content is not the whole document"),
+     "total_lines": _COUNT, "start_line": _COUNT, "end_line": _COUNT,
+     "next_start_line": _typed("integer", "where the next range starts; absent at the end",
+                               minimum=1),
+     "outline": _typed("array", items=_obj(
+         {"heading": _STR, "level": _COUNT, "trail": _STRINGS, "start_line": _COUNT,
+          "end_line": _COUNT, "page": _COUNT},
+         "heading", "level", "trail", "start_line", "end_line")),
+     "outline_note": _STR},
+    "path", "title", "tags", "content", "truncated", "is_range", "start_line", "end_line",
 )  # fmt: skip
 TOPICS_OUTPUT = _obj(
     {

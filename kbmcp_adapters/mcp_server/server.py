@@ -22,19 +22,27 @@ from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import ListenHandler
 from mcp.shared.exceptions import MCPError
 
-from kbmcp_adapters.mcp_server import prompts, resources, tools
+from kbmcp_adapters.mcp_server import completion, prompts, resources, tools
+from kbmcp_adapters.mcp_server.icons import server_icons
+from kbmcp_adapters.mcp_server.index_run_tools import progress_report, request_progress
 from kbmcp_adapters.mcp_server.runtime import SHUTDOWN_S, BackgroundTask, KbRuntime
 from kbmcp_adapters.mcp_server.schemas import ArgumentChecker
 from kbmcp_adapters.mcp_server.stdio import claim_stdin, claim_stdout, stdio_transport
 
 log = logging.getLogger(__name__)
 
+#: What kb-mcp is, in one line (``serverInfo.description``).
+DESCRIPTION = ("A local knowledge base of documents (Markdown, text, PDF, Office, HTML...): "
+               "hybrid semantic and keyword search, guarded reads, topic listings.")
 INSTRUCTIONS = (
     "kb-mcp serves a local knowledge base of documents. Use `search` to find passages "
-    "(semantic + keyword), `get_document` to read a whole file by its path, `list_topics` "
-    "for an overview, and the kb://topic/ resources to browse. Cite the path of every document "
+    "(semantic + keyword); each hit also comes as a resource_link to the lines it cites. "
+    "Use `get_document` to read one file by its path, `get_documents` to read several at "
+    "once (a list of paths or a glob, within a total size), `list_topics` for an overview, "
+    "and the kb://topic/ resources to browse. Cite the path of every document "
     "you use, and say so when the knowledge base does not answer a question. `rebuild_index` "
-    "brings the index up to date after files change."
+    "brings the index up to date after files change; a long run goes on in the background "
+    "and `index_status` reports it."
 )
 
 
@@ -93,7 +101,9 @@ def build_server(rt: KbRuntime) -> Server[Any]:
             )
         try:
             args = checkers[spec.name].check(params.arguments or {})
-            return tools.success_result(await spec.run(rt, args))
+            with request_progress(progress_report(ctx)):
+                data = await spec.run(rt, args)
+            return tools.success_result(data, spec.links)
         except Exception as exc:
             return tools.failure_result(exc)
 
@@ -101,7 +111,9 @@ def build_server(rt: KbRuntime) -> Server[Any]:
         "kb-mcp",
         version=server_version(),
         title="kb-mcp knowledge base",
+        description=DESCRIPTION,
         instructions=INSTRUCTIONS,
+        icons=server_icons(),
         cache_hints=_ALWAYS_FRESH,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
@@ -110,6 +122,7 @@ def build_server(rt: KbRuntime) -> Server[Any]:
         on_read_resource=partial(resources.read_resource, rt),
         on_list_prompts=prompts.list_prompts,
         on_get_prompt=prompts.get_prompt,
+        on_completion=partial(completion.complete, rt),
         on_subscriptions_listen=ListenHandler(rt.notifier.bus),
     )
     server.middleware.append(rt.notifier)

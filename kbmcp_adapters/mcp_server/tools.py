@@ -11,14 +11,16 @@ from typing import Any
 import mcp_types as types
 
 from kbmcp_adapters.app.knowledge_base import IndexRunStopped
+from kbmcp_adapters.mcp_server import index_run_tools as runs
+from kbmcp_adapters.mcp_server import tools_read
+from kbmcp_adapters.mcp_server.icons import tool_icons
+from kbmcp_adapters.mcp_server.links import hit_links
 from kbmcp_adapters.mcp_server.runtime import KbRuntime
 from kbmcp_adapters.mcp_server.schemas import (
     DOCUMENT_INPUT,
     DOCUMENT_OUTPUT,
     GRAPH_INPUT,
     GRAPH_OUTPUT,
-    REBUILD_INPUT,
-    REBUILD_OUTPUT,
     SEARCH_OUTPUT,
     TOPICS_INPUT,
     TOPICS_OUTPUT,
@@ -55,6 +57,8 @@ class ToolSpec:
     output_schema: JsonObject
     annotations: types.ToolAnnotations
     run: ToolRun
+    #: content blocks a result carries beside its JSON text (search: ``resource_link``s)
+    links: Callable[[JsonObject], list[types.ContentBlock]] | None = None
 
     def as_tool(self) -> types.Tool:
         return types.Tool(
@@ -64,6 +68,7 @@ class ToolSpec:
             input_schema=self.input_schema,
             output_schema=self.output_schema,
             annotations=self.annotations,
+            icons=tool_icons(self.name),
         )
 
 
@@ -84,20 +89,34 @@ def tool_specs(settings: Settings) -> list[ToolSpec]:
             "search", "Search the knowledge base",
             "Hybrid (semantic + keyword) search over the indexed documents. Returns the best "
             "passages with their path, heading, line range or page, score and, when the document "
-            "can be read as a resource, its kb://doc/ uri; matches gives the character ranges of "
+            "can be read as a resource, its kb://doc/ uri (each such hit also comes as a "
+            "resource_link to the cited lines); matches gives the character ranges of "
             "content where the query matched. low_confidence=true means nothing "
             "matched clearly: say so rather than guess. Filters apply before the limit. "
             "context='adjacent' or 'section' adds the text around each hit (context.expanded); "
-            "diversity below 1 spreads the page over more documents. indexing (with notice) "
+            "diversity below 1 spreads the page over more documents. In the query, \"a "
+            "phrase\" must appear as written and -word leaves out documents holding the word "
+            "(query_applied echoes both); explain=true shows why each hit scored what it did. "
+            "indexing (with notice) "
             "means the server is still building its index: tell the user, try again shortly.",
             search_input(settings), SEARCH_OUTPUT, _hints("Search the knowledge base"), _search,
+            links=hit_links,
         ),
         ToolSpec(
             "get_document", "Read one document",
-            "The full text of one document by its path relative to the knowledge base (as given "
-            "by search hits), with its title, date, topic and tags. truncated=true means the "
-            "text was cut at the 1 MiB read cap.",
+            "The text of one document by its path relative to the knowledge base (as given "
+            "by search hits), with its title, date, topic and tags: all of it, or part of it "
+            "with start_line/max_lines, section or page (PDF). is_range=true says content is "
+            "part of the document; next_start_line is where to go on (absent at the end), "
+            "total_lines its length. A reply holds at most 1 MiB of text: a longer document "
+            "is read in ranges. Documents over 400 lines (or outline=true) come with an "
+            "outline of headings (PDF: pages) and their line ranges. truncated=true means a "
+            "converted document's text was cut at 1 MiB: read on from next_start_line.",
             DOCUMENT_INPUT, DOCUMENT_OUTPUT, _hints("Read one document"), _get_document,
+        ),
+        ToolSpec(
+            "get_documents", tools_read.TITLE, tools_read.DESCRIPTION, tools_read.INPUT,
+            tools_read.OUTPUT, _hints(tools_read.TITLE), tools_read.get_documents,
         ),
         ToolSpec(
             "list_topics", "List topics",
@@ -119,10 +138,21 @@ def tool_specs(settings: Settings) -> list[ToolSpec]:
         ToolSpec(
             "rebuild_index", "Update the index",
             "Bring the index up to date with the files on disk (incremental: unchanged files "
-            "cost a hash). force=true re-parses and re-embeds everything. One rebuild runs at "
-            "a time; a call made while one runs is refused with writer_busy.",
-            REBUILD_INPUT, REBUILD_OUTPUT, _hints("Update the index", read_only=False),
-            _rebuild_index,
+            "cost a hash). force=true re-parses and re-embeds everything. The run gets a "
+            "run_id; background=true returns at once, omitted waits at most "
+            f"{runs.WAIT_S:g} s and then returns the run still going on (index_status reports "
+            "it). With a progressToken you hear notifications/progress while it waits. One "
+            "run at a time: a call made while one runs returns that run (already_running).",
+            runs.REBUILD_INPUT, runs.RUN_OUTPUT, _hints("Update the index", read_only=False),
+            runs.rebuild_index,
+        ),
+        ToolSpec(
+            "index_status", "Index run status",
+            "How a rebuild_index run is going or how it ended: state (running, finished, "
+            "failed, stopped), phase and message (\"embedding 300 of 900 chunks\"), done of "
+            "total steps, started and finished times, the run's counts once it finished, its "
+            "error if it failed. Without run_id: the running run, else the last one.",
+            runs.STATUS_INPUT, runs.RUN_OUTPUT, _hints("Index run status"), runs.index_status,
         ),
     ]  # fmt: skip
 
@@ -150,7 +180,7 @@ async def _search(rt: KbRuntime, args: JsonObject) -> JsonObject:
 
 async def _get_document(rt: KbRuntime, args: JsonObject) -> JsonObject:
     def run() -> JsonObject:
-        return rt.knowledge_base_for_reads().get_document(args["path"]).as_dict()
+        return rt.knowledge_base_for_reads().get_document(**args).as_dict()
 
     return await rt.in_thread(run)
 
@@ -215,19 +245,20 @@ async def _connection_graph(rt: KbRuntime, args: JsonObject) -> JsonObject:
     return await rt.in_thread(run)
 
 
-async def _rebuild_index(rt: KbRuntime, args: JsonObject) -> JsonObject:
-    return await rt.rebuild(force=bool(args.get("force", False)))
-
-
 # -- results -----------------------------------------------------------------------------------
-def success_result(data: JsonObject) -> types.CallToolResult:
+def success_result(
+    data: JsonObject, links: Callable[[JsonObject], list[types.ContentBlock]] | None = None
+) -> types.CallToolResult:
     """structuredContent plus the same JSON as text. A null field is left out (= unknown),
     which keeps every output-schema property to one plain type; a string holding a byte
     that is not UTF-8 (a file name, as ``os`` hands it over) shows that byte as ``\\xff``,
-    since the reply must be valid Unicode."""
+    since the reply must be valid Unicode. ``links`` adds blocks after the text (the
+    search hits' ``resource_link``s), drawn from the same result."""
+    extra = links(data) if links is not None else []
     data = without_nulls(data)
     text = json.dumps(data, ensure_ascii=False)
-    return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=data)
+    return types.CallToolResult(content=[types.TextContent(text=text), *extra],
+                                structured_content=data)
 
 
 def without_nulls(data: JsonObject) -> JsonObject:

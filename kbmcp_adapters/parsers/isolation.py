@@ -58,7 +58,7 @@ _BOOT = ("import sys, json; sys.path[:] = json.loads(sys.argv[2]); "
          "from kbmcp_adapters.parsers.isolation import worker_main; worker_main()")
 #: The libraries each format's parser imports, loaded before the memory cap is set.
 _PRELOAD: dict[str, tuple[str, ...]] = {
-    "pdf": ("pymupdf",),
+    "pdf": ("kbmcp_adapters.parsers.mupdf",),  # PyMuPDF without its layout analyser
     "epub": ("lxml.etree",),
     "html": ("bs4", "bs4.builder._lxml", "bs4.dammit"),
     "docx": ("docx", "docx.package", "docx.opc.constants"),

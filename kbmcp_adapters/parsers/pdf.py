@@ -154,9 +154,8 @@ def open_mupdf(data: bytes, filetype: str, label: str, locked: str) -> Iterator[
     """Open a document PyMuPDF reads (PDF, EPUB) from bytes. Every pymupdf failure,
     while opening or while the caller reads it, becomes a one-line ``ParseError``;
     ``locked`` is the reason given for a password-protected file."""
-    import pymupdf as _pymupdf
+    from kbmcp_adapters.parsers.mupdf import pymupdf  # without its layout analyser
 
-    pymupdf: Any = _pymupdf
     try:
         doc = pymupdf.open(stream=data, filetype=filetype)
     except MemoryError:
@@ -187,7 +186,7 @@ def _page_blocks(doc: Any, meter: Meter, sizes: bool) -> list[list[Block]]:
     when ``sizes`` is asked for (no outline: headings come from font sizes), their
     dominant font size; images are not loaded. Without sizes the faster ``blocks``
     extraction is used."""
-    import pymupdf
+    from kbmcp_adapters.parsers.mupdf import pymupdf
 
     flags = int(pymupdf.TEXTFLAGS_TEXT) & ~int(pymupdf.TEXT_PRESERVE_IMAGES)
     pages: list[list[Block]] = []

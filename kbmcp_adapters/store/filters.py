@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from kbmcp_adapters.store import field_rows
 from kbmcp_core.models import DocumentFilter
 
 __all__ = ["FilterCache", "Kept", "glob_regex", "register_functions", "where"]
@@ -212,6 +213,7 @@ def where(spec: DocumentFilter, postgresql: bool) -> tuple[str, dict[str, object
             target = f"lower(:{name})" if postgresql else f":{name}"
             value_sql = lower.format(f"coalesce(documents.{name}, '')")
             clauses.append(f"{value_sql} = {target}")
+    clauses += field_rows.where(spec, params)
     return " AND ".join(clauses) or "1 = 1", params
 
 

@@ -9,7 +9,8 @@ plain text, never tsquery syntax) or as an escaped ``ILIKE`` substring. The legs
 * words: Okapi BM25 weights per term (FTS5's IDF over this table's document frequencies)
   times ``ts_rank`` of that term with the column weights of ``BM25_WEIGHTS``;
 * grams: BM25 computed from substring counts per column, as FTS5's trigram table counts
-  them (trigram hits weighted title 2, heading 3, body 1);
+  them (trigram hits weighted title 2, heading 3, body 1); read from the postings of
+  migration 0006 (``pg_grams``, decision 0040) unless the query has a quoted term;
 * short CJK runs: the same substring scan as SQLite;
 
 each leg relative to its best and weighed by coverage (``ranking.weigh_by_coverage``).
@@ -23,6 +24,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from kbmcp_adapters.store.lexical import Terms, compile_query
+from kbmcp_adapters.store.pg_grams import grams_leg
 from kbmcp_adapters.store.ranking import (
     BM25_WEIGHTS,
     bm25_idf,
@@ -45,14 +47,22 @@ _TS_WEIGHTS = "{%g,0,%g,%g}" % (_BODY_W / 3, _TITLE_W / 3, _HEADING_W / 3)  # no
 K1, B = 1.2, 0.75
 
 
-def rank(conn: Connection, query: str, limit: int, paths: str | None) -> list[tuple[int, float]]:
-    """``ranking.rank`` on PostgreSQL: the same legs, in the same order, merged the same way."""
+def rank(conn: Connection, query: str, limit: int, paths: str | None, *,
+         postings: bool = True) -> list[tuple[int, float]]:
+    """``ranking.rank`` on PostgreSQL: the same legs, in the same order, merged the same way.
+    The trigram leg reads the postings of migration 0006 (``pg_grams``) where it can;
+    ``postings=False`` scans the texts instead (the benchmark's before figure)."""
     compiled = compile_query(query)
     legs: list[list[tuple[int, float]]] = []
     if compiled.word_match and not compiled.has_cjk:
         legs.append(_words_leg(conn, compiled.word_match, compiled.word_coverage, limit, paths))
     if compiled.gram_match and (compiled.has_cjk or not any(legs)):
-        legs.append(_grams_leg(conn, compiled.gram_match, compiled.gram_coverage, limit, paths))
+        leg = None
+        if postings:
+            leg = grams_leg(conn, compiled.gram_match, compiled.gram_coverage, limit, paths)
+        if leg is None:
+            leg = _grams_leg(conn, compiled.gram_match, compiled.gram_coverage, limit, paths)
+        legs.append(leg)
     if compiled.short_runs and not compiled.gram_match:
         legs.append(substring_leg(conn, compiled.short_runs, limit, paths,
                                   find="strpos", path_filter=PG_PATH_FILTER))

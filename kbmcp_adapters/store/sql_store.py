@@ -22,7 +22,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
 
-from kbmcp_adapters.store import alembic_runner, engine, filters, pg_lexical
+from kbmcp_adapters.store import alembic_runner, engine, exclusion, field_rows, filters, pg_lexical
 from kbmcp_adapters.store.alembic_runner import head_revision, open_at_revision, schema_revision
 from kbmcp_adapters.store.engine import make_engine, translated
 from kbmcp_adapters.store.ranking import rank
@@ -44,6 +44,7 @@ from kbmcp_adapters.store.tables import chunks as chunk_table
 from kbmcp_adapters.store.tables import converted_text as converted_table
 from kbmcp_adapters.store.tables import documents as document_table
 from kbmcp_core.errors import StoreError
+from kbmcp_core.fields import FieldValue
 from kbmcp_core.meta_keys import META_DIMENSION, META_LAST_RUN, META_MODEL
 from kbmcp_core.models import (
     ChunkRecord,
@@ -211,6 +212,8 @@ class SqlIndexStore:
                 insert(t).returning(t.c.id, sort_by_parameter_order=True),
                 [document_values(w.document) for w in batch],
             ).scalars().all()
+            field_rows.write(conn, [(int(i), w.document) for i, w in zip(new_ids, batch,
+                                                                         strict=True)])
             # Rows in chunk id order: FTS5 writes its pending terms out as a new segment
             # whenever a rowid comes lower than the one before (a run hands its ids out in
             # increasing order; sorting keeps the rows so whatever order the batch is in).
@@ -257,6 +260,8 @@ class SqlIndexStore:
             replaced_hashes = self._hashes_at(conn, [document.path])
             where = document_table.c.id == document_id
             conn.execute(update(document_table).where(where).values(**values))
+            field_rows.delete_for(conn, [document_id])
+            field_rows.write(conn, [(document_id, document)])
             key = self._dialect.lexical_key
             for table in self._dialect.lexical_tables:
                 statement = f"UPDATE {table} SET title = :title WHERE {key} IN "
@@ -292,10 +297,20 @@ class SqlIndexStore:
             for table in self._dialect.lexical_tables:
                 statement = text(f"DELETE FROM {table} WHERE {key} = :id")
                 conn.execute(statement, [{"id": cid} for cid in removed])
+        field_rows.delete_for(conn, document_ids)
         for ids in _batches(document_ids):
             conn.execute(delete(chunk_table).where(chunk_table.c.document_id.in_(ids)))
             conn.execute(delete(document_table).where(document_table.c.id.in_(ids)))
         return removed
+
+    def replace_fields(self, by_path: Mapping[str, Sequence[FieldValue]] | None) -> int:
+        """Rewrite the declared-field rows of the documents at these paths (None: drop
+        every row) in one transaction; returns the documents found."""
+        with self._write() as conn:
+            if by_path is None:
+                field_rows.delete_all(conn)
+                return 0
+            return field_rows.replace(conn, by_path)
 
     def backfill_sizes(self, sizes: Mapping[str, int]) -> int:
         if not sizes:
@@ -345,6 +360,7 @@ class SqlIndexStore:
         """Delete chunks whose document is gone, then lexical rows whose chunk is gone."""
         statements = [
             "DELETE FROM chunks WHERE document_id NOT IN (SELECT id FROM documents)",
+            "DELETE FROM document_fields WHERE document_id NOT IN (SELECT id FROM documents)",
             *(f"DELETE FROM {t} WHERE {self._dialect.lexical_key} NOT IN (SELECT id FROM chunks)"
               for t in self._dialect.lexical_tables),
             UNREFERENCED_CONVERSIONS,
@@ -516,6 +532,16 @@ class SqlIndexStore:
         paths = None if document_paths is None else json.dumps(sorted(document_paths))
         with self._read() as conn:
             return self._dialect.rank(conn, query, limit, paths)
+
+    def paths_containing(self, terms: Collection[str]) -> set[str]:
+        """Documents holding any of ``terms`` as the keyword index matches them
+        (``exclusion``): what a query's ``-term`` leaves out of both legs."""
+        if not terms:
+            return set()
+        with self._read() as conn:
+            if self._dialect is POSTGRESQL:
+                return exclusion.pg_paths_containing(conn, terms)
+            return exclusion.sqlite_paths_containing(conn, terms)
 
     def chunk_windows(self, ids: Collection[int], radius: int) -> dict[int, list[StoredChunk]]:
         """The chunks around each of ``ids`` in its document (ordinal within ``radius``),

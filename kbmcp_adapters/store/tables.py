@@ -6,7 +6,17 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import BigInteger, Column, ForeignKey, Index, Integer, MetaData, Table, Text
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    Table,
+    Text,
+)
 
 from kbmcp_core.models import ChunkRecord, DocumentRecord, StoredChunk, StoredDocument
 
@@ -74,6 +84,23 @@ converted_text = Table(
     Column("chars", BigInt, nullable=False),  # characters in the whole conversion
 )
 
+#: revision 0005: the values of the declared front-matter fields (decision 0036), one row
+#: per value; text folded with ``str.lower``, numbers as floats, dates as YYYY-MM-DD
+document_fields = Table(
+    "document_fields",
+    metadata,
+    Column("document_id", Integer, ForeignKey("documents.id", ondelete="CASCADE"),
+           nullable=False),
+    Column("name", Text, nullable=False),
+    Column("value_text", Text, nullable=True),
+    Column("value_num", Float, nullable=True),
+    Column("value_date", Text, nullable=True),
+    Index("ix_document_fields_document_id", "document_id"),
+    Index("ix_document_fields_text", "name", "value_text"),
+    Index("ix_document_fields_num", "name", "value_num"),
+    Index("ix_document_fields_date", "name", "value_date"),
+)
+
 #: FTS5 virtual tables (rowid = chunk id, columns title, heading, body). They are not
 #: expressible as Core tables; the store writes them with plain SQL.
 FTS_WORDS = "fts_words"
@@ -83,6 +110,11 @@ FTS_TABLES = (FTS_WORDS, FTS_GRAMS)
 #: PostgreSQL's lexical table (id = chunk id, columns title, heading, body, and the
 #: generated ``words`` tsvector); written with plain SQL like the FTS5 tables.
 PG_LEXICAL = "lexical"
+#: revision 0006: PostgreSQL's postings of each lexical row's CJK trigrams and tokens
+#: (gram, id, weighted count), kept by a trigger on ``lexical``, and every token posted
+#: (decision 0040)
+PG_GRAMS = "lexical_grams"
+PG_WORDS = "lexical_words"
 
 #: SQL fragments for raw queries: any number of paths as one JSON parameter (so no IN
 #: list ever nears the variable limit), and chunks joined to their documents.
@@ -95,10 +127,13 @@ JOIN_DOCUMENTS = "JOIN documents ON documents.id = chunks.document_id"
 
 def is_fts_name(name: str | None) -> bool:
     """True for the lexical tables, which migrations create with raw DDL: the FTS tables
-    and their shadow tables (fts_words_data, ...) on SQLite, ``lexical`` on PostgreSQL."""
+    and their shadow tables (fts_words_data, ...) on SQLite, ``lexical`` and its postings
+    (``lexical_grams``, ``lexical_words``: revision 0006) on PostgreSQL."""
     if name is None:
         return False
-    return name == PG_LEXICAL or any(name == t or name.startswith(f"{t}_") for t in FTS_TABLES)
+    if name in (PG_LEXICAL, PG_GRAMS, PG_WORDS):
+        return True
+    return any(name == t or name.startswith(f"{t}_") for t in FTS_TABLES)
 
 
 # -- mapping ------------------------------------------------------------------------
@@ -134,6 +169,12 @@ def document_values(document: DocumentRecord) -> dict[str, object]:
         "metadata": json.dumps(dict(document.metadata), ensure_ascii=False, default=str),
         "last_indexed": document.last_indexed,
     }
+
+
+def field_rows(document_id: int, document: DocumentRecord) -> list[dict[str, object]]:
+    """The ``document_fields`` rows of a record."""
+    return [{"document_id": document_id, "name": f.name, "value_text": f.text,
+             "value_num": f.number, "value_date": f.day} for f in document.fields]
 
 
 def chunk_values(document_id: int, chunk: ChunkRecord) -> dict[str, object]:

@@ -17,7 +17,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from kbmcp_adapters.vectors import ann_policy
+from kbmcp_adapters.vectors import ann_policy, lance_cache
 from kbmcp_adapters.vectors.ann_policy import ANN_MIN_ROWS
 from kbmcp_adapters.vectors.translate import translate
 from kbmcp_core.errors import StoreError
@@ -335,6 +335,7 @@ class LanceVectorStore:
                 self._uri if self._directory is None else self._directory,
                 read_consistency_interval=timedelta(0),
                 storage_options=dict(self._options) or None,
+                session=lance_cache.session(),  # its caches' budget (0039)
             )
         return self._db
 

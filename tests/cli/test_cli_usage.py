@@ -10,7 +10,7 @@ from kbmcp_cli.main import cli
 from tests.cli.conftest import Invoke
 
 COMMANDS = ("index", "status", "search", "doctor", "eval", "serve", "watch", "migrate-store",
-            "token", "graph", "tune", "init")
+            "token", "graph", "tune", "init", "get")
 
 
 def _args(command: str) -> list[str]:
@@ -21,6 +21,8 @@ def _args(command: str) -> list[str]:
         return [command, "list"]
     if command == "graph":
         return [command, "--path", "notes/a.md"]
+    if command == "get":
+        return [command, "a.md"]
     return [command, "keys"] if command == "search" else [command]
 
 
@@ -102,6 +104,9 @@ def test_no_index_yet_is_exit_2_with_the_remedy(command: str, kb_mcp: Invoke,
         (["search", "keys", "--limit", "0"], "--limit"),
         (["search", "keys", "-n", "many"], "--limit"),
         (["search", "keys", "--chunks-per-document", "0"], "--chunks-per-document"),
+        (["get", "a.md", "--lines", "9-3"], "--lines"),
+        (["get", "a.md", "--lines", "x"], "--lines"),
+        (["get", "a.md", "--page", "0"], "--page"),
         (["serve", "--transport", "carrier-pigeon"], "--transport"),
         (["serve", "--port", "70000"], "--port"),
         (["serve", "--max-sessions", "0"], "--max-sessions"),

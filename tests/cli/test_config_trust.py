@@ -78,6 +78,9 @@ GATED = [
     ('[server]\ntrusted_proxies = ["0.0.0.0/0"]\n', "server.trusted_proxies"),
     ('[embedding]\ncache_dir = "{elsewhere}/models"\n', "embedding.cache_dir"),
     ('[embedding]\nmodel = "BAAI/bge-small-en-v1.5"\n', "embedding.model"),
+    ('[embedding]\nprovider = "openai-compatible"\nbase_url = "http://embeddings.example.test/v1"\n'
+     'model = "m"\ndimension = 8\n', "embedding.base_url"),
+    ('[embedding]\napi_key_env = "AWS_SECRET_ACCESS_KEY"\n', "embedding.api_key_env"),
     ('[parsers]\nisolate = false\n', "parsers.isolate"),
     ('[parsers]\nmax_output_chars = 20000000\n', "parsers.max_output_chars"),
     ('[parsers]\ntimeout_seconds = 600\n', "parsers.timeout_seconds"),

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -108,13 +108,39 @@ def run_index(kb: Path, env: Env) -> None:
     assert done.returncode == 0, done.stderr
 
 
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str,
+               build: Callable[[Path], Path]) -> Path:
+    """``build(folder)`` (it returns the knowledge base it made inside ``folder``), run once
+    per test run. Under ``pytest -n`` the first worker to ask builds it in the run's shared
+    temp folder, under a file lock, and every worker gets its own copy: servers that one
+    worker starts on its copy never meet another worker's (sockets, locks, live sync)."""
+    mine = tmp_path_factory.mktemp(name)
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        return build(mine)
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp().parent / f"built-{name}"
+    stamp = shared.with_name(f"{shared.name}.built")
+    with FileLock(f"{shared}.lock", timeout=DEADLINE * 3):
+        if not stamp.exists():
+            shutil.rmtree(shared, ignore_errors=True)
+            shared.mkdir()
+            stamp.write_text(build(shared).relative_to(shared).as_posix(), encoding="utf-8")
+    shutil.copytree(shared, mine, symlinks=True, dirs_exist_ok=True)
+    return mine / stamp.read_text(encoding="utf-8")
+
+
 @pytest.fixture(scope="session")
 def indexed_kb(tmp_path_factory: pytest.TempPathFactory, server_env: Env) -> Path:
     """One indexed knowledge base for the whole session (indexing embeds with the real model):
     tests only read it, through servers they stop; a test that changes it takes ``fresh_kb``."""
-    kb = make_corpus(tmp_path_factory.mktemp("e2e"))
-    run_index(kb, server_env)
-    return kb
+
+    def build(folder: Path) -> Path:
+        kb = make_corpus(folder)
+        run_index(kb, server_env)
+        return kb
+
+    return built_once(tmp_path_factory, "e2e", build)
 
 
 @pytest.fixture()
@@ -310,9 +336,12 @@ def ui_kb(tmp_path_factory: pytest.TempPathFactory, server_env: Env) -> Path:
     """The UI corpus, indexed with plain text enabled (once per session; tests only read it)."""
     from tests.e2e.ui_support import index_with_txt, make_ui_corpus
 
-    kb = make_ui_corpus(tmp_path_factory.mktemp("ui"))
-    index_with_txt(kb, server_env)
-    return kb
+    def build(folder: Path) -> Path:
+        kb = make_ui_corpus(folder)
+        index_with_txt(kb, server_env)
+        return kb
+
+    return built_once(tmp_path_factory, "ui", build)
 
 
 @pytest.fixture(scope="module")

@@ -9,14 +9,19 @@ import signal
 import subprocess
 from pathlib import Path
 
+from tests.conftest import write_files
 from tests.e2e.conftest import DEADLINE, LineReader
-from tests.e2e.test_cli_index import KB_MCP, corpus, run
+from tests.e2e.test_cli_index import KB_MCP, run
 
 
 def test_ctrl_c_during_index_exits_130_and_the_next_run_resumes(
         tmp_path: Path, kb_env: dict[str, str]) -> None:
     kb = tmp_path / "kb"
-    corpus(kb, 200)
+    # 200 short notes of one section each: a run long enough to interrupt (4 chunks a
+    # batch), and about a third of the tokens test_cli_index's notes give the model to embed
+    write_files(kb, {f"topic{i % 7}/note-{i:03d}.md":
+                     f"# Note {i}\n\nNote {i} talks about subject {i * 7919 % 1000}: "
+                     f"{'lorem ipsum ' * 8}\n" for i in range(200)})
     (kb / "kb-mcp.toml").write_text("[embedding]\nbatch_size = 4\n")
     config = ["--kb-path", str(kb), "--config", str(kb / "kb-mcp.toml")]
     proc = subprocess.Popen([*KB_MCP, "index", *config], env={**kb_env, "PYTHONUNBUFFERED": "1"},

@@ -69,8 +69,8 @@ def answer(done: subprocess.CompletedProcess[str]) -> Any:
 def test_inspector_lists_portable_tools(inspect: Inspect) -> None:
     done = inspect("--method", "tools/list", "--strict")
     tools = {t["name"]: t for t in answer(done)["tools"]}
-    assert set(tools) == {"search", "get_document", "list_topics", "rebuild_index",
-                          "get_connection_graph"}
+    assert set(tools) == {"search", "get_document", "get_documents", "list_topics",
+                          "rebuild_index", "get_connection_graph", "index_status"}
     assert "Warning: tool" not in done.stderr  # --strict found no portability problem
     assert tools["search"]["annotations"]["readOnlyHint"] is True
 
@@ -90,6 +90,11 @@ def test_inspector_calls_search(inspect: Inspect) -> None:
     hits = result["structuredContent"]["results"]
     assert len(hits) == 2 and hits[0]["path"] == "guides/backup.md"
     assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
+
+
+def test_inspector_calls_index_status(inspect: Inspect) -> None:
+    result = answer(inspect("--method", "tools/call", "--tool-name", "index_status"))
+    assert result["structuredContent"]["state"] == "none"  # a fresh server: no run yet
 
 
 def test_inspector_reports_a_tool_error(inspect: Inspect) -> None:
@@ -134,3 +139,24 @@ def test_inspector_gets_a_prompt(inspect: Inspect) -> None:
         )
     )
     assert "list_topics" in prompt["messages"][0]["content"]["text"]
+
+
+def test_inspector_sees_search_hits_as_resource_links(inspect: Inspect) -> None:
+    arguments = json.dumps({"query": "when are the database backups taken", "limit": 2})
+    result = answer(inspect("--method", "tools/call", "--tool-name", "search",
+                            "--tool-args-json", arguments))
+    hits = result["structuredContent"]["results"]
+    links = [block for block in result["content"] if block["type"] == "resource_link"]
+    assert [link["name"] for link in links] == [hit["path"] for hit in hits]
+    for hit, link in zip(hits, links, strict=True):
+        assert link["uri"] == f"{hit['uri']}#L{hit['start_line']}-{hit['end_line']}"
+        assert link["title"] and link["mimeType"] == "text/markdown"
+        assert link["size"] == len(hit["content"].encode("utf-8"))
+
+
+def test_inspector_sees_the_instructions_and_the_icons(inspect: Inspect) -> None:
+    hello = answer(inspect("--method", "initialize"))
+    assert "get_documents" in hello["instructions"]
+    assert hello["serverInfo"]["description"]
+    assert hello["serverInfo"]["icons"][0]["src"].startswith("data:image/svg+xml;base64,")
+    assert "completions" in hello["capabilities"]

@@ -144,8 +144,9 @@ def test_the_sdk_client_uses_every_feature_over_http(server: HttpServer, mode: s
             caps = client.server_capabilities
             assert caps.resources is not None and caps.resources.list_changed is True
             tools = {t.name: t for t in (await client.list_tools()).tools}
-            assert set(tools) == {"search", "get_document", "list_topics", "get_connection_graph",
-                                  "rebuild_index"}
+            assert set(tools) == {"search", "get_document", "get_documents", "list_topics",
+                                  "get_connection_graph", "rebuild_index",
+                                  "index_status"}
             hits = check(
                 await client.call_tool("search", {"query": "signing keys rotation"}),
                 tools["search"],

@@ -30,7 +30,8 @@ from tests.e2e.conftest import (
     write,
 )
 
-TOOLS = {"search", "get_document", "list_topics", "get_connection_graph", "rebuild_index"}
+TOOLS = {"search", "get_document", "get_documents", "list_topics", "get_connection_graph",
+         "rebuild_index", "index_status"}
 PROMPTS = {
     "summarize_topic": {"topic": "ops"},
     "deep_dive": {"question": "How are keys rotated?"},

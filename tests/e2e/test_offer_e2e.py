@@ -81,13 +81,17 @@ def test_the_offer_and_the_reads_agree(kb: Path, tmp_path: Path, server_env: Env
                                  extra_args=config) as client:
             uris, bodies = await listing(client)
             assert uris == sorted(uris)
-            # a 2 MiB Markdown file: found by search, not offered, not readable
+            # a 2 MiB Markdown file: found by search, offered, read in ranges (0033)
             found = text_of(await client.call_tool(
                 "search", {"query": "quarterly ledger shipment customs reference"}))
             hit = next(h for h in found["results"] if h["path"] == "notes/big.md")
-            assert "uri" not in hit
-            assert "notes/big.md" not in bodies
-            await refused(client, "kb://doc/notes/big.md")
+            assert hit["uri"].startswith("kb://doc/notes/big.md")
+            assert "kb://doc/notes/big.md" in bodies
+            big = (await client.read_resource("kb://doc/notes/big.md")).contents[0]
+            assert isinstance(big, types.TextResourceContents)
+            assert len(big.text.encode()) <= MIB and "kb://doc/notes/big.md#L" in big.text
+            whole = error_of(await client.call_tool("get_document", {"path": "notes/big.md"}))
+            assert whole["code"] == "path_refused" and "read it in ranges" in whole["message"]
             # a 2 MiB PDF: offered, read as text, cut with a visible notice
             assert "kb://doc/papers/telemetry.pdf" in bodies
             pdf = (await client.read_resource("kb://doc/papers/telemetry.pdf")).contents[0]
@@ -123,10 +127,8 @@ def test_the_offer_and_the_reads_agree(kb: Path, tmp_path: Path, server_env: Env
     run(body)
     r = cli(["doctor", "--kb-path", str(kb), "--config", str(kb / "kb-mcp.toml"),
              "--format", "json"], server_env)
-    assert r.returncode == 1
-    findings = {f["check"]: f for f in json.loads(r.stdout)["findings"]}
-    assert set(findings) == {"larger-than-read-cap"}
-    assert "notes/big.md" in findings["larger-than-read-cap"]["samples"][0]
+    assert r.returncode == 0, r.stdout  # a document under the index cap is readable
+    assert json.loads(r.stdout)["findings"] == []
 
 
 def test_narrowed_formats_keep_rows_searchable_but_unoffered(
@@ -187,7 +189,7 @@ def test_sizes_from_before_the_migration_and_growth_past_the_index_cap(
     summary = json.loads(r.stdout)
     assert summary["chunks_embedded"] == 1 and summary["sizes_backfilled"] == 4  # later.md
     run(collect)
-    assert not any("notes/big.md" in line for line in lines)
+    assert any("notes/big.md" in line for line in lines)  # 2 MiB: offered, read in ranges
 
     with open(root / "notes/plain.md", "r+b") as f:  # grows past the 50 MiB index cap
         f.truncate(60 * MIB)

@@ -174,10 +174,15 @@ def disable_txt(kb: Path, env: Env) -> None:
 
 
 def index_a_big_file(kb: Path, env: Env) -> None:
+    """A file over the 1 MiB read cap is read in ranges (decision 0033): only one that grew
+    past the 50 MiB index cap after it was indexed is past what any read accepts."""
     (kb / "logs").mkdir()
     (kb / "logs" / "telemetry.md").write_text(BIG)
     assert len(BIG) > 1024 * 1024
     index(kb, env, "-q")
+    with open(kb / "logs" / "telemetry.md", "r+b") as f:  # grows past the index cap
+        f.truncate(51 * 1024 * 1024)
+    index(kb, env, "-q")  # refuses it and records its new size
 
 
 def shadow_the_reranker_with_damaged_files(kb: Path, env: Env) -> None:
@@ -241,7 +246,7 @@ def apply(finding: Finding, kb: Path, env: dict[str, str]) -> None:
         for name in (db.name, f"{db.name}-wal", f"{db.name}-shm"):
             (db.parent / name).unlink(missing_ok=True)
     if finding.check == "larger-than-read-cap":
-        assert "split each into files under 1 MiB" in remedy, remedy
+        assert "split each into files under 50 MiB" in remedy, remedy
         big = kb / "logs" / "telemetry.md"
         half = BIG.index("## Telemetry", len(BIG) // 2)
         (kb / "logs" / "telemetry-1.md").write_text(BIG[:half])

@@ -37,7 +37,8 @@ from tests.fakes import FakeEmbedder, FakeIndexStore, FakeVectorStore
 DEADLINE = 30.0
 MIB = 1024 * 1024
 RESOURCE_NOT_FOUND = -32002
-TOOLS = {"search", "get_document", "list_topics", "get_connection_graph", "rebuild_index"}
+TOOLS = {"search", "get_document", "get_documents", "list_topics", "get_connection_graph",
+         "rebuild_index", "index_status"}
 PROMPTS = {
     "summarize_topic": {"topic": "ops"},
     "deep_dive": {"question": "How are keys rotated?"},
@@ -267,8 +268,10 @@ def test_search_filters_apply_and_are_echoed(kb: Kb) -> None:
     run(kb.runtime, body)
 
 
-def test_a_document_past_the_read_cap_is_found_but_not_offered(kb: Kb) -> None:
-    kb.store.record_size("guides/keys.md", 2 * MIB)  # as if it grew past the 1 MiB cap
+def test_a_document_past_the_index_cap_is_found_but_not_offered(kb: Kb) -> None:
+    # as if it grew past the 50 MiB index cap; one past the 1 MiB read cap stays offered,
+    # since a read of it takes ranges (decision 0033)
+    kb.store.record_size("guides/keys.md", 51 * MIB)
 
     async def body(client: Client) -> None:
         found = await client.call_tool("search", {"query": "rotate the signing keys"})
@@ -371,7 +374,7 @@ def test_get_document_serves_files_under_the_root_and_refuses_the_rest(kb: Kb) -
     run(kb.runtime, body)
 
 
-def test_a_second_rebuild_while_one_runs_is_refused_as_busy(kb: Kb) -> None:
+def test_a_second_rebuild_while_one_runs_answers_that_run(kb: Kb) -> None:
     embedder = kb.embedder
 
     async def body(client: Client) -> None:
@@ -385,9 +388,10 @@ def test_a_second_rebuild_while_one_runs_is_refused_as_busy(kb: Kb) -> None:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(first)
                 assert await anyio.to_thread.run_sync(embedder.entered.wait, DEADLINE)
-                busy = error_of(await client.call_tool("rebuild_index", {}))
-                assert busy["code"] == "writer_busy"
-                assert "running since" in busy["message"] and "rebuild_index" in busy["message"]
+                busy = await client.call_tool("rebuild_index", {})  # answered at once (0034)
+                running = dict(busy.structured_content or {})
+                assert running["already_running"] is True and running["state"] == "running"
+                assert "running since" in running["note"] and running["run_id"] in running["note"]
                 embedder.release.set()
         finally:
             embedder.release.set()

@@ -69,19 +69,23 @@ def own_kb(tmp_path: Path, embedder: FastEmbedEmbedder) -> Iterator[KnowledgeBas
     k.close()
 
 
-def test_big_markdown_is_searchable_but_not_offered(kb: KnowledgeBase) -> None:
+def test_big_markdown_is_offered_and_read_in_ranges(kb: KnowledgeBase) -> None:
+    """Over the 1 MiB read cap, under the 50 MiB index cap: found, offered, and read in
+    ranges; a whole read says how (decision 0033)."""
     hits = kb.search("quarterly archive customs reference shipment").results
     hit = next(h for h in hits if h.path == "notes/big.md")
-    assert hit.uri is None
-    assert "notes/big.md" not in kb.offered_paths()
+    assert hit.uri is not None
+    assert "notes/big.md" in kb.offered_paths()
     body = "".join(kb.read_resource(g.uri).text for g in kb.topic_groups())
-    assert "big.md" not in body
-    with pytest.raises(NotOffered):
-        kb.read_resource(doc_uri("notes/big.md"))
-    report = kb.doctor()
-    assert [f.check for f in report.findings] == ["larger-than-read-cap"]
-    assert "notes/big.md" in report.findings[0].samples[0]
-    assert "get_document" not in report.findings[0].remedy
+    assert "big.md" in body
+    first = kb.read_resource(doc_uri("notes/big.md")).text
+    assert len(first.encode()) <= MIB and "notes/big.md#L" in first.rsplit("---", 1)[1]
+    with pytest.raises(PathRefused, match="read it in ranges"):
+        kb.get_document("notes/big.md")
+    part = kb.get_document("notes/big.md", start_line=1, max_lines=3)
+    assert part.content == "# Archive\n\nThe quarterly archive lists every shipment and its "\
+        "customs reference.\n"
+    assert kb.doctor().findings == ()
 
 
 def test_big_pdf_is_offered_and_read_truncated_with_a_notice(kb: KnowledgeBase) -> None:
@@ -230,5 +234,5 @@ def test_null_sizes_stay_offered_and_one_run_fills_them(own_kb: KnowledgeBase) -
     assert "without re-embedding" in checks["size-not-recorded"].remedy
     s = kb.index()
     assert (s.chunks_embedded, s.sizes_backfilled) == (0, 4)
-    assert "notes/big.md" not in kb.offered_paths()
-    assert {f.check for f in kb.doctor().findings} == {"larger-than-read-cap"}
+    assert "notes/big.md" in kb.offered_paths()  # 2 MiB: read in ranges (decision 0033)
+    assert {f.check for f in kb.doctor().findings} == set()

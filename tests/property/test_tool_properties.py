@@ -134,6 +134,8 @@ def typed(name: str) -> st.SearchStrategy[Any]:
             ("/etc/passwd", "../secret.md"))
     if name == "force":
         return st.booleans()
+    if name == "run_id":
+        return st.sampled_from(["run-1", "run-2", "run-99"]) | json_text
     return json_text | st.sampled_from(["ops", "guides"])
 
 
@@ -143,6 +145,7 @@ TOOL_ARGS = {
     "get_document": ("path",),
     "list_topics": (),
     "rebuild_index": ("force",),
+    "index_status": ("run_id",),
 }
 REQUIRED = {"search": ("query",), "get_document": ("path",)}
 
@@ -163,7 +166,7 @@ def arguments(tool: str) -> st.SearchStrategy[dict[str, Any]]:
 
 
 tool_names = st.sampled_from(
-    ["search"] * 5 + ["get_document"] * 3 + ["list_topics", "rebuild_index",
+    ["search"] * 5 + ["get_document"] * 3 + ["list_topics", "rebuild_index", "index_status",
                                               "Search", "", "search ", "../search"]
 )
 
@@ -231,6 +234,8 @@ def test_any_resource_uri_gets_contents_or_resource_not_found(served: Served, ur
     except MCPError as exc:
         assert exc.code == RESOURCE_NOT_FOUND or (
             exc.code == types.INVALID_PARAMS and not uri.startswith("kb://")
+        ) or (  # a fragment names lines (decision 0033): one that names none is invalid
+            exc.code == types.INVALID_PARAMS and uri.startswith("kb://doc/") and "#" in uri
         ), (exc.code, exc.message, exc.data)
         return
     assert isinstance(result, types.ReadResourceResult)

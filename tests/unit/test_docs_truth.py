@@ -209,4 +209,5 @@ def test_the_tiers_cover_every_test_folder_once_and_make_test_runs_all() -> None
     listed = [f for fs in tiers.values() for f in fs]
     assert sorted(listed) == folders  # each folder in exactly one tier
     assert tiers["test-unit"] == ["tests/unit"] and tiers["test-e2e"] == ["tests/e2e"]
-    assert re.fullmatch(r"\$\(BIN\)/python -m pytest( \$\(PYTEST_ARGS\))?", recipes["test"])
+    assert re.fullmatch(r"\$\(BIN\)/python -m pytest( \$\(PARALLEL\))?( \$\(PYTEST_ARGS\))?",
+                        recipes["test"])

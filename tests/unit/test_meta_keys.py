@@ -17,6 +17,7 @@ def test_the_stored_key_names_stay_what_older_indexes_hold() -> None:
         "converted_text_filled",
         "ready_since",
         "parsed_with",
+        "declared_fields",
     )
 
 

@@ -100,20 +100,23 @@ def test_a_filter_that_matches_nothing_returns_nothing(searcher: Searcher) -> No
 
 
 def test_uri_only_on_offered_documents() -> None:
-    s, store = build({"a.md": doc(1), "b.md": doc(2)})
-    store.docs["b.md"].size_bytes = 2 * 1024 * 1024  # past the 1 MiB read cap
+    s, store = build({"a.md": doc(1), "b.md": doc(2), "c.md": doc(3)})
+    store.docs["b.md"].size_bytes = 51 * 1024 * 1024  # grew past the 50 MiB index cap
+    store.docs["c.md"].size_bytes = 2 * 1024 * 1024  # past the 1 MiB read cap: read in ranges
     hits = s.search(SearchRequest("common words", limit=10)).results
     uris = {h.path: h.uri for h in hits}
     assert uris["a.md"] == "kb://doc/a.md"
+    assert uris["c.md"] == "kb://doc/c.md"
     assert uris["b.md"] is None
     assert "uri" not in next(h for h in hits if h.path == "b.md").as_dict()
 
 
 def test_hostile_query_text_is_just_text(searcher: Searcher) -> None:
-    """Search syntax typed by a user is not obeyed: a query answers as its words do
-    (``-special`` still finds "special", ``NEAR(...)`` is two words)."""
-    for q in ['"unbalanced special', "NEAR(special apple)", "special* OR x:y",
-              "-special ^apple (z", "special\x00\x00"]:
+    """FTS5 syntax typed by a user is not obeyed: a query answers as its words do
+    (``NEAR(...)`` is two words, ``x:y`` two words). kb-mcp's own syntax (phrases and
+    ``-term``, decision 0035) is pinned in test_query_syntax_search.py."""
+    for q in ["NEAR(special apple)", "special* OR x:y",
+              "special ^apple (z", "special\x00\x00", "special --apple x-ray -5"]:
         words = " ".join(re.findall(r"\w+", q))
         for mode in ("hybrid", "lexical"):
             got = searcher.search(SearchRequest(q, mode=mode)).results

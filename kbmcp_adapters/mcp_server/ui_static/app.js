@@ -129,7 +129,47 @@ function searchArgs() {
     const value = $(id).value.trim();
     if (value) args[id] = value;
   }
+  if ($("explain").checked) args.explain = true;
   return args;
+}
+
+// A hit's explain (kbmcp_core/explain.py) as lines: the two legs' parts add up to its score.
+function explainLines(why) {
+  const f = why.fusion;
+  const leg = (name, value) => {
+    const found = why[name];
+    const seen = found ? "#" + found.rank + " " + Number(found[value]).toFixed(4) : "not found";
+    return name + " " + seen + " × " + Number(f[name + "_weight"]).toFixed(4) + " = " +
+      Number(f[name + "_part"]).toFixed(4);
+  };
+  const lines = [leg("lexical", "score"), leg("vector", "similarity"),
+    "score = " + Number(f.lexical_part + f.vector_part).toFixed(4) + " (" + f.method + ")"];
+  if (why.rerank) {
+    const r = why.rerank;
+    lines.push("rerank: probability " + Number(r.probability).toFixed(3) + ", logit " +
+      Number(r.logit).toFixed(2) + ", trust " + Number(r.trust).toFixed(2) +
+      ", fused rank " + r.fused_rank);
+  }
+  return lines;
+}
+
+function explainDetails(why) {
+  return el("details", { class: "explain" }, el("summary", { text: "why this score" }),
+    ...explainLines(why).map((line) => el("div", { text: line })));
+}
+
+// What the query's syntax applied and, with explain, what each filter removed.
+function searchNotes(data) {
+  const notes = [];
+  const q = data.query_applied;
+  if (q && q.phrases.length) notes.push("phrases: " + q.phrases.map((p) => '"' + p + '"').join(" "));
+  if (q && q.excluded.length) notes.push("excluded: " + q.excluded.join(", "));
+  const x = data.explain;
+  if (x) {
+    for (const f of x.filters) notes.push(f.filter + " removed " + f.removed_documents + " documents");
+    notes.push("searched " + x.searched_documents + " of " + x.documents + " documents");
+  }
+  return notes.length ? " — " + notes.join("; ") : "";
 }
 
 // Characters of a PDF hit's text the reader looks for to find the hit on its page.
@@ -185,7 +225,7 @@ function renderHits(data, query) {
   const hits = data.results || [];
   const status = hits.length + (hits.length === 1 ? " hit" : " hits") +
     (data.low_confidence ? " — low confidence: nothing matched clearly" : "") +
-    (data.notice ? " — " + data.notice : "");
+    (data.notice ? " — " + data.notice : "") + searchNotes(data);
   $("search-status").textContent = status;
   $("hits").dataset.query = query;
   $("hits").replaceChildren(...hits.map((hit) => {
@@ -202,7 +242,8 @@ function renderHits(data, query) {
         hit.uri ? null : el("span", { class: "badge off", text: "not offered",
           title: "searchable, but not offered to clients: opening it shows why" })),
       el("div", { class: "where", text: place.filter(Boolean).join(" · ") }),
-      el("div", { class: "content" }, hitContent(hit.content || "", query, hit.matches)));
+      el("div", { class: "content" }, hitContent(hit.content || "", query, hit.matches)),
+      hit.explain ? explainDetails(hit.explain) : null);
   }));
 }
 

@@ -78,10 +78,11 @@ async function rebuild() {
   pollProgress();
   try {
     const reply = await api("rebuild", {});
-    $("rebuild-result").textContent = reply.ok
-      ? "Done in " + Number(reply.data.seconds).toFixed(1) + " s: " + reply.data.added + " added, " +
-        reply.data.updated + " updated, " + reply.data.deleted + " deleted."
-      : "Refused: " + reply.data.error.message;
+    // a run still going on after the call's wait (or another's run) answers its state
+    $("rebuild-result").textContent = !reply.ok ? "Refused: " + reply.data.error.message
+      : reply.data.state !== "finished" ? "Still running (" + reply.data.message + ")."
+      : "Done in " + Number(reply.data.seconds).toFixed(1) + " s: " + reply.data.added + " added, " +
+        reply.data.updated + " updated, " + reply.data.deleted + " deleted.";
   } catch (e) {
     // the token form is showing
   } finally {

@@ -1,0 +1,203 @@
+"""Ranged reads through the library on a real folder: a document over the read cap read in
+ranges with every byte accounted for, sections, pages, outlines and range URIs
+(decision 0033)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kbmcp_adapters.app.bootstrap import bootstrap
+from kbmcp_adapters.app.config import build_settings
+from kbmcp_adapters.app.knowledge_base import DocumentView, KnowledgeBase
+from kbmcp_core.errors import InvalidRange, PathRefused
+from kbmcp_core.ranges import LONG_DOCUMENT_LINES
+from kbmcp_core.reading import TEXT_READ_CAP
+from kbmcp_core.uris import doc_range_uri, doc_uri
+from tests.conftest import make_big_pdf, write_files
+from tests.hashing_embedder import HashingEmbedder
+
+MIB = 1024 * 1024
+BIG = "notes/ledger.md"
+#: Sections long enough to stay chunks of their own (an outline lists the index's sections).
+WORDS = " ".join(f"word{i}" for i in range(30))
+SETUP = f"## Setup\n\nInstall it: {WORDS}.\nRun it: {WORDS}.\n"
+GUIDE = (f"# Guide\n\nIntro: {WORDS}.\n\n{SETUP}\n"
+         f"## Usage\n\nUse it daily: {WORDS}.\n")
+
+
+def ledger_text(size: int = 3 * MIB) -> str:
+    """Over ``size`` bytes of Markdown whose every line is different (a line out of place
+    or lost changes the text), in 40 sections, with non-ASCII characters and CRLF lines."""
+    out: list[str] = []
+    total, section, n = 0, 0, 0
+    per_section = size // 40 + 1
+    while total < size:
+        head = f"## Ledger part {section}\n"
+        out.append(head)
+        total += len(head)
+        taken = 0
+        while taken < per_section:
+            line = (f"row {n} of part {section}: shipment ÆØÅ-{n * 7919 % 100003} "
+                    f"cleared customs on day {n % 365}" + ("\r\n" if n % 97 == 0 else "\n"))
+            out.append(line)
+            taken += len(line.encode())
+            n += 1
+        out.append("\n")
+        total += taken + 1
+        section += 1
+    return "# Ledger\n\n" + "".join(out)
+
+
+def outline_of(view: DocumentView) -> list[dict[str, Any]]:
+    entries = view.as_dict()["outline"]
+    assert isinstance(entries, list)
+    return entries
+
+
+@pytest.fixture(scope="module")
+def kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeBase]:
+    root = tmp_path_factory.mktemp("ranged") / "kb"
+    write_files(root, {
+        BIG: ledger_text(),
+        "notes/guide.md": GUIDE,
+        "notes/short.md": "one\ntwo\nthree\n",
+    })
+    make_big_pdf(root / "papers/telemetry.pdf", pages=12)
+    settings = build_settings(None, cwd=root, kb_path=root, enabled_formats=("md", "pdf"))
+    k = KnowledgeBase(bootstrap(settings, embedder=HashingEmbedder()))
+    k.index()
+    yield k
+    k.close()
+
+
+def test_a_document_over_the_read_cap_reads_in_ranges_with_every_byte(kb: KnowledgeBase
+                                                                       ) -> None:
+    on_disk = (kb.settings.kb_path / BIG).read_bytes()
+    assert len(on_disk) > 3 * MIB
+    parts: list[str] = []
+    start: int | None = 1
+    totals = set()
+    while start is not None:
+        got = kb.get_document(BIG, start_line=start, max_lines=20_000).as_dict()
+        assert got["is_range"] is True and got["start_line"] == start
+        assert len(str(got["content"]).encode()) <= TEXT_READ_CAP
+        parts.append(str(got["content"]))
+        totals.add(got["total_lines"])
+        start = got["next_start_line"]  # type: ignore[assignment]
+        assert len(parts) < 100
+    assert len(parts) >= 4  # the read cap, not max_lines, cut the ranges
+    assert "".join(parts).encode() == on_disk
+    assert totals == {on_disk.count(b"\n")}
+
+
+def test_a_whole_read_over_the_cap_is_refused_with_how_to_read_it(kb: KnowledgeBase) -> None:
+    with pytest.raises(PathRefused, match="read it in ranges") as caught:
+        kb.get_document(BIG)
+    assert "start_line" in str(caught.value) and "#L1-" in str(caught.value)
+
+
+def test_a_range_past_the_end_names_the_length(kb: KnowledgeBase) -> None:
+    with pytest.raises(InvalidRange, match="has 3 lines") as caught:
+        kb.get_document("notes/short.md", start_line=4)
+    assert caught.value.code == "invalid_argument" and caught.value.total_lines == 3
+    with pytest.raises(InvalidRange, match="has 3 lines"):
+        kb.read_resource(doc_range_uri("notes/short.md", 9, 12))
+
+
+def test_the_last_range_ends_the_document(kb: KnowledgeBase) -> None:
+    got = kb.get_document("notes/short.md", start_line=2, max_lines=50).as_dict()
+    assert (got["content"], got["start_line"], got["end_line"]) == ("two\nthree\n", 2, 3)
+    assert got["next_start_line"] is None and got["total_lines"] == 3
+    whole = kb.get_document("notes/short.md").as_dict()
+    assert whole["is_range"] is False and whole["content"] == "one\ntwo\nthree\n"
+
+
+def test_a_long_document_comes_with_its_outline_once(kb: KnowledgeBase) -> None:
+    first = kb.get_document(BIG, start_line=1, max_lines=10).as_dict()
+    outline = first["outline"]
+    assert isinstance(outline, list) and len(outline) == 41
+    assert outline[1]["trail"] == ["Ledger", "Ledger part 0"]
+    assert int(str(first["total_lines"])) > LONG_DOCUMENT_LINES
+    later = kb.get_document(BIG, start_line=500, max_lines=10).as_dict()
+    assert "outline" not in later
+    short = outline_of(kb.get_document("notes/guide.md", outline=True))
+    assert [(e["heading"], e["start_line"]) for e in short] == [
+        ("Guide", 1), ("Setup", 5), ("Usage", 10)]
+
+
+def test_a_section_reads_its_lines(kb: KnowledgeBase) -> None:
+    got = kb.get_document("notes/guide.md", section="setup").as_dict()
+    assert got["content"] == SETUP
+    assert (got["start_line"], got["end_line"], got["is_range"]) == (5, 8, True)
+    part = kb.get_document(BIG, section="Ledger > Ledger part 7").as_dict()
+    text = str(part["content"])
+    assert text.startswith("## Ledger part 7\n") and "of part 7:" in text
+    assert "of part 8:" not in text and "of part 6:" not in text
+    with pytest.raises(InvalidRange, match="no section"):
+        kb.get_document("notes/guide.md", section="Missing")
+
+
+def test_a_pdf_page_reads_its_lines(kb: KnowledgeBase) -> None:
+    outline = outline_of(kb.get_document("papers/telemetry.pdf", outline=True))
+    assert [e["page"] for e in outline] == list(range(1, 13))
+    page = kb.get_document("papers/telemetry.pdf", page=3).as_dict()
+    lines = str(page["content"]).splitlines()
+    assert lines[0].startswith("0 Telemetry appendix") and len(lines) >= 50
+    assert page["start_line"] == outline[2]["start_line"]
+    with pytest.raises(InvalidRange, match="has 12 pages"):
+        kb.get_document("papers/telemetry.pdf", page=13)
+    with pytest.raises(InvalidRange, match="no pages"):
+        kb.get_document("notes/guide.md", page=1)
+
+
+def test_a_range_uri_reads_exactly_those_lines(kb: KnowledgeBase) -> None:
+    assert kb.read_resource(doc_range_uri("notes/guide.md", 5, 8)).text == SETUP
+    assert kb.read_resource(doc_range_uri("notes/guide.md", 12, 12)).text == (
+        f"Use it daily: {WORDS}.\n")
+
+
+def test_a_document_over_the_read_cap_is_offered_and_its_uri_reads_its_start(
+    kb: KnowledgeBase,
+) -> None:
+    assert BIG in kb.offered_paths()
+    body = kb.read_resource(doc_uri(BIG)).text
+    assert len(body.encode()) <= TEXT_READ_CAP
+    head, notice = body.rsplit("\n\n---\n", 1)
+    assert "of this document are shown" in notice and "kb://doc/notes/ledger.md#L" in notice
+    on_disk = (kb.settings.kb_path / BIG).read_bytes().decode()
+    assert on_disk.startswith(head)
+    hits = kb.search("shipment cleared customs ledger", mode="lexical").results
+    assert any(h.path == BIG and h.uri is not None for h in hits)
+
+
+def test_an_unindexed_or_changed_document_says_why_it_has_no_outline(
+    kb: KnowledgeBase, tmp_path: Path
+) -> None:
+    root = kb.settings.kb_path
+    write_files(root, {"notes/new.md": "# New\n\n" + "line\n" * 500})
+    try:
+        got = kb.get_document("notes/new.md", start_line=1, max_lines=5).as_dict()
+        assert "outline" not in got and "not indexed" in str(got["outline_note"])
+        with pytest.raises(InvalidRange, match="not indexed"):
+            kb.get_document("notes/new.md", section="New")
+    finally:
+        (root / "notes/new.md").unlink()
+    guide = root / "notes/guide.md"
+    before = guide.read_bytes()
+    guide.write_bytes(before + b"\n## Added\n\nlater\n")
+    try:
+        with pytest.raises(InvalidRange, match="changed since it was indexed"):
+            kb.get_document("notes/guide.md", section="Setup")
+    finally:
+        guide.write_bytes(before)
+
+
+def test_bad_range_requests_are_invalid_arguments(kb: KnowledgeBase) -> None:
+    for bad in ({"start_line": 0}, {"max_lines": 0}, {"page": 1, "section": "Setup"},
+                {"start_line": 2, "page": 1}, {"section": "  "}):
+        with pytest.raises(InvalidRange):
+            kb.get_document("notes/guide.md", **bad)
