@@ -67,6 +67,24 @@ def damage_store(db: Path, seed: int = 5, size: int = 8192) -> int:
     return offset
 
 
+def damage_tables(db: Path, tables: set[str], seed: int = 5) -> int:
+    """Random bytes over every in-use page of ``tables`` (their b-trees, indexes left
+    whole): a read of any of their rows meets the damage, whatever pages the schema's
+    other tables put in the middle of the file. Returns how many pages were damaged."""
+    with sqlite3.connect(db) as conn:
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        pages = [p for (p, name) in conn.execute(
+            "SELECT pageno, name FROM dbstat WHERE pagetype IN ('internal', 'leaf') "
+            "AND pageno > 1") if name in tables]
+    conn.close()
+    noise = random.Random(seed)
+    with db.open("r+b") as f:
+        for page in pages:
+            f.seek((page - 1) * page_size)
+            f.write(noise.randbytes(page_size))
+    return len(pages)
+
+
 def no_traceback(stderr: str) -> None:
     assert "Traceback" not in stderr, stderr
     assert "RustPanic" not in stderr and "PanicException" not in stderr, stderr

@@ -219,7 +219,7 @@ def test_the_user_config_is_a_fallback_not_merged(
 ARGS = {"index": [], "status": [], "search": ["tomatoes"], "doctor": [],
         "eval": ["--golden", "missing.yml"], "migrate-store": ["--to", "sqlite:////x/y.db"],
         "token": ["list"], "graph": ["--query", "tomatoes"], "tune": ["--golden", "missing.yml"],
-        "init": []}
+        "init": [], "get": ["notes.md"]}
 
 
 def test_every_command_has_v_and_it_names_the_config(kb_mcp: Invoke, tmp_path: Path) -> None:

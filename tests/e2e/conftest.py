@@ -353,3 +353,28 @@ def served(ui_kb: Path, server_env: Env) -> Iterator[Any]:
     yield running
     stop(running.proc)
     running.log.drain()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's Chromium through Playwright, one per module (never a downloaded browser)."""
+    from tests.e2e.ui_support import CHROMIUM_ARGS, WAIT_MS, chromium_or_skip
+
+    executable = chromium_or_skip()
+    from playwright.sync_api import sync_playwright  # imported once Chromium is known
+
+    with sync_playwright() as pw:
+        launched = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS,
+                                      timeout=WAIT_MS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture()
+def page(browser: Any) -> Iterator[Any]:
+    """A fresh page (its own context) of the module's browser, closed after the test."""
+    from tests.e2e.ui_support import new_page
+
+    opened = new_page(browser)
+    yield opened
+    opened.context.close()

@@ -47,32 +47,45 @@ def fields_kb(tmp_path_factory: pytest.TempPathFactory, server_env: Env) -> Path
     return kb
 
 
-async def _exercise(client: Client) -> None:
+#: What each filtered search returns, and the refusal of an undeclared key.
+EXPECTED = {
+    "none": set(FILES),
+    "status=draft": {"plans/q1.md", "plans/q3.md"},
+    "year>=2023, not owners ana": {"plans/q3.md"},
+    "team (undeclared)": {"code": "invalid_argument",
+                          "message": "fields: 'team' is not a declared field; declared "
+                                     "fields: owners (list), status (string), year (number)"},
+}
+
+
+async def _exercise(client: Client) -> dict[str, object]:
+    """The searches of ``EXPECTED`` through ``client``: what each one answered."""
     async def paths(arguments: dict[str, Any]) -> set[str]:
         result = await client.call_tool("search", {"query": "storage cluster region",
                                                    **arguments})
         assert not result.is_error, result.content
         return {hit["path"] for hit in text_of(result)["results"]}
 
-    assert await paths({}) == set(FILES)
-    assert await paths({"fields": {"status": "draft"}}) == {"plans/q1.md", "plans/q3.md"}
-    assert await paths({"fields": {"year": {"gte": 2023}},
-                        "fields_not": {"owners": ["ana"]}}) == {"plans/q3.md"}
     refused = await client.call_tool("search", {"query": "storage",
                                                 "fields": {"team": "infra"}})
-    assert error_of(refused) == {
-        "code": "invalid_argument",
-        "message": "fields: 'team' is not a declared field; declared fields: owners (list), "
-                   "status (string), year (number)"}
+    return {
+        "none": await paths({}),
+        "status=draft": await paths({"fields": {"status": "draft"}}),
+        "year>=2023, not owners ana": await paths({"fields": {"year": {"gte": 2023}},
+                                                   "fields_not": {"owners": ["ana"]}}),
+        "team (undeclared)": error_of(refused),
+    }
 
 
 def test_field_filters_over_stdio(fields_kb: Path, server_env: Env, tmp_path: Path) -> None:
     async def body() -> None:
         with anyio.fail_after(DEADLINE * 2):
             async with stdio_session(fields_kb, tmp_path / "serve.log", server_env) as client:
-                await _exercise(client)
+                answered.update(await _exercise(client))
 
+    answered: dict[str, object] = {}
     anyio.run(body)
+    assert answered == EXPECTED
 
 
 @pytest.fixture()
@@ -87,9 +100,11 @@ def test_field_filters_over_http(http_server: Served) -> None:
     async def body() -> None:
         with anyio.fail_after(DEADLINE * 2):
             async with Client(http_server.url, read_timeout_seconds=DEADLINE) as client:
-                await _exercise(client)
+                answered.update(await _exercise(client))
 
+    answered: dict[str, object] = {}
     anyio.run(body)
+    assert answered == EXPECTED
 
 
 def test_field_filters_through_the_inspector_cli(fields_kb: Path, server_env: Env) -> None:

@@ -20,11 +20,8 @@ from kbmcp_adapters.mcp_server.tokens import add_token
 from tests.e2e.conftest import Env, stop
 from tests.e2e.http_support import Served, environment, start
 from tests.e2e.ui_support import (
-    CHROMIUM_ARGS,
     HOSTILE_TITLE,
     NOT_OFFERED,
-    WAIT_MS,
-    chromium_or_skip,
     index_handbook,
     new_page,
     search,
@@ -33,25 +30,6 @@ from tests.fixtures.handbook_kb import PAGE_THREE_PHRASE, POLICY_PDF
 
 #: Set to a folder (docs/images), the last test retakes the README's screenshots there.
 SCREENSHOTS_ENV = "KB_MCP_UI_SCREENSHOTS"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    executable = chromium_or_skip()
-    from playwright.sync_api import sync_playwright  # imported once Chromium is known
-
-    with sync_playwright() as pw:
-        launched = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS,
-                                      timeout=WAIT_MS)
-        yield launched
-        launched.close()
-
-
-@pytest.fixture()
-def page(browser: Any) -> Iterator[Any]:
-    opened = new_page(browser)
-    yield opened
-    opened.context.close()
 
 
 def test_search_read_refusal_health_topics_and_graph(served: Served, page: Any) -> None:

@@ -4,32 +4,10 @@ opens the numbers behind its score, and the status line says what the query excl
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
 from tests.e2e.http_support import Served
-from tests.e2e.ui_support import CHROMIUM_ARGS, WAIT_MS, chromium_or_skip, new_page, search
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    executable = chromium_or_skip()
-    from playwright.sync_api import sync_playwright  # imported once Chromium is known
-
-    with sync_playwright() as pw:
-        launched = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS,
-                                      timeout=WAIT_MS)
-        yield launched
-        launched.close()
-
-
-@pytest.fixture()
-def page(browser: Any) -> Iterator[Any]:
-    opened = new_page(browser)
-    yield opened
-    opened.context.close()
+from tests.e2e.ui_support import search
 
 
 def test_explain_opens_the_numbers_behind_each_score(served: Served, page: Any) -> None:

@@ -9,7 +9,7 @@ import random
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -99,6 +99,7 @@ class Tally:
     refused: int = 0
     leaks: int = 0
     other: list[str] = field(default_factory=list)
+    swaps: int = 0
 
     def body(self, text: str) -> None:
         """Count a served read: the outside file is a leak, anything but the page is odd."""
@@ -124,14 +125,13 @@ def race_kb(tmp_path: Path, open_kb: OpenKb) -> Iterator[tuple[KnowledgeBase, Pa
     yield kb, outside
 
 
-def test_a_folder_swapped_for_a_link_never_serves_outside_bytes(
-    race_kb: tuple[KnowledgeBase, Path],
-) -> None:
-    kb, outside = race_kb
+def race_reads(kb: KnowledgeBase, outside: Path, read: Callable[[int], str]) -> Tally:
+    """Read ``read(n)`` over and over (n counts the reads) while a thread swaps a folder on
+    the way to the document for a link to ``outside``, and count what came back. Fails
+    when the swapper failed; the caller asserts on the tally."""
     swapper = Swapper(kb.settings.kb_path, outside)
     thread = threading.Thread(target=swapper.run, daemon=True)
     tally = Tally()
-    uri = doc_uri("sub/race.md")
     interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)  # hand the interpreter back and forth as often as it can
     thread.start()
@@ -139,10 +139,7 @@ def test_a_folder_swapped_for_a_link_never_serves_outside_bytes(
     try:
         while (tally.reads < READS or tally.refused == 0) and time.monotonic() < end:
             try:
-                if tally.reads % 2:
-                    text = kb.read_resource(uri).text
-                else:
-                    text = kb.get_document("sub/race.md").content
+                text = read(tally.reads)
             except PathRefused as exc:  # NotOffered is a PathRefused too
                 tally.refused += 1
                 assert SECRET not in str(exc)
@@ -155,13 +152,24 @@ def test_a_folder_swapped_for_a_link_never_serves_outside_bytes(
         swapper.stop.set()
         thread.join(timeout=DEADLINE)
         sys.setswitchinterval(interval)
-    print(f"\nroot-bound reads: {tally.reads} reads, {tally.served} served, "
+    print(f"\nreads under a folder swap: {tally.reads} reads, {tally.served} served, "
           f"{tally.refused} refused, {tally.leaks} outside, {len(tally.other)} other errors, "
           f"{swapper.swaps} swaps")
     assert swapper.error is None, swapper.error
+    tally.swaps = swapper.swaps
+    return tally
+
+
+def test_a_folder_swapped_for_a_link_never_serves_outside_bytes(
+    race_kb: tuple[KnowledgeBase, Path],
+) -> None:
+    kb, outside = race_kb
+    uri = doc_uri("sub/race.md")
+    tally = race_reads(kb, outside, lambda n: kb.read_resource(uri).text if n % 2
+                       else kb.get_document("sub/race.md").content)
     assert tally.leaks == 0, f"{tally.leaks} reads returned the outside file"
     assert tally.other == [], tally.other[:5]
-    assert swapper.swaps > 0 and tally.served > 0 and tally.refused > 0
+    assert tally.swaps > 0 and tally.served > 0 and tally.refused > 0
     assert tally.reads >= READS
 
 

@@ -151,7 +151,7 @@ def test_the_mcp_tool_reranks_with_the_packaged_cross_encoder(tmp_path: Path) ->
     decides the order."""
     decoy = "# Canary birds\n\nCanary owners share tips: a canary canary hates traffic noise.\n"
     kb = make_kb(tmp_path, extra={"birds.md": decoy})
-    query = {"query": "what share of traffic goes to the canary", "limit": 3}
+    query = {"query": "share of traffic going to the canary", "limit": 3}
     result, tool = call(kb, query)
     assert structured(result, tool)["results"][0]["path"] == "birds.md"
     result, tool = call(kb, {**query, "rerank": True})

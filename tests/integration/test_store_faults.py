@@ -21,6 +21,7 @@ from tests.store_faults import (
     PAGES,
     damage_manifests,
     damage_store,
+    damage_tables,
     kb_mcp,
     no_traceback,
 )
@@ -131,7 +132,7 @@ def test_a_damaged_store_is_reported_by_doctor_and_search_fails_in_one_line(
     indexed: Path, kb_env: dict[str, str]
 ) -> None:
     db = indexed / ".kb-mcp" / "index.db"
-    damage_store(db)
+    assert damage_tables(db, {"chunks"}) > 0  # the rows every search reads its hits from
     doctor = kb_mcp(["doctor", "--kb-path", str(indexed), "--format", "json"], kb_env)
     no_traceback(doctor.stderr)
     assert doctor.returncode == 1, doctor.stdout + doctor.stderr
