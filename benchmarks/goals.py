@@ -123,11 +123,19 @@ def _issue_29(results: dict[str, Any]) -> list[Goal]:
     real = results.get("real_folder")
     g = Goal("29.2 real folder: full index / embed-only", BEFORE["real"][0])
     r = Goal("29.3 peak RSS while indexing the real folder", "")
-    if isinstance(real, dict) and "index_s" in real:
+    if isinstance(real, dict) and "run_cpu_ratio_of_medians" in real:
+        # judged on CPU seconds (one embedding thread): other processes do not add to them
+        ratio = real["run_cpu_ratio_of_medians"]
+        g = Goal(f"29.2 real folder ({real['chunks']:,} chunks): index / embed-only, CPU",
+                 g.before, _ms(real["index_run_cpu_s"]["median"]),
+                 _ms(real["embed_call_cpu_s"]["median"]), _x(ratio), "<= 1.15x",
+                 verdict(ratio <= 1.15))
+    elif isinstance(real, dict) and "index_s" in real:
         ratio = real["ratio_of_medians"]
         g = Goal(f"29.2 real folder ({real['chunks']:,} chunks): full index / embed-only",
                  g.before, _ms(real["index_s"]["median"]), _ms(real["embed_only_s"]["median"]),
                  _x(ratio), "<= 1.15x", verdict(ratio <= 1.15))
+    if isinstance(real, dict) and "index_s" in real:
         peak = real["peak_rss_mb"]["max"]
         r = Goal(r.name, r.before, f"{peak:.0f} MB", "", "", "<= 1024 MB", verdict(peak <= 1024))
     out += [g, r]
@@ -142,7 +150,18 @@ def _issue_29(results: dict[str, Any]) -> list[Goal]:
                  "<= 1024 MB", verdict(now["max_rss_mb"] <= 1024))
         p = Goal(p.name, f"{old['p95_over_p50']:.2f}x", f"{now['p95_over_p50']:.2f}x",
                  f"p50 {now['p50_ms']:.0f} ms", "", "<= 2x", verdict(now["p95_over_p50"] <= 2))
-    return [*out, g, p, _japanese(results.get("pg_japanese"))]
+    return [*out, g, p, _japanese(results.get("pg_japanese")),
+            _index_rss(results.get("index_rss"))]
+
+
+def _index_rss(got: Any) -> Goal:
+    """Issue 29.3: peak RSS while indexing 100,000 chunks, the model loaded."""
+    g = Goal("29.3 peak RSS while indexing 100k chunks", "")
+    if not isinstance(got, dict) or "peak_rss_mb" not in got:
+        return g
+    peak = got["peak_rss_mb"]
+    return Goal(f"29.3 peak RSS while indexing {got['chunks']:,} chunks", "",
+                f"{peak:.0f} MB", "", "", "<= 1024 MB", verdict(peak <= 1024))
 
 
 def _japanese(ja: Any) -> Goal:

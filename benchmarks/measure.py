@@ -104,8 +104,23 @@ def kb_mcp() -> str:
     return str(Path(sys.executable).with_name("kb-mcp"))
 
 
+def own_peak_rss_mb() -> float | None:
+    """This process's own peak RSS since it started (``VmHWM``), in MB. Unlike
+    ``ru_maxrss``, which Linux carries over from the parent at fork and exec (a child of
+    a 1 GB parent reports at least 1 GB), it counts only this program's memory (0045)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return None
+
+
 def write_result(data: dict[str, Any]) -> None:
-    """Called in a child: hand ``data`` back to ``run_child``."""
+    """Called in a child: hand ``data`` back to ``run_child``, with the child's own peak
+    RSS under ``own_peak_rss_mb``."""
     target = os.environ.get("BENCH_RESULT")
     if target:
-        Path(target).write_text(json.dumps(data))
+        Path(target).write_text(json.dumps({**data, "own_peak_rss_mb": own_peak_rss_mb()}))

@@ -8,7 +8,9 @@ bytes, a PDF ``PDF_CAP``) in sorted path order; the PDFs first (at most ``PDFS``
 every n-th of the rest, spread over the whole sorted list so each package's kind of
 writing is in it, until ``files`` files or ``max_bytes`` bytes. The copy keeps each
 file's path below the source and gets a ``kb-mcp.toml`` that enables those formats (what
-``kb-mcp init`` would write for such a folder). Nothing from the source is kept in the repository.
+``kb-mcp init`` would write for such a folder) and embeds with one thread (see ``CONFIG``).
+Nothing from the source is kept in the repository. A full run copies about 5 MB (6,000
+chunks on the development machine); the goal is judged on CPU seconds (decision 0045).
 
 ``python -m benchmarks.real_folder [--quick]`` prints the selection.
 """
@@ -32,10 +34,14 @@ EXTENSIONS = frozenset({"md", "markdown", "txt", "html", "htm", "pdf"})
 #: A file larger than this is left out (a multi-megabyte changelog or manual would be
 #: most of the run on its own); a PDF holds less text per byte, so its cap is higher.
 FILE_CAP = 128 * 1024
-PDF_CAP = 192 * 1024
+PDF_CAP = 320 * 1024
 PDFS = 2
 TARGET = 1.15
-CONFIG = '[parsers]\nenabled = [{}]\n'
+#: The copy's config: the formats, and one embedding thread. With more, ONNX Runtime's
+#: pool threads spin while they wait for a core, so the CPU time of the same embedding
+#: grows with other processes' load; with one there is no pool, and the CPU time of both
+#: children is the work itself: the figure the goal is judged on.
+CONFIG = '[parsers]\nenabled = [{}]\n\n[embedding]\nthreads = 1\n'
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +53,7 @@ class Selection:
     repeats: int
 
 
-FULL = Selection(files=120, max_bytes=1_200_000, repeats=2)
+FULL = Selection(files=450, max_bytes=5_000_000, repeats=1)
 QUICK = Selection(files=8, max_bytes=60_000, repeats=1)
 
 
@@ -110,11 +116,13 @@ def measure(work: Path, *, quick: bool = False, source: Path = SOURCE) -> dict[s
     from benchmarks.steps import index_against_embed, say
 
     selection = QUICK if quick else FULL
-    kb = work / "real-folder"
+    kb, floor = work / "real-folder", work / "real-folder-floor"
     facts = copy(source, kb, selection)
+    copy(source, floor, selection)  # embed-only's texts, so both children run at once
     say(f"real folder: {facts['files']} files from {source} ({facts['kinds']}), "
-        f"{facts['bytes'] / 1e6:.1f} MB, {selection.repeats} x (index + embed-only)")
-    return {"corpus": facts, **index_against_embed(kb, selection.repeats)}
+        f"{facts['bytes'] / 1e6:.1f} MB, {selection.repeats} x (index beside embed-only)")
+    return {"corpus": facts, "side_by_side": True,
+            **index_against_embed(kb, selection.repeats, floor=floor)}
 
 
 def rows(real: Any) -> list[Row]:
@@ -123,21 +131,35 @@ def rows(real: Any) -> list[Row]:
         return []
     idx, emb, corpus = real["index_s"], real["embed_only_s"], real["corpus"]
     kinds = ", ".join(f"{n} {k}" for k, n in sorted(corpus["kinds"].items()))
-    return [
+    out = [
         Row(f"real folder ({kinds}), {real['chunks']} chunks: full index", ms(idx["median"]),
             f"{real['chunks_per_s']['median']:.1f} chunks/s"),
         Row("  embed-only, same chunks", ms(emb["median"]),
             f"{real['embed_chunks_per_s']['median']:.1f} chunks/s"),
-        Row("  index / embed-only", f"{real['ratio_of_medians']:.2f}x",
-            f"{real['ratio']['min']:.2f} .. {real['ratio']['max']:.2f}", f"<= {TARGET}x",
-            verdict(real["ratio_of_medians"] <= TARGET)),
-        Row("  CPU time, index child / embed-only child", f"{real['cpu_ratio']['median']:.2f}x",
-            f"{real['cpu_ratio']['min']:.2f} .. {real['cpu_ratio']['max']:.2f} (whole "
-            "processes, model load and imports included; less swayed by load)"),
+    ]
+    judged = "run_cpu_ratio_of_medians" in real
+    if judged:  # the goal: CPU seconds, which other processes' load does not add to
+        cpu, own = real["run_cpu_ratio"], real["own_cpu_s"]
+        out += [
+            Row("  CPU time, index run / embedding call",
+                f"{real['run_cpu_ratio_of_medians']:.3f}x",
+                f"{ms(real['index_run_cpu_s']['median'])} / "
+                f"{ms(real['embed_call_cpu_s']['median'])}; pairs {cpu['min']:.3f} .. "
+                f"{cpu['max']:.3f}", f"<= {TARGET}x",
+                verdict(real["run_cpu_ratio_of_medians"] <= TARGET)),
+            Row("    of which kb-mcp's own (outside the embedder)", ms(own["median"]),
+                f"{own['median'] / real['embed_call_cpu_s']['median']:.1%} of the embedding"),
+        ]
+    wall = real["ratio_of_medians"]
+    out += [  # informational beside the CPU row: other processes' load is in it
+        Row("  wall time, index / embed-only", f"{wall:.2f}x",
+            f"{real['ratio']['min']:.2f} .. {real['ratio']['max']:.2f}",
+            *(() if judged else (f"<= {TARGET}x", verdict(wall <= TARGET)))),
         Row("  peak RSS while indexing it", f"{real['peak_rss_mb']['max']:.0f} MB",
             f"embed-only {real['embed_only_peak_rss_mb']['max']:.0f} MB", "<= 1024 MB",
             verdict(real["peak_rss_mb"]["max"] <= 1024)),
     ]
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -240,6 +240,9 @@ def rows(results: dict[str, Any]) -> list[Row]:
     from benchmarks import real_folder  # likewise
 
     out += real_folder.rows(results.get("real_folder"))
+    from benchmarks import index_rss  # likewise
+
+    out += index_rss.rows(results.get("index_rss"))
     from benchmarks import pg_japanese  # likewise
 
     out += pg_japanese.rows(results.get("pg_japanese"))

@@ -20,6 +20,7 @@ from benchmarks import (
     explain_bench,
     fast_cli,
     goals,
+    index_rss,
     install_size,
     pg_japanese,
     ranged_read,
@@ -39,7 +40,7 @@ from benchmarks.measure import REPO
 BUSY_LOAD = 1.0
 STEPS = ("full", "two_phase", "reindex", "search", "rerank", "fastcli", "initialize", "listings",
          "team", "ui", "tails", "install", "embed", "real", "service", "explain", "ranged",
-         "japanese")
+         "japanese", "index100k")
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -148,6 +149,8 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         step("listings", lambda: steps.listings(cfg, work, errlog))
     if "tails" in wanted:  # search tails at 20k chunks, ANN at 100k (issue 14.3-4)
         step("tails", lambda: tails.measure(work / "tails", quick=args.quick))
+    if "index100k" in wanted:  # peak RSS while indexing 100k chunks (issue 29.3)
+        step("index_rss", lambda: index_rss.measure(work, quick=args.quick))
     if "team" in wanted:
         steps.say("team mode: PostgreSQL store, one writer, read-only replicas under load")
         step("team", lambda: team.team_load(

@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from kbmcp_cli.collections_cmd import collections_cmd
 from kbmcp_cli.doctor_cmd import doctor
 from kbmcp_cli.eval_cmd import eval_cmd
 from kbmcp_cli.get_cmd import get
@@ -64,6 +65,6 @@ def cli() -> None:
 
 
 for _command in (init, index, status, search, get, doctor, eval_cmd, serve, watch, migrate_store,
-                 token, trust, graph, tune):
+                 token, trust, graph, tune, collections_cmd):
     cli.add_command(_command)
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from kbmcp_cli.options import format_option, kb_options, open_kb, setup_logging
+from kbmcp_cli.options import format_option, kb_options, setup_logging
 from kbmcp_core.ranges import MAX_LINES
 
 _LINES = re.compile(r"([1-9][0-9]*)(?:-([1-9][0-9]*))?")
@@ -52,9 +52,13 @@ def parse_lines(_ctx: click.Context, _param: click.Parameter, value: str | None
 @click.option("--outline", is_flag=True,
               help="Show the document's headings (PDF: pages) with their line ranges "
                    "instead of its text (with --format json: beside it).")
+@click.option("--collection", default=None, metavar="NAME",
+              help="The collection of [[collections]] PATH is in (default: the one "
+                   "default collection, if there is only one).")
 def get(kb_path: Path | None, config: Path | None, fmt: str, path: str,
         lines: tuple[int, int] | None,
-        section: str | None, page: int | None, max_chars: int | None, outline: bool) -> None:
+        section: str | None, page: int | None, max_chars: int | None, outline: bool,
+        collection: str | None) -> None:
     """Print one document of the knowledge base, by its path relative to it, or part of
     it. A document over 1 MiB is read in parts: the first reply says how many lines it
     has, and each part says where the next one starts (on stderr with text output)."""
@@ -64,14 +68,23 @@ def get(kb_path: Path | None, config: Path | None, fmt: str, path: str,
         raise click.UsageError(f"give at most one of --lines, --section and --page, not "
                                f"{' and '.join(chosen)}")
     span = lines  # (start_line, max_lines) from parse_lines
+    from kbmcp_adapters.app.bootstrap import settings_for
+    from kbmcp_adapters.app.knowledge_base import KnowledgeBase
+    from kbmcp_cli.collections_cmd import one_collection
+
     setup_logging()
-    kb = open_kb(kb_path, config)
+    settings = settings_for(kb_path, config)
+    collections = None
+    if settings.collections or collection is not None:
+        collections, kb = one_collection(settings, collection)
+    else:
+        kb = KnowledgeBase.from_settings(settings)
     try:
         view = kb.get_document(path, start_line=span[0] if span else None,
                                max_lines=span[1] if span else None, section=section,
                                page=page, max_chars=max_chars, outline=outline or None)
     finally:
-        kb.close()
+        (collections or kb).close()
     data = view.as_dict()
     if fmt == "json":
         click.echo(json.dumps(data, ensure_ascii=False, indent=2))

@@ -5,11 +5,19 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from kbmcp_cli.options import kb_options, open_kb, setup_logging
+from kbmcp_cli.collection_option import collections_option
+from kbmcp_cli.collections_cmd import wants_collections
+from kbmcp_cli.options import kb_options, setup_logging
 from kbmcp_cli.progress import IndexProgress
+
+if TYPE_CHECKING:
+    from kbmcp_adapters.app.knowledge_base import KnowledgeBase
+    from kbmcp_core.models import RunSummary
+    from kbmcp_core.settings import Settings
 
 
 @click.command()
@@ -29,26 +37,84 @@ from kbmcp_cli.progress import IndexProgress
 @click.option("--verbose", "-v", is_flag=True,
               help="Name the files behind every skip and failure reason (JSON: skipped_files "
                    "and failed_files; text: one line per file on stderr); debug logging.")
+@collections_option("Index only this collection of [[collections]] (repeat for several); "
+                    "default: every collection, one after the other, each with its own "
+                    "writer lock.")
 def index(kb_path: Path | None, config: Path | None, force: bool, prune: bool, quiet: bool,
-          fmt: str, strict: bool, verbose: bool) -> None:
-    """Index the knowledge base (incremental: unchanged files cost a hash)."""
+          fmt: str, strict: bool, verbose: bool, collection_names: tuple[str, ...]) -> None:
+    """Index the knowledge base (incremental: unchanged files cost a hash). With
+    [[collections]], index each collection (every line of the summary names its own)."""
+    from kbmcp_adapters.app.bootstrap import settings_for
+    from kbmcp_adapters.app.knowledge_base import KnowledgeBase
+
     setup_logging(quiet=quiet, verbose=verbose)
-    kb = open_kb(kb_path, config)
-    progress = IndexProgress(quiet)
-    try:
-        summary = kb.index(force=force, prune=prune, progress=progress)
-    finally:
-        progress.close()
-        kb.close()
+    settings = settings_for(kb_path, config)
+    if wants_collections(settings, collection_names):
+        _index_collections(settings, collection_names, force, prune, quiet, fmt, strict,
+                           verbose)
+        return
+    summary = _run(KnowledgeBase.from_settings(settings), force, prune, quiet)
     if fmt == "json":
         click.echo(json.dumps(summary.as_dict(files=verbose), ensure_ascii=False))
     else:
-        if verbose:
-            for what, files in (("skipped", summary.skipped_files),
-                                ("failed", summary.failed_files)):
-                for reason, paths in sorted(files.items()):
-                    for path in sorted(paths):
-                        click.echo(f"kb-mcp: {what} ({reason}): {path}", err=True)
-        click.echo(summary.line())
+        _report(summary, verbose)
     if strict and summary.failed:
         sys.exit(1)
+
+
+def _run(kb: KnowledgeBase, force: bool, prune: bool, quiet: bool, *,
+         close: bool = True) -> RunSummary:
+    progress = IndexProgress(quiet)
+    try:
+        return kb.index(force=force, prune=prune, progress=progress)
+    finally:
+        progress.close()
+        if close:
+            kb.close()
+
+
+def _report(summary: RunSummary, verbose: bool, prefix: str = "") -> None:
+    if verbose:
+        for what, files in (("skipped", summary.skipped_files),
+                            ("failed", summary.failed_files)):
+            for reason, paths in sorted(files.items()):
+                for path in sorted(paths):
+                    click.echo(f"kb-mcp: {what} ({reason}): {prefix}{path}", err=True)
+    click.echo(f"{prefix}{summary.line()}")
+
+
+def _index_collections(settings: Settings, names: tuple[str, ...], force: bool, prune: bool,
+                       quiet: bool, fmt: str, strict: bool, verbose: bool) -> None:
+    """Each chosen collection in turn. A collection that cannot be indexed (its writer
+    busy, its folder unreadable...) is reported and the others still run; the exit code
+    is the first failure's."""
+    from kbmcp_adapters.app.collections import open_collections
+    from kbmcp_cli.collection_option import exit_code_of
+    from kbmcp_core.errors import KbError
+
+    collections = open_collections(settings)
+    code = 0
+    out: list[dict[str, object]] = []
+    try:
+        chosen = collections.resolve(list(names)) if names else collections.names
+        for name in chosen:
+            if not quiet:
+                click.echo(f"kb-mcp: indexing collection {name}", err=True)
+            try:
+                summary = _run(collections.kb(name), force, prune, quiet, close=False)
+            except KbError as exc:
+                click.echo(f"kb-mcp: error: collection {name}: {exc}", err=True)
+                code = code or exit_code_of(exc)
+                continue
+            if fmt == "json":
+                out.append({"collection": name, **summary.as_dict(files=verbose)})
+            else:
+                _report(summary, verbose, f"{name}: ")
+            if strict and summary.failed:
+                code = code or 1
+    finally:
+        collections.close()
+    if fmt == "json":
+        click.echo(json.dumps({"collections": out}, ensure_ascii=False))
+    if code:
+        sys.exit(code)

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
+from kbmcp_cli.collection_option import collection_option
 from kbmcp_cli.options import kb_options, setup_logging
+
+if TYPE_CHECKING:
+    from kbmcp_core.index_copy import CopyReport
 
 MIGRATE_HELP = """Copy the index to another store without re-embedding anything.
 
@@ -16,7 +21,9 @@ Documents, chunks (same ids), lexical rows and the index facts go to the
 database at --to; the vectors go to --vectors-to (or stay where they are).
 The configured embedding model must be the index's own. Both stores' writer
 locks are held while copying. A copy that was interrupted leaves the target
-marked incomplete; run the same command again to finish it.
+marked incomplete; run the same command again to finish it. With
+[[collections]], each collection (or each --collection) is copied to the
+target's matching place: schema kb_<name>, vectors under <URI>/<name>.
 
 Exit status: 0 copied, 2 refused or could not run (no index, another model,
 a target that already holds documents), 1 a store failed during the copy.
@@ -53,11 +60,21 @@ def _vectors_arg(value: str | None) -> str | None:
                    "as s3://bucket/prefix (default: the vectors stay where they are).")
 @click.option("--replace", "replace_target", is_flag=True,
               help="Overwrite a target that already holds documents.")
+@collection_option
 def migrate_store(kb_path: Path | None, config: Path | None, to_url: str,
-                  vectors_to: str | None, replace_target: bool) -> None:
+                  vectors_to: str | None, replace_target: bool,
+                  collection_names: tuple[str, ...]) -> None:
+    from kbmcp_adapters.app.bootstrap import settings_for
+    from kbmcp_adapters.app.collections import open_collections
     from kbmcp_adapters.app.migrate_store import migrate_configured
 
     setup_logging()
+    settings = settings_for(kb_path, config)
+    if settings.collections:
+        _migrate_collections(kb_path, config, to_url, vectors_to, replace_target,
+                             collection_names)
+        return
+    open_collections(settings).resolve(list(collection_names))  # one folder: its own name
 
     def starting(source: str, target: str) -> None:
         click.echo(f"kb-mcp: copying {source} to {target}", err=True)
@@ -65,15 +82,39 @@ def migrate_store(kb_path: Path | None, config: Path | None, to_url: str,
     done = migrate_configured(kb_path, config, to_url, _vectors_arg(vectors_to),
                               replace_target=replace_target, progress=_Progress(),
                               starting=starting)
-    report = done.report
+    click.echo(f"copied {_copied(done.report)}")
+    _config_lines(done.config_lines, done.password_hidden)
+
+
+def _copied(report: CopyReport) -> str:
     vectors = ("the vectors stay where they are" if report.shared_vectors
                else f"{report.vectors} vectors")
     again = f", {report.already_copied} already copied" if report.already_copied else ""
-    click.echo(f"copied {report.documents} documents{again}, {report.chunks} chunks and "
-               f"{vectors}; nothing was re-embedded")
-    fill = " (write the password where it shows ***)" if done.password_hidden else ""
+    return (f"{report.documents} documents{again}, {report.chunks} chunks and {vectors}; "
+            "nothing was re-embedded")
+
+
+def _migrate_collections(kb_path: Path | None, config: Path | None, to_url: str,
+                         vectors_to: str | None, replace_target: bool,
+                         names: tuple[str, ...]) -> None:
+    """Each collection's store to the target's matching schema and vectors prefix."""
+    from kbmcp_adapters.app.migrate_collections import migrate_collections
+
+    def starting(name: str, source: str, target: str) -> None:
+        click.echo(f"kb-mcp: copying collection {name}: {source} to {target}", err=True)
+
+    done = migrate_collections(kb_path, config, to_url, _vectors_arg(vectors_to), names=names,
+                               replace_target=replace_target, progress=_Progress(),
+                               starting=starting)
+    for name, report in done.reports:
+        click.echo(f"copied collection {name}: {_copied(report)}")
+    _config_lines(done.config_lines, done.password_hidden)
+
+
+def _config_lines(lines: tuple[str, ...], password_hidden: bool) -> None:
+    fill = " (write the password where it shows ***)" if password_hidden else ""
     click.echo(f"\nTo use the new store, put this in kb-mcp.toml{fill}:\n")
-    for line in done.config_lines:
+    for line in lines:
         click.echo(line)
     click.echo("\nThen `kb-mcp doctor` there should report: healthy: no findings")
     click.echo("(Name that file with --config, or run `kb-mcp trust` on it once: a "

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from kbmcp_cli import field_option
+from kbmcp_cli.collection_option import collections_option
+from kbmcp_cli.collections_cmd import collections_search, wants_collections
 from kbmcp_cli.options import kb_options, setup_logging
 from kbmcp_cli.search_fast import NO_SERVER_ENV, ask_server, render, search_params
 from kbmcp_core.context import CONTEXT_KINDS
@@ -67,6 +69,9 @@ if TYPE_CHECKING:
 @click.option("--color/--no-color", "color", default=None,
               help="Matched words in bold (ANSI) or between \u27e6 \u27e7 marks (default: bold on "
                    "a terminal unless NO_COLOR is set).")
+@collections_option("Search this collection of [[collections]] (repeat for several: one "
+                    "joint answer, each hit naming its collection); default: the collections "
+                    "marked default.")
 @click.option("--verbose", "-v", is_flag=True,
               help="Say on stderr who answered (a server, or this process and why); debug "
                    "logging.")
@@ -88,7 +93,14 @@ def search(query: str, kb_path: Path | None, config: Path | None, fmt: str, no_s
 
     setup_logging(verbose=verbose)
     settings = settings_for(kb_path, config)
+    names = options.pop("collection_names", ())
     params = search_params(options)
+    if wants_collections(settings, names):  # several indexes, searched here (0041)
+        if verbose:
+            click.echo("kb-mcp: search: searched in this process (collections)", err=True)
+        click.echo(collections_search(settings, query, params, names, fmt, color),
+                   color=color)
+        return
     response = None
     if no_server:
         note = "searched in this process (--no-server)"

@@ -154,10 +154,12 @@ def _remember(index_dir: Path, reply: Reply) -> Reply:
     return reply
 
 
-def render(response: Mapping[str, Any], fmt: str, color: bool | None = None) -> str:
+def render(response: Mapping[str, Any], fmt: str, color: bool | None = None, *,
+           show_collection: bool = False) -> str:
     """What ``kb-mcp search`` prints for a response (``SearchResponse.as_dict()``), whoever
     searched: the MCP tool's JSON, or a numbered list with a marked snippet per hit (bold
-    or ``⟦ ⟧`` marks: ``color`` is ``--color``/``--no-color``, None when not given)."""
+    or ``⟦ ⟧`` marks: ``color`` is ``--color``/``--no-color``, None when not given);
+    ``show_collection``: each path written ``collection:path`` (several were searched)."""
     if fmt == "json":
         return json.dumps(response, ensure_ascii=False, indent=2)
     from kbmcp_cli.highlight import context_lines, highlight_marks, snippet
@@ -169,7 +171,9 @@ def render(response: Mapping[str, Any], fmt: str, color: bool | None = None) -> 
         page = hit.get("page")
         where = f"p.{page}" if page is not None else f"L{hit['start_line']}-{hit['end_line']}"
         heading = " > ".join(hit["heading_path"]) or hit["title"]
-        lines.append(f"{i}. {hit['path']} [{where}] {heading}  (score {hit['score']:.4f})")
+        path = (f"{hit['collection']}:{hit['path']}" if show_collection and hit.get("collection")
+                else hit["path"])
+        lines.append(f"{i}. {path} [{where}] {heading}  (score {hit['score']:.4f})")
         matches = [(int(start), int(end)) for start, end in hit.get("matches", ())]
         lines.append(f"   {snippet(hit['content'], matches, marks)}")
         if hit.get("context") is not None:
@@ -275,6 +279,8 @@ def _ask(got: Mapping[str, Any]) -> tuple[Reply, str]:
     from kbmcp_adapters.app.config import build_settings
 
     settings = build_settings(config, kb_path=kb_path)
+    if settings.collections:  # several indexes: the command searches them itself (0041)
+        raise LookupError("a configuration with [[collections]]")
     params = search_params(got)
     return ask_server(settings, got["query"], params), settings.config_origin.describe()
 

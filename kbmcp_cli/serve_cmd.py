@@ -13,6 +13,7 @@ from kbmcp_cli.options import kb_options, setup_logging
 if TYPE_CHECKING:
     from kbmcp_adapters.mcp_server import BackgroundTask, KbRuntime
     from kbmcp_adapters.mcp_server.auth import HashedTokenVerifier
+    from kbmcp_adapters.mcp_server.runtime_set import RuntimeSet
     from kbmcp_core.settings import Settings
 
 log = logging.getLogger("kbmcp_adapters.mcp_server")
@@ -227,41 +228,51 @@ def serve(
     signals = StopSignals()
     signals.install()
     index_on_start = settings.server_index_on_start and not no_index and not read_only
-    if settings.database_url is None and not settings.sqlite_path.exists():
-        if index_on_start:
-            log.info("no index yet at %s: building it in the background (search answers "
-                     "by keywords once every file is read)", settings.index_dir)
-        else:
-            log.warning(
-                "no index yet at %s: tools will ask for `kb-mcp index` (or the "
-                "rebuild_index tool) until one exists",
-                settings.index_dir,
-            )
     verifier = None
     if transport == "http":
         verifier = token_verifier(settings, tokens_file, token_hashes)
-    runtime = KbRuntime(settings, read_only=read_only, index_on_start=index_on_start)
-    if settings.database_url is not None and not settings.database_url.startswith("sqlite"):
-        reach_store(runtime)
-    background: list[BackgroundTask] = [signals.stop_server]
-    if read_only:
-        log.info("read-only: this server never writes the index (no watcher, no local "
-                 "search socket); its writer is `kb-mcp watch` or `kb-mcp index`")
+    runtime: KbRuntime | RuntimeSet
+    background: list[BackgroundTask]
+    if settings.collections:  # several folders under names (decision 0042)
+        from kbmcp_cli.serve_collections import collection_host
+
+        runtime, background = collection_host(settings, signals, read_only=read_only,
+                                              index_on_start=index_on_start,
+                                              watch=not no_watch, verbose=verbose,
+                                              reach_store=reach_store)
     else:
-        from kbmcp_adapters.local_search.serve_task import local_search_task
+        if settings.database_url is None and not settings.sqlite_path.exists():
+            if index_on_start:
+                log.info("no index yet at %s: building it in the background (search answers "
+                         "by keywords once every file is read)", settings.index_dir)
+            else:
+                log.warning(
+                    "no index yet at %s: tools will ask for `kb-mcp index` (or the "
+                    "rebuild_index tool) until one exists",
+                    settings.index_dir,
+                )
+        runtime = KbRuntime(settings, read_only=read_only, index_on_start=index_on_start)
+        if settings.database_url is not None and not settings.database_url.startswith("sqlite"):
+            reach_store(runtime)
+        background = [signals.stop_server]
+        if read_only:
+            log.info("read-only: this server never writes the index (no watcher, no local "
+                     "search socket); its writer is `kb-mcp watch` or `kb-mcp index`")
+        else:
+            from kbmcp_adapters.local_search.serve_task import local_search_task
 
-        # `kb-mcp search` asks this server over a local socket (decision 0018)
-        background.append(local_search_task)
-    if not read_only and settings.watch and not no_watch:
-        from kbmcp_adapters.live.serve_task import watch_task
+            # `kb-mcp search` asks this server over a local socket (decision 0018)
+            background.append(local_search_task)
+        if not read_only and settings.watch and not no_watch:
+            from kbmcp_adapters.live.serve_task import watch_task
 
-        background.append(watch_task)  # its first sync is the start run (decision 0024)
-        if not verbose:
-            logging.getLogger("watchfiles").setLevel(logging.WARNING)
-    elif index_on_start:
-        from kbmcp_adapters.mcp_server.start_run import start_index_task
+            background.append(watch_task)  # its first sync is the start run (decision 0024)
+            if not verbose:
+                logging.getLogger("watchfiles").setLevel(logging.WARNING)
+        elif index_on_start:
+            from kbmcp_adapters.mcp_server.start_run import start_index_task
 
-        background.append(start_index_task)
+            background.append(start_index_task)
     if transport == "http":
         from kbmcp_adapters.mcp_server.http_limits import HttpLimits
 

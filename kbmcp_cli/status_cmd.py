@@ -1,20 +1,26 @@
-"""``kb-mcp status``: what the index holds, where it is, its last run and its watcher."""
+"""``kb-mcp status``: what the index holds, where it is, its last run and its watcher
+(each collection's in turn when there are several, one failing not hiding the others)."""
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from kbmcp_cli.options import EXIT_CANNOT_RUN, format_option, kb_options, open_kb, setup_logging
+from kbmcp_cli.collection_option import collection_option, exit_code_of, open_selected
+from kbmcp_cli.options import EXIT_CANNOT_RUN, format_option, kb_options, setup_logging
 from kbmcp_core.models import SKIP_FORMAT
 from kbmcp_core.settings import public_uri
 
 if TYPE_CHECKING:
+    from kbmcp_adapters.app.collections import Collections
     from kbmcp_adapters.app.knowledge_base import KnowledgeBase
+    from kbmcp_core.models import IndexStats
+    from kbmcp_core.settings import Settings
 
 
 def _watcher(index_dir: Path) -> dict[str, Any] | None:
@@ -36,15 +42,31 @@ def skipped_files(kb: KnowledgeBase) -> dict[str, list[str]]:
 @click.command()
 @kb_options
 @format_option
+@collection_option
 @click.option("--skipped", is_flag=True,
               help="Also list every file the index leaves out, by name, with the reason "
                    "(format not enabled, not a supported format, ignored, a link, ...); "
                    "walks the folder without reading the files.")
-def status(kb_path: Path | None, config: Path | None, fmt: str, skipped: bool) -> None:
+def status(kb_path: Path | None, config: Path | None, fmt: str, skipped: bool,
+           collection_names: tuple[str, ...]) -> None:
     """Show what the index holds: documents, chunks, model, location, last run, and who
-    keeps it up to date (`kb-mcp serve` or `kb-mcp watch`)."""
+    keeps it up to date (`kb-mcp serve` or `kb-mcp watch`). With [[collections]], each
+    collection in turn (--collection narrows them)."""
     setup_logging()
-    kb = open_kb(kb_path, config)
+    collections, chosen = open_selected(kb_path, config, collection_names)
+    try:
+        if collections.single:
+            kb = collections.kb(chosen[0])
+            data, stats, ready = status_data(kb, skipped)
+            _exit_unless(_show_one(data, stats, ready, kb.settings, fmt))
+            return
+        sys.exit(show_collections(collections, chosen, fmt, skipped))
+    finally:
+        collections.close()
+
+
+def status_data(kb: KnowledgeBase, skipped: bool) -> tuple[dict[str, Any], IndexStats, bool]:
+    """What ``status`` says about one knowledge base: (its facts, its stats, ready)."""
     try:
         stats, read_only, ready = kb.stats(), kb.is_read_only(), kb.is_ready()
         left_out = skipped_files(kb) if skipped else None
@@ -74,43 +96,115 @@ def status(kb_path: Path | None, config: Path | None, fmt: str, skipped: bool) -
     }
     if left_out is not None:
         data["skipped_files"] = left_out
+    return data, stats, ready
+
+
+def _show_one(data: dict[str, Any], stats: IndexStats, ready: bool, settings: Settings,
+              fmt: str) -> bool:
+    """Today's ``status`` of the one folder; returns ``ready``."""
     if fmt == "json":
         click.echo(json.dumps(data, ensure_ascii=False, indent=2))
-        _exit_unless(ready)
-        return
+        return ready
     click.echo(f"kb_path: {data['kb_path']}")
-    click.echo(f"config: {origin.describe()}")
+    click.echo(f"config: {settings.config_origin.describe()}")
+    echo_facts(data, stats, ready)
+    return ready
+
+
+def echo_facts(data: dict[str, Any], stats: IndexStats, ready: bool, indent: str = "") -> None:
+    """The lines of ``status`` after ``kb_path`` and ``config``, each after ``indent``."""
+    read_only, left_out = data["read_only"], data.get("skipped_files")
+
+    def echo(line: str) -> None:
+        click.echo(f"{indent}{line}")
+
     for key in ("index", "store", "vectors", "documents", "chunks", "model", "dimension",
                 "schema_revision"):
         suffix = " (read-only for this user: searchable, not indexable)" if (
             key == "index" and read_only) else ""
         shown = "none yet (no chunk embedded)" if data[key] is None and key in (
             "model", "dimension") else data[key]
-        click.echo(f"{key}: {shown}{suffix}")
+        echo(f"{key}: {shown}{suffix}")
     last = stats.last_run or {}
     if last:
-        click.echo(
+        echo(
             f"last_run: {last.get('finished_at')} ({last.get('added', 0)} added, "
             f"{last.get('updated', 0)} updated, {last.get('deleted', 0)} deleted, "
             f"{last.get('failed', 0)} failed)"
         )
     else:
-        click.echo("last_run: never")
+        echo("last_run: never")
     reasons = last.get("skipped_reasons")
     disabled = reasons.get(SKIP_FORMAT, 0) if isinstance(reasons, dict) else 0
     if disabled:
-        click.echo(f"note: the last run left out {disabled} file(s) of formats kb-mcp reads "
-                   "but this configuration does not enable (`kb-mcp status --skipped` lists "
-                   "them; `kb-mcp init` on a new folder, or [parsers].enabled, turns them on)")
-    click.echo(f"watcher: {watcher_line(data['watcher'])}")
-    click.echo("ready: yes" if ready else f"ready: no ({NOT_READY})")
+        echo(f"note: the last run left out {disabled} file(s) of formats kb-mcp reads "
+             "but this configuration does not enable (`kb-mcp status --skipped` lists "
+             "them; `kb-mcp init` on a new folder, or [parsers].enabled, turns them on)")
+    echo(f"watcher: {watcher_line(data['watcher'])}")
+    echo("ready: yes" if ready else f"ready: no ({NOT_READY})")
     if left_out is not None:
         count = sum(len(paths) for paths in left_out.values())
-        click.echo(f"skipped: {count}" if count else "skipped: none")
+        echo(f"skipped: {count}" if count else "skipped: none")
         for reason, paths in left_out.items():
             for path in paths:
-                click.echo(f"  {reason}: {path}")
-    _exit_unless(ready)
+                echo(f"  {reason}: {path}")
+
+
+# -- several collections ---------------------------------------------------------
+
+
+def _heading(collections: Collections, name: str) -> dict[str, Any]:
+    spec = collections.spec(name)
+    return {"name": name, "description": spec.description, "default": spec.default,
+            "path": str(spec.path)}
+
+
+def show_collections(collections: Collections, names: Sequence[str], fmt: str,
+                     skipped: bool) -> int:
+    """Print the status of each collection in ``names``; the exit code: 0 when every
+    one is ready, 1 when one failed while running (an unreachable store), else 2 when one
+    is not ready or has no index yet."""
+    from kbmcp_core.errors import KbError
+
+    origin = collections.top.config_origin
+    blocks: list[dict[str, Any]] = []
+    codes = {0}
+    if fmt == "text":
+        click.echo(f"config: {origin.describe()}")
+    for name in names:
+        block = _heading(collections, name)
+        try:
+            data, stats, ready = status_data(collections.kb(name), skipped)
+        except KbError as exc:
+            codes.add(exit_code_of(exc))
+            block.update(ready=False, error=str(exc))
+            blocks.append(block)
+            if fmt == "text":
+                _echo_heading(block)
+                click.echo(f"  error: {exc}")
+            continue
+        del data["config"]  # one config for all: said once, at the top
+        block.update(data)
+        blocks.append(block)
+        if not ready:
+            codes.add(EXIT_CANNOT_RUN)
+        if fmt == "text":
+            _echo_heading(block)
+            echo_facts(data, stats, ready, indent="  ")
+    if fmt == "json":
+        config = {"file": str(origin.path) if origin.path else None,
+                  "found_by": origin.found_by or None, "trusted": origin.trusted,
+                  "summary": origin.describe()}
+        click.echo(json.dumps({"config": config, "collections": blocks},
+                              ensure_ascii=False, indent=2))
+    return 1 if 1 in codes else max(codes)
+
+
+def _echo_heading(block: dict[str, Any]) -> None:
+    about = f" ({block['description']})" if block["description"] else ""
+    default = "" if block["default"] else " [not searched by default]"
+    click.echo(f"collection: {block['name']}{about}{default}")
+    click.echo(f"  kb_path: {block['path']}")
 
 
 #: Who keeps an index up to date, as ``status`` says when nothing watches it.

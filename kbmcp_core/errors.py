@@ -22,10 +22,13 @@
     ├── PathRefused             a read was refused by the guard chain
     │   └── NotOffered          the index does not offer the document as a resource
     └── InvalidQuery            a search request is malformed
-        └── InvalidRange        a line range, section or page the document does not have
+        ├── InvalidRange        a line range, section or page the document does not have
+        └── UnknownCollection   a call named a collection the server does not have
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 
 class KbError(Exception):
@@ -269,3 +272,22 @@ class InvalidRange(InvalidQuery):
     def __init__(self, message: str, total_lines: int | None = None) -> None:
         super().__init__(message)
         self.total_lines = total_lines
+
+
+class UnknownCollection(InvalidQuery):
+    """A call named collections the server does not serve (or named none while none is
+    searched by default). ``unknown``: the names asked that do not exist; ``known``: the
+    collections there are, in configured order. Never widened to all collections."""
+
+    def __init__(self, unknown: Sequence[str], known: Sequence[str]) -> None:
+        self.unknown = tuple(unknown)
+        self.known = tuple(known)
+        names = ", ".join(self.known) or "none"
+        if not self.unknown:
+            message = ("no collection is searched by default: name one or more with "
+                       f"collection; the collections are: {names}")
+        else:
+            asked = ", ".join(repr(n) for n in self.unknown)
+            noun = "collection" if len(self.unknown) == 1 else "collections"
+            message = f"unknown {noun} {asked}; the collections are: {names}"
+        super().__init__(message)

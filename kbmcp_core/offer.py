@@ -116,8 +116,9 @@ def topic_groups(rules: OfferRules) -> list[TopicGroup]:
     ]
 
 
-def topic_body(group: TopicGroup) -> str:
-    """Markdown list of a group's offered documents with their URIs.
+def topic_body(group: TopicGroup, collection: str | None = None) -> str:
+    """Markdown list of a group's offered documents with their URIs (in ``collection``'s
+    form on a server of several collections).
 
     Titles come from the documents (front matter, file names): they are text, never
     Markdown, so each is flattened to one line and escaped before it is pasted in.
@@ -127,7 +128,7 @@ def topic_body(group: TopicGroup) -> str:
     lines = [f"# {title}", "", f"{n} document{'s' if n != 1 else ''}.", ""]
     for d in group.documents:
         label = markdown_text(d.title) or markdown_text(d.path)
-        lines.append(f"- [{label}]({doc_uri(d.path)}) — {code_span(d.path)}")
+        lines.append(f"- [{label}]({doc_uri(d.path, collection)}) — {code_span(d.path)}")
     return "\n".join(lines) + "\n"
 
 
@@ -142,7 +143,8 @@ class ResourceBody:
 
 def read_resource(uri: str, rules: OfferRules, fs: FileSystem,
                   conversions: ConvertedTexts | None = None,
-                  gate: ConversionGate | None = None) -> ResourceBody:
+                  gate: ConversionGate | None = None, *,
+                  collection: str | None = None) -> ResourceBody:
     """THE resource read: ``kb://topic/<prefix>`` (a group's list), ``kb://doc/<path>`` or
     ``kb://doc/<path>#L<a>-<b>`` (those lines).
 
@@ -153,13 +155,16 @@ def read_resource(uri: str, rules: OfferRules, fs: FileSystem,
        the lines asked for; a whole read of a document past the read cap serves its first
        lines.
     4. ``ranges.resource_text``: the text, plus a visible notice when it is not all of it.
+
+    ``uri`` is in its single-folder form; ``collection`` (a server of several, which took
+    it off the URI: ``uris.collection_of``) puts the URIs a body names in its form.
     """
     target = parse_uri(uri)
     if isinstance(target, TopicUri):
         group = topic_group(rules, target.prefix)
         if group is None:
             raise NotOffered(target.prefix, "no such topic")
-        return ResourceBody(uri, topic_body(group), "text/markdown")
+        return ResourceBody(uri, topic_body(group, collection), "text/markdown")
     if not rules.is_offered(target.path):
         raise NotOffered(target.path, "not offered by this knowledge base")
     if isinstance(target, DocRangeUri):
@@ -168,7 +173,7 @@ def read_resource(uri: str, rules: OfferRules, fs: FileSystem,
     else:
         ask = RangeRequest(whole_or_first=True)
     got = read_range(target.path, ask, fs, rules.registry, conversions, gate)
-    return ResourceBody(uri, resource_text(got), got.media_type)
+    return ResourceBody(uri, resource_text(got, collection=collection), got.media_type)
 
 
 _LINE_BREAKS = re.compile(r"[\x00-\x1f\x7f\u0085\u2028\u2029]+")

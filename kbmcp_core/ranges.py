@@ -239,16 +239,19 @@ def _part_lines(path: str, ask: RangeRequest, entries: tuple[OutlineEntry, ...] 
     return page_lines(path, entries, ask.page, total)
 
 
-def resource_text(got: TextRange, uri_path: str | None = None) -> str:
+def resource_text(got: TextRange, uri_path: str | None = None, *,
+                  collection: str | None = None) -> str:
     """A resource body: the text, plus a visible notice when a whole read was cut short
-    (a URI that named lines gets exactly them, and a notice only if they did not fit)."""
+    (a URI that named lines gets exactly them, and a notice only if they did not fit);
+    the next URI in ``collection``'s form when one is given."""
     if got.truncated:  # a converted document's kept text, cut as ADR-0004 describes
         return got.text + TRUNCATION_NOTICE.format(cap=EXTRACTED_TEXT_CAP // MIB)
     if not got.cut_short or got.next_start_line is None:
         return got.text
     span = got.end_line - got.start_line + 1
     nxt = doc_range_uri(uri_path or got.path, got.next_start_line,
-                        min(got.total_lines or 0, got.next_start_line + max(span, 1) - 1))
+                        min(got.total_lines or 0, got.next_start_line + max(span, 1) - 1),
+                        collection)
     return got.text + NEXT_NOTICE.format(start=got.start_line, end=got.end_line,
                                          total=got.total_lines, next_uri=nxt)
 

@@ -14,6 +14,7 @@ from kbmcp_core.fusion import Fusion, fuse, leg_weights
 from kbmcp_core.meta_keys import META_IN_PROGRESS
 from kbmcp_core.models import StoredChunk
 from kbmcp_core.offer import OfferRules
+from kbmcp_core.passages import PASSAGE_CANDIDATES, passage_similarities
 from kbmcp_core.ports import Embedder, IndexReader, Reranker, VectorStore
 from kbmcp_core.query_syntax import parse_query
 from kbmcp_core.questions import fusion_for
@@ -51,6 +52,8 @@ class SearchHit:
     rerank_score: float | None = None
     #: the numbers behind ``score`` (only when the request asked: ``explain``)
     explain: HitExplain | None = None
+    #: the collection the hit is from (set by ``search_collections``; decision 0041)
+    collection: str | None = None
 
     def as_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -77,6 +80,8 @@ class SearchHit:
             out["rerank_score"] = round(self.rerank_score, 6)
         if self.explain is not None:
             out["explain"] = self.explain.as_dict()
+        if self.collection is not None:
+            out["collection"] = self.collection
         return out
 
 
@@ -123,6 +128,7 @@ class Searcher:
         defaults: SearchDefaults | None = None,
         reranker: Reranker | None = None,
         fusion: Fusion | None = None,
+        passages: int = PASSAGE_CANDIDATES,
     ) -> None:
         self.store = store
         self.vectors = vectors
@@ -132,6 +138,8 @@ class Searcher:
         self.defaults = defaults or SearchDefaults()
         self.reranker = reranker
         self.fusion = fusion or Fusion()
+        #: candidates re-scored by their nearest paragraph (``passages``; 0 = off)
+        self.passages = passages
 
     def search(self, request: SearchRequest) -> SearchResponse:
         req = resolve(request, self.defaults)
@@ -159,6 +167,7 @@ class Searcher:
         lexical: list[tuple[int, float]] = []
         vector: list[tuple[int, float]] = []
         unreadable: VectorsUnreadable | EmbeddingUnreachable | None = None
+        qv: list[float] | None = None
         if req.mode in ("hybrid", "lexical"):
             lexical = self.store.lexical_search(query, pool, allowed_paths)
         if req.mode in ("hybrid", "vector"):
@@ -176,6 +185,15 @@ class Searcher:
         else:
             fused = list(vector or lexical)
         chunks = self.store.get_chunks([cid for cid, _ in fused])
+        legs = vector  # as fused: its best candidates re-scored by paragraph (passages)
+        if (req.mode == "hybrid" and qv is not None and unreadable is None and self.passages
+                and readable > 0):
+            try:
+                legs = passage_similarities(qv, fused, vector, chunks, self.embedder,
+                                            self.passages)
+                fused = fuse(legs, lexical, coverage=readable, fusion=fusion)
+            except EmbeddingUnreachable:  # the service went away: the chunks' scores stand
+                legs = vector
         options = req.shape(self.defaults)
         ranked = fused_order = [(cid, s) for cid, s in fused if cid in chunks]
         ranked, reranked = apply_rerank(query, ranked, chunks, options, self.reranker)
@@ -189,8 +207,8 @@ class Searcher:
         explains: list[HitExplain | None] = [None] * len(picked)
         if req.explain:
             explains[:] = explain_hits(
-                [cid for cid, _ in picked], mode=req.mode, lexical=lexical, vector=vector,
-                weights=(leg_weights(vector, lexical, readable, fusion)
+                [cid for cid, _ in picked], mode=req.mode, lexical=lexical, vector=legs,
+                weights=(leg_weights(legs, lexical, readable, fusion)
                          if req.mode == "hybrid" else None),
                 fused=fused_order, reranked=reranked)
         hits = tuple(replace(_hit(chunks[cid], score, offered), matches=m, context=ctx,

@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import cast
 from urllib.parse import quote, urlsplit, urlunsplit
 
+from kbmcp_core.collections import CollectionSpec
 from kbmcp_core.fields import Declared
 from kbmcp_core.fusion import DEFAULT_FUSION, Fusion, FusionMethod, VectorScale
+from kbmcp_core.passages import PASSAGE_CANDIDATES
 from kbmcp_core.rerank import RERANK_CANDIDATES
 
 DEFAULT_EXCLUDE_DIRS: tuple[str, ...] = (
@@ -184,6 +186,8 @@ class Settings:
     #: the cross-encoder ``rerank`` runs (a packaged model's name): decision 0016
     search_reranker: str = DEFAULT_RERANKER
     search_rerank_candidates: int = RERANK_CANDIDATES
+    #: best candidates re-scored by their nearest paragraph, 0 = off: decision 0028
+    search_passage_candidates: int = PASSAGE_CANDIDATES
     #: how the two legs are fused (``fusion`` property): decision 0015
     search_fusion: str = DEFAULT_FUSION.method
     search_lexical_weight: float = DEFAULT_FUSION.lexical_weight
@@ -207,6 +211,9 @@ class Settings:
     #: [server].trusted_proxies: addresses or networks whose X-Forwarded-* headers `serve`
     #: believes (none by default; --trusted-proxy adds to them)
     server_trusted_proxies: tuple[str, ...] = ()
+    #: ``[[collections]]``: the folders served under names (decision 0041); empty = the
+    #: one folder ``kb_path``, served as one collection named after it
+    collections: tuple[CollectionSpec, ...] = ()
     extra: dict[str, object] = field(default_factory=dict)
     #: where these settings came from; not a setting (equal settings from two files are
     #: equal, and a search answer does not depend on it)

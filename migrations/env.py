@@ -31,6 +31,8 @@ def _run(connection: Connection) -> None:
         target_metadata=metadata,
         include_name=_include_name,
         render_as_batch=False,
+        # a collection's schema on PostgreSQL (kbmcp_adapters.store.pg_schema); None: default
+        version_table_schema=context.config.attributes.get("version_table_schema"),
     )
     with context.begin_transaction():
         context.run_migrations()

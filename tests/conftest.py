@@ -16,8 +16,10 @@ from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
 
 #: pg_cluster / pg_url: a throwaway PostgreSQL cluster (tests/pg_cluster.py); s3_server: an
 #: S3-compatible server on loopback (tests/s3_server.py); the property suite's example counts
-#: (tests/hypothesis_counts.py)
-pytest_plugins = ["tests.pg_cluster", "tests.s3_server", "tests.hypothesis_counts"]
+#: (tests/hypothesis_counts.py); each test's CPU seconds when KB_TEST_CPU_LOG is set
+#: (tests/cpu_log.py)
+pytest_plugins = ["tests.pg_cluster", "tests.s3_server", "tests.hypothesis_counts",
+                  "tests.cpu_log"]
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -7,7 +7,7 @@ import logging
 import os
 import shlex
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -16,9 +16,11 @@ from urllib.parse import unquote, urlsplit
 from kbmcp_adapters.app import trust
 from kbmcp_adapters.embedding.service_config import SERVICE_PROVIDER, check_service_values
 from kbmcp_adapters.store.urls import check_database_url
+from kbmcp_core.collections import CollectionSpec, parse_collections
 from kbmcp_core.errors import ConfigError, InvalidQuery
 from kbmcp_core.fields import Declared, declare
 from kbmcp_core.fusion import DEFAULT_FUSION
+from kbmcp_core.passages import MAX_PASSAGE_CANDIDATES
 from kbmcp_core.rerank import MAX_RERANK_CANDIDATES
 from kbmcp_core.search_request import check_options
 from kbmcp_core.settings import (
@@ -81,6 +83,7 @@ _SCHEMA: dict[str, dict[str, tuple[str, tuple[type, ...]]]] = {
         "rerank": ("search_rerank", (bool,)),
         "reranker": ("search_reranker", (str,)),
         "rerank_candidates": ("search_rerank_candidates", (int,)),
+        "passage_candidates": ("search_passage_candidates", (int,)),
         "fusion": ("search_fusion", (str,)),
         "lexical_weight": ("search_lexical_weight", (int, float)),
         "lexical_weight_min": ("search_lexical_weight_min", (int, float)),
@@ -108,7 +111,9 @@ CONFIG_ENV = trust.CONFIG_ENV
 _GATED_FIELDS = ("database_url", "vectors_uri", "vectors_storage_options", "model_cache_dir",
                  "server_tokens_file", "server_trusted_proxies",
                  # a network endpoint the text goes to, and which secret goes with it (0037)
-                 "embedding_base_url", "embedding_api_key_env")
+                 "embedding_base_url", "embedding_api_key_env",
+                 # the folders a server serves, which could name any folder (0041)
+                 "collections")
 
 log = logging.getLogger(__name__)
 
@@ -163,6 +168,8 @@ def parse_config(path: Path, data: bytes) -> dict[str, Any]:
     for key, value in raw.items():
         if key == "fields":  # any names, each a type: decision 0036
             out["declared_fields"] = declared_fields(path, value)
+        elif key == "collections":  # [[collections]]: decision 0041
+            out["collections"] = parse_collections(value, path.parent, str(path))
         elif isinstance(value, dict) and key in _SCHEMA and key != "":
             for sub, subvalue in value.items():
                 out.update(_field(path, key, sub, subvalue))
@@ -174,6 +181,18 @@ def parse_config(path: Path, data: bytes) -> dict[str, Any]:
     if "vectors_uri" in out:
         out["vectors_uri"] = _vectors_uri(out["vectors_uri"], path.parent)
     return out
+
+
+def collection_folders(specs: Sequence[CollectionSpec]) -> tuple[CollectionSpec, ...]:
+    """The ``[[collections]]`` with each folder resolved; ``ConfigError`` naming the
+    first collection whose folder is not there (checked after the trust rule)."""
+    out = []
+    for spec in specs:
+        folder = Path(spec.path).expanduser()
+        if not folder.is_dir():
+            raise ConfigError(f"collection {spec.name!r}: path is not a directory: {folder}")
+        out.append(replace(spec, path=folder.resolve()))
+    return tuple(out)
 
 
 def declared_fields(path: Path, value: object) -> Declared:
@@ -233,6 +252,8 @@ def build_settings(
         values.update(from_file)
     log.info("config: %s", origin.describe())  # shown by -v, before anything can fail
     values.update({k: v for k, v in overrides.items() if v is not None})
+    if values.get("collections") and "kb_path" not in values and path is not None:
+        values["kb_path"] = path.parent  # the folder the collections' index folder is in
     unknown = set(values) - set(Settings.__dataclass_fields__)
     if unknown:
         raise ConfigError(f"unknown setting(s): {', '.join(sorted(unknown))}")
@@ -250,6 +271,8 @@ def build_settings(
         gated = gated_keys(unchosen, kb_path)
         if gated:
             raise unreadable or _untrusted(origin, gated, changed)
+    if values.get("collections"):
+        values["collections"] = collection_folders(values["collections"])
     for name in _TUPLE_FIELDS & values.keys():
         values[name] = tuple(values[name])
     values.setdefault("exclude_dirs", DEFAULT_EXCLUDE_DIRS)
@@ -408,6 +431,10 @@ def _validate_numbers(values: Mapping[str, Any]) -> None:
     _validate_search_shape(values)
     _validate_fusion(values)
     _validate_parsers(values)
+    passages = values.get("search_passage_candidates")
+    if passages is not None and not 0 <= int(passages) <= MAX_PASSAGE_CANDIDATES:
+        raise ConfigError(f"[search].passage_candidates must be from 0 (off) to "
+                          f"{MAX_PASSAGE_CANDIDATES}, got {passages}")
     candidates = values.get("search_rerank_candidates")
     if candidates is not None and not 1 <= int(candidates) <= MAX_RERANK_CANDIDATES:
         raise ConfigError(f"[search].rerank_candidates must be from 1 to "

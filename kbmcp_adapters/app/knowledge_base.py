@@ -305,6 +305,7 @@ class KnowledgeBase:
             defaults=SearchDefaults.from_settings(s),
             reranker=self._container.reranker,
             fusion=s.fusion,
+            passages=s.search_passage_candidates,
         )
 
     def search(self, query: str, **params: Any) -> SearchResponse:
@@ -371,12 +372,13 @@ class KnowledgeBase:
     def titles(self, paths: Collection[str]) -> dict[str, str]:
         return {d.path: d.title for d in self._container.store.documents(paths)}
 
-    def read_resource(self, uri: str) -> ResourceBody:
+    def read_resource(self, uri: str, *, collection: str | None = None) -> ResourceBody:
         """``kb://doc/<path>`` (offered documents only) or ``kb://topic/<prefix>``: the
-        core use-case ``offer.read_resource`` over this knowledge base's adapters."""
+        core use-case ``offer.read_resource`` over this knowledge base's adapters;
+        ``collection``: the URIs the body names carry it (decision 0042)."""
         c = self._container
         return read_resource(uri, self.offer_rules(), c.fs, _KeptConversions(c),
-                             self._conversions)
+                             self._conversions, collection=collection)
 
     def connection_graph(self, *, path: str | None = None, query: str | None = None,
                          bounds: GraphBounds | None = None) -> ConnectionGraph:

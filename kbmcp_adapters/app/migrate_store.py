@@ -25,7 +25,7 @@ from kbmcp_core.index_copy import (
 from kbmcp_core.settings import Settings
 
 __all__ = ["Migration", "describe_store", "migrate_configured", "migrate_store",
-           "vectors_location"]
+           "toml_string", "vectors_location"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,13 +71,13 @@ def migrate_configured(
     finally:
         target.close()
         source.close()
-    lines = (f"database_url = {_toml(safe_url(to_url))}",
-             f"vectors_uri = {_toml(public_uri(target_settings.vectors_location))}",
-             "", "[embedding]", f"model = {_toml(report.model_id)}")
+    lines = (f"database_url = {toml_string(safe_url(to_url))}",
+             f"vectors_uri = {toml_string(public_uri(target_settings.vectors_location))}",
+             "", "[embedding]", f"model = {toml_string(report.model_id)}")
     return Migration(report, lines, make_url(to_url).password is not None)
 
 
-def _toml(value: str) -> str:
+def toml_string(value: str) -> str:
     """A TOML basic string."""
     return json.dumps(value, ensure_ascii=False)
 

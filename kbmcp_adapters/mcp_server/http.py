@@ -20,8 +20,10 @@ from kbmcp_adapters.mcp_server.auth import HashedTokenVerifier, with_bearer_auth
 from kbmcp_adapters.mcp_server.http_limits import BodyGuard, HttpLimits, SessionCap
 from kbmcp_adapters.mcp_server.http_proxy import ForwardedHeaders, Network, peer_of
 from kbmcp_adapters.mcp_server.runtime import BackgroundTask, KbRuntime
+from kbmcp_adapters.mcp_server.runtime_set import RuntimeSet
 from kbmcp_adapters.mcp_server.server import build_server, exit_now
 from kbmcp_adapters.mcp_server.ui import SECURITY_HEADERS, UI_API_PATH, UI_PATH, ui_routes
+from kbmcp_adapters.mcp_server.ui_collections import CollectionsUiApi
 from kbmcp_core.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -214,7 +216,7 @@ def _forbidden(reason: str) -> Response:
 
 
 def build_http_app(
-    rt: KbRuntime,
+    rt: KbRuntime | RuntimeSet,
     *,
     host: str,
     port: int,
@@ -255,7 +257,8 @@ def build_http_app(
             allowed_origins=sorted(origins),
         ),
         custom_starlette_routes=[Route(HEALTH_PATH, healthz, methods=["GET"]),
-                                 *ui_routes(rt)],
+                                 *ui_routes(CollectionsUiApi(rt)
+                                            if isinstance(rt, RuntimeSet) else rt)],
     )
     app = BodyGuard(app, limits)
     if not stateless:
@@ -288,7 +291,7 @@ def bind_socket(host: str, port: int) -> socket.socket:
 
 
 def serve_http(
-    rt: KbRuntime,
+    rt: KbRuntime | RuntimeSet,
     *,
     host: str,
     port: int,
@@ -347,7 +350,8 @@ def serve_http(
 
 
 async def _serve_http(
-    rt: KbRuntime, app: ASGIApp, sock: socket.socket, background: tuple[BackgroundTask, ...],
+    rt: KbRuntime | RuntimeSet, app: ASGIApp, sock: socket.socket,
+    background: tuple[BackgroundTask, ...],
     limits: HttpLimits,
 ) -> None:
     import uvicorn

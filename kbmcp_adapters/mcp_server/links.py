@@ -10,7 +10,7 @@ import mcp_types as types
 
 from kbmcp_core.models import extension_of
 from kbmcp_core.reading import media_type_for
-from kbmcp_core.uris import doc_range_uri
+from kbmcp_core.uris import doc_range_uri, doc_uri
 
 
 def hit_links(data: Mapping[str, Any]) -> list[types.ContentBlock]:
@@ -35,8 +35,11 @@ def hit_link(hit: Mapping[str, Any]) -> types.ResourceLink | None:
     if heading and heading != title:
         title = f"{title} — {heading}"
     size: int | None = None
+    collection = hit.get("collection")  # in the URI on a server of several (decision 0042)
+    if not isinstance(collection, str) or uri != doc_uri(path, collection):
+        collection = None
     if isinstance(start, int) and isinstance(end, int) and 1 <= start <= end:
-        uri = doc_range_uri(path, start, end)
+        uri = doc_range_uri(path, start, end, collection)
         where = f"lines {start}-{end}" if end > start else f"line {start}"
         size = len(str(hit.get("content", "")).encode("utf-8", "surrogatepass"))
     elif isinstance(hit.get("page"), int):

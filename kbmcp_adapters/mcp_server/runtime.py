@@ -32,8 +32,10 @@ from kbmcp_core.settings import Settings
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-#: A task run beside the transport for the server's lifetime (the file watcher plugs in here).
-BackgroundTask = Callable[["KbRuntime"], Coroutine[Any, Any, None]]
+#: A task run beside the transport for the server's lifetime (the file watcher plugs in
+#: here), given the server's host: its ``KbRuntime`` (or, on a server of several
+#: collections, the ``RuntimeSet``: its tasks are each bound to one collection's runtime).
+BackgroundTask = Callable[[Any], Coroutine[Any, Any, None]]
 #: At shutdown, the longest wait (s) for index runs in progress to reach a safe point.
 SHUTDOWN_S = 20.0
 #: Why a read-only server refuses to write, and where the writer runs instead.
@@ -99,6 +101,7 @@ class KbRuntime:
         *,
         read_only: bool = False,
         index_on_start: bool = False,
+        notifier: ChangeNotifier | None = None,
     ) -> None:
         """``open_kb`` builds the knowledge base on first need (tests pass fakes this way).
 
@@ -108,12 +111,15 @@ class KbRuntime:
 
         ``index_on_start``: ``serve`` runs an index run as it starts (decision 0024: the
         watcher's first sync, or ``start_run.start_index_task``); until one completes,
-        the tools answer "indexing" rather than "no index yet". Never on a replica."""
+        the tools answer "indexing" rather than "no index yet". Never on a replica.
+
+        ``notifier``: shared by the runtimes of a server of several collections
+        (``runtime_set.RuntimeSet``), so a change in any one reaches every client."""
         read_only = read_only or settings.read_only
         self.settings = dataclasses.replace(settings, read_only=True) if read_only else settings
         self.read_only = read_only
         self._schema_checked = False
-        self.notifier = ChangeNotifier()
+        self.notifier = notifier or ChangeNotifier()
         self._open_kb = open_kb
         self._kb: KnowledgeBase | None = None
         self._open_lock = threading.Lock()

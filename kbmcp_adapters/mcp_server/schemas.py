@@ -214,7 +214,9 @@ SEARCH_OUTPUT = _obj(
                               "start_line": _INT, "end_line": _INT, "start_page": _INT,
                               "end_page": _INT},
                              "kind", "expanded", "text", "chunk_ids", "truncated"),
-             "rerank_score": _NUM, "explain": _HIT_EXPLAIN},
+             "rerank_score": _NUM, "explain": _HIT_EXPLAIN,
+             "collection": _typed("string", "the collection the hit is from (a server "
+                                  "of several collections)")},
             *_HIT_FIELDS)),
         "low_confidence": _BOOL,
         "filter_applied": {"type": "object"},

@@ -22,10 +22,18 @@ from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import ListenHandler
 from mcp.shared.exceptions import MCPError
 
-from kbmcp_adapters.mcp_server import completion, prompts, resources, tools
+from kbmcp_adapters.mcp_server import (
+    collection_resources,
+    collection_tools,
+    completion,
+    prompts,
+    resources,
+    tools,
+)
 from kbmcp_adapters.mcp_server.icons import server_icons
 from kbmcp_adapters.mcp_server.index_run_tools import progress_report, request_progress
 from kbmcp_adapters.mcp_server.runtime import SHUTDOWN_S, BackgroundTask, KbRuntime
+from kbmcp_adapters.mcp_server.runtime_set import RuntimeSet
 from kbmcp_adapters.mcp_server.schemas import ArgumentChecker
 from kbmcp_adapters.mcp_server.stdio import claim_stdin, claim_stdout, stdio_transport
 
@@ -43,6 +51,13 @@ INSTRUCTIONS = (
     "you use, and say so when the knowledge base does not answer a question. `rebuild_index` "
     "brings the index up to date after files change; a long run goes on in the background "
     "and `index_status` reports it."
+)
+
+#: Added to the instructions by a server of several collections (decision 0042).
+COLLECTIONS_NOTE = (
+    " This server serves several collections (folders under names): `list_collections` "
+    "names them; every tool takes `collection` (a name or a list; omitted: the default "
+    "collections), and each hit and URI names its collection (kb://doc/{collection}/{path})."
 )
 
 
@@ -83,9 +98,25 @@ def server_version() -> str:
         return "0"
 
 
-def build_server(rt: KbRuntime) -> Server[Any]:
-    """The low-level SDK server with every kb-mcp handler registered."""
-    specs = {spec.name: spec for spec in tools.tool_specs(rt.settings)}
+def build_server(rt: KbRuntime | RuntimeSet) -> Server[Any]:
+    """The low-level SDK server with every kb-mcp handler registered; a ``RuntimeSet``
+    (several collections, decision 0042) gets the tools, resources and completion that
+    take a collection."""
+    surface: dict[str, Any]
+    if isinstance(rt, RuntimeSet):
+        listed = collection_tools.tool_specs(rt)
+        surface = {"on_list_resources": partial(collection_resources.list_resources, rt),
+                   "on_list_resource_templates": partial(collection_resources.list_templates,
+                                                         rt),
+                   "on_read_resource": partial(collection_resources.read_resource, rt),
+                   "on_completion": partial(collection_resources.complete, rt)}
+    else:
+        listed = tools.tool_specs(rt.settings)
+        surface = {"on_list_resources": partial(resources.list_resources, rt),
+                   "on_list_resource_templates": resources.list_templates,
+                   "on_read_resource": partial(resources.read_resource, rt),
+                   "on_completion": partial(completion.complete, rt)}
+    specs = {spec.name: spec for spec in listed}
     #: each tool's arguments are checked against the very schema tools/list publishes
     checkers = {name: ArgumentChecker(spec.input_schema) for name, spec in specs.items()}
 
@@ -112,17 +143,14 @@ def build_server(rt: KbRuntime) -> Server[Any]:
         version=server_version(),
         title="kb-mcp knowledge base",
         description=DESCRIPTION,
-        instructions=INSTRUCTIONS,
+        instructions=INSTRUCTIONS + (COLLECTIONS_NOTE if isinstance(rt, RuntimeSet) else ""),
         icons=server_icons(),
         cache_hints=_ALWAYS_FRESH,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
-        on_list_resources=partial(resources.list_resources, rt),
-        on_list_resource_templates=resources.list_templates,
-        on_read_resource=partial(resources.read_resource, rt),
         on_list_prompts=prompts.list_prompts,
         on_get_prompt=prompts.get_prompt,
-        on_completion=partial(completion.complete, rt),
+        **surface,
         on_subscriptions_listen=ListenHandler(rt.notifier.bus),
     )
     server.middleware.append(rt.notifier)
@@ -131,7 +159,8 @@ def build_server(rt: KbRuntime) -> Server[Any]:
 
 # -- stdio ---------------------------------------------------------------------------------
 def serve_stdio(
-    rt: KbRuntime, *, wire: BinaryIO | None = None, background: Sequence[BackgroundTask] = ()
+    rt: KbRuntime | RuntimeSet, *, wire: BinaryIO | None = None,
+    background: Sequence[BackgroundTask] = (),
 ) -> None:
     """Serve MCP over stdin/stdout until the client closes stdin, or the server is asked to
     stop (``KbRuntime.request_stop``: ``StopSignals`` does on SIGINT and SIGTERM).
@@ -155,7 +184,8 @@ def serve_stdio(
 
 
 async def _serve_stdio(
-    rt: KbRuntime, wire_in: BinaryIO, wire: BinaryIO, background: tuple[BackgroundTask, ...]
+    rt: KbRuntime | RuntimeSet, wire_in: BinaryIO, wire: BinaryIO,
+    background: tuple[BackgroundTask, ...],
 ) -> None:
     server = build_server(rt)
     log.info("serving %s over stdio", rt.settings.kb_path.name or "the knowledge base")
@@ -221,7 +251,7 @@ class StopSignals:
         with contextlib.suppress(OSError):  # a full pipe: a wake-up is already pending
             os.write(self._wake_w, b"\0")
 
-    async def stop_server(self, rt: KbRuntime) -> None:
+    async def stop_server(self, rt: KbRuntime | RuntimeSet) -> None:
         """A background task of the server: on the first signal, ask it to stop."""
         while self.received is None:
             await anyio.wait_readable(self._wake_r)

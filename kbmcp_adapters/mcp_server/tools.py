@@ -35,7 +35,9 @@ from kbmcp_core.settings import Settings
 
 log = logging.getLogger(__name__)
 
-ToolRun = Callable[[KbRuntime, JsonObject], Awaitable[JsonObject]]
+#: A tool's work, given the server's host: its ``KbRuntime``, or the ``RuntimeSet`` of a
+#: server of several collections (whose tools are ``collection_tools``').
+ToolRun = Callable[[Any, JsonObject], Awaitable[JsonObject]]
 
 TOPIC_TITLES_SHOWN = 3
 

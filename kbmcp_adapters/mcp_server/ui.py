@@ -84,6 +84,8 @@ class UiApi:
 
     def __init__(self, rt: KbRuntime) -> None:
         self.rt = rt
+        #: what the tools are run with (``ui_collections``: the ``RuntimeSet``)
+        self.host: Any = rt
         self.specs = {s.name: s for s in tools.tool_specs(rt.settings)}
         self.checkers = {n: ArgumentChecker(s.input_schema) for n, s in self.specs.items()}
 
@@ -94,7 +96,8 @@ class UiApi:
         spec = self.specs[name]
         try:
             checked = self.checkers[name].check(args)
-            result = tools.success_result(await spec.run(self.rt, {**checked, **(extra or {})}))
+            result = tools.success_result(await spec.run(self.host,
+                                                         {**checked, **(extra or {})}))
         except Exception as exc:
             result = tools.failure_result(exc)
         if result.is_error:
@@ -131,8 +134,7 @@ class UiApi:
         if not isinstance(uri, str) or not uri.startswith(SCHEME):
             return _error("invalid_argument", f"uri must be a {SCHEME} URI")
         try:
-            result = await resources.read_resource(
-                self.rt, None, types.ReadResourceRequestParams(uri=uri))
+            result = await self.read_uri(uri)
         except MCPError as exc:
             if exc.code == resources.RESOURCE_NOT_FOUND:
                 data = exc.error.data if isinstance(exc.error.data, dict) else {}
@@ -142,6 +144,11 @@ class UiApi:
         content = result.contents[0]
         assert isinstance(content, types.TextResourceContents)
         return _json({"uri": uri, "mime_type": content.mime_type, "text": content.text})
+
+    async def read_uri(self, uri: str) -> types.ReadResourceResult:
+        """The ``resources/read`` handler of this server."""
+        return await resources.read_resource(self.rt, None,
+                                             types.ReadResourceRequestParams(uri=uri))
 
     async def topics(self, request: Request) -> Response:
         """``resources/list`` as a client sees it, with each group's offered documents."""
@@ -203,6 +210,10 @@ class UiApi:
             return args
         return await self.tool("rebuild_index", args)
 
+    async def collections(self, request: Request) -> Response:
+        """The collections the page offers to pick from: none for one folder."""
+        return _json({"collections": []})
+
 
 def _text(result: types.CallToolResult) -> str:
     block = result.content[0]
@@ -223,9 +234,11 @@ async def _body(request: Request) -> JsonObject | Response:
     return data
 
 
-def ui_routes(rt: KbRuntime) -> list[Route]:
-    """The /ui page and its static files, / (a redirect to it), /favicon.ico, and /ui/api/*."""
-    api = UiApi(rt)
+def ui_routes(rt: KbRuntime | UiApi) -> list[Route]:
+    """The /ui page and its static files, / (a redirect to it), /favicon.ico, and /ui/api/*
+    (``rt``'s, or the API given: over several collections ``http.py`` hands in
+    ``ui_collections.CollectionsUiApi``)."""
+    api = rt if isinstance(rt, UiApi) else UiApi(rt)
     files = {name: static_file(name) for name in _STATIC}
 
     def serve(name: str) -> Any:
@@ -250,6 +263,7 @@ def ui_routes(rt: KbRuntime) -> list[Route]:
         Route(f"{UI_API_PATH}/topics", api.topics, methods=["GET"]),
         Route(f"{UI_API_PATH}/health", api.health, methods=["GET"]),
         Route(f"{UI_API_PATH}/progress", api.progress, methods=["GET"]),
+        Route(f"{UI_API_PATH}/collections", api.collections, methods=["GET"]),
     ]
 
 

@@ -3,8 +3,10 @@
 With a PostgreSQL store the writers may run on different machines, so the file lock in the
 index folder cannot exclude them. The lock is then ``pg_try_advisory_lock(KEY)``, polled until
 the writer's deadline, on one dedicated connection that stays open for the writer's whole run.
-There is one key per database (one database holds one index), a fixed 64-bit number derived
-from a constant name, so every kb-mcp version agrees on it.
+There is one key per index: a fixed 64-bit number derived from a constant name, so every
+kb-mcp version agrees on it; a collection's index (its own schema of a shared database,
+``pg_schema``) derives its key from that name and its schema, so writers of two
+collections never wait on each other.
 
 A writer that dies frees the lock with its connection, however it dies: a killed process's
 socket is closed by its kernel at once. A writer whose *host* vanishes (power cut, network
@@ -23,7 +25,6 @@ is visible to every role) to name the holder as the file lock does.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import socket
 import time
@@ -31,13 +32,14 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+from kbmcp_adapters.store.pg_schema import lock_key, lock_name
 from kbmcp_core.errors import StoreUnreachable, WriterBusy
 
-__all__ = ["FREED_WITHIN_S", "LOCK_KEY", "advisory_lock", "is_postgresql_url"]
+__all__ = ["FREED_WITHIN_S", "LOCK_KEY", "advisory_lock", "is_postgresql_url", "store_lock_key"]
 
 #: The lock's name; its key is the first 8 bytes of its SHA-256, as a signed 64-bit integer.
 LOCK_NAME = "kb-mcp index writer"
-LOCK_KEY = int.from_bytes(hashlib.sha256(LOCK_NAME.encode()).digest()[:8], "big", signed=True)
+LOCK_KEY = lock_key(LOCK_NAME)
 
 KEEPALIVE_IDLE_S = 30
 KEEPALIVE_INTERVAL_S = 10
@@ -108,8 +110,9 @@ def _connect_args(url: str, application_name: str) -> dict[str, Any]:
 class HeldLock:
     """The lock while it is held: its dedicated connection, and a check that it still is."""
 
-    def __init__(self, connection: Any) -> None:
+    def __init__(self, connection: Any, key: int = LOCK_KEY) -> None:
         self.connection = connection
+        self.key = key
 
     def still_held(self) -> bool:
         """True while the lock connection is alive and this session holds the lock."""
@@ -117,7 +120,8 @@ class HeldLock:
             row = self.connection.execute(
                 "SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid() "
                 "AND locktype = 'advisory' AND granted AND objsubid = 1 "
-                "AND classid::bigint = %s AND objid::bigint = %s", _key_halves()).fetchone()
+                "AND classid::bigint = %s AND objid::bigint = %s",
+                _key_halves(self.key)).fetchone()
         except Exception:
             return False
         return bool(row and row[0])
@@ -129,13 +133,19 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _try_lock(conn: Any) -> bool:
-    row = conn.execute("SELECT pg_try_advisory_lock(%s)", (LOCK_KEY,)).fetchone()
+def _try_lock(conn: Any, key: int) -> bool:
+    row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
     return bool(row and row[0])
 
 
-def _key_halves() -> tuple[int, int]:
-    unsigned = LOCK_KEY & 0xFFFF_FFFF_FFFF_FFFF
+def store_lock_key(url: str) -> int:
+    """The writer lock's key for the index at ``url``: ``LOCK_KEY`` in the default schema,
+    one of its own for a collection's schema."""
+    return lock_key(lock_name(LOCK_NAME, url))
+
+
+def _key_halves(key: int = LOCK_KEY) -> tuple[int, int]:
+    unsigned = key & 0xFFFF_FFFF_FFFF_FFFF
     return unsigned >> 32, unsigned & 0xFFFF_FFFF
 
 
@@ -153,6 +163,7 @@ def advisory_lock(url: str, timeout_s: float, purpose: str = "index", *,
     import psycopg
 
     del purpose
+    key = store_lock_key(url)
     if deadline is None:
         deadline = time.monotonic() + max(timeout_s, 0.0)
     since = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -163,11 +174,11 @@ def advisory_lock(url: str, timeout_s: float, purpose: str = "index", *,
                                f"{_first_line(exc)}") from None
     try:
         try:
-            while not _try_lock(conn):
+            while not _try_lock(conn, key):
                 if check is not None:
                     check()
                 if time.monotonic() >= deadline:
-                    row = conn.execute(_HOLDER_SQL, _key_halves()).fetchone()
+                    row = conn.execute(_HOLDER_SQL, _key_halves(key)).fetchone()
                     raise WriterBusy(
                         f"another writer holds the index lock "
                         f"({_describe(row[0] if row else None)}); waited {timeout_s:g}s. "
@@ -182,10 +193,10 @@ def advisory_lock(url: str, timeout_s: float, purpose: str = "index", *,
             raise StoreUnreachable(f"the writer lock's database connection failed: "
                                    f"{_first_line(exc)}") from None
         try:
-            yield HeldLock(conn)
+            yield HeldLock(conn, key)
         finally:
             with contextlib.suppress(psycopg.Error):
-                conn.execute("SELECT pg_advisory_unlock(%s)", (LOCK_KEY,))
+                conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
     finally:
         with contextlib.suppress(psycopg.Error):
             conn.close()

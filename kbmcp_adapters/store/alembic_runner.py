@@ -22,6 +22,7 @@ from kbmcp_adapters.store.engine import (
     translated,
     write_transaction,
 )
+from kbmcp_adapters.store.pg_schema import migration_search_path
 from kbmcp_core.errors import StoreError
 
 if TYPE_CHECKING:  # Alembic is imported only to migrate: opening an index at head
@@ -39,7 +40,10 @@ def script_location() -> Path:
 
 
 def alembic_config(connection: Connection | None = None) -> Config:
-    """An Alembic config built in code; Alembic's own output goes to stderr."""
+    """An Alembic config built in code; Alembic's own output goes to stderr.
+
+    On a collection's PostgreSQL connection (``pg_schema``) the migration's search path
+    also reaches ``pg_trgm``, and the version table is pinned to the collection's schema."""
     from alembic.config import Config
 
     config = Config(stdout=sys.stderr)
@@ -47,6 +51,7 @@ def alembic_config(connection: Connection | None = None) -> Config:
     config.set_main_option("path_separator", "os")
     if connection is not None:
         config.attributes["connection"] = connection
+        config.attributes["version_table_schema"] = migration_search_path(connection)
     return config
 
 

@@ -20,6 +20,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.exc import OperationalError as SAOperationalError
 from sqlalchemy.pool import NullPool
 
+from kbmcp_adapters.store.pg_schema import create_schema, schema_exists, url_schema
 from kbmcp_adapters.store.urls import check_database_url, is_postgresql, normalized_url, safe_url
 from kbmcp_core.errors import (
     IndexNotFound,
@@ -283,11 +284,19 @@ def _open_pg_engine(url: str, create: bool) -> Engine:
     """A PostgreSQL engine, connected once so that a wrong host, password or database
     name fails here with one sentence; ``IndexNotFound`` for a database kb-mcp never
     indexed into unless ``create`` (the database itself must exist: kb-mcp creates
-    tables, not databases)."""
+    tables, not databases). A collection's URL (``pg_schema.schema_url``) sees only its
+    schema, which ``create`` makes (and a reader never does)."""
     where = safe_url(url)
     engine = make_engine(url)
+    schema = url_schema(url)
     try:
         with translated(location=where), engine.connect() as conn:
+            if schema is not None and not schema_exists(conn, schema):
+                # a collection's schema: made by its first writer, never by a reader
+                if not create:
+                    raise IndexNotFound(where)
+                create_schema(conn, schema)
+                conn.commit()
             if not create and not inspect(conn).has_table(VERSION_TABLE):
                 raise IndexNotFound(where)
     except BaseException:

@@ -42,13 +42,19 @@ def _parse(url: object) -> URL:
 
 
 def safe_url(url: str | URL) -> str:
-    """``url`` for messages and logs: the password, if any, shown as ``***``."""
+    """``url`` for messages and logs: the password, if any, shown as ``***``; a
+    collection's schema (``pg_schema.schema_url``) as `` (schema kb_name)`` after it."""
     from sqlalchemy.engine import make_url
 
+    from kbmcp_adapters.store.pg_schema import url_schema, without_schema
+
     try:
-        return make_url(url).render_as_string(hide_password=True)
+        parsed = make_url(url)
+        schema = url_schema(parsed)
+        shown = without_schema(parsed).render_as_string(hide_password=True)
     except Exception:  # not a URL at all: show nothing of it
         return "the configured database_url"
+    return shown if schema is None else f"{shown} (schema {schema})"
 
 
 def normalized_url(url: str) -> str:

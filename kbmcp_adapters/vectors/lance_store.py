@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, cast
 
 from kbmcp_adapters.vectors import ann_policy, lance_cache
 from kbmcp_adapters.vectors.ann_policy import ANN_MIN_ROWS
+from kbmcp_adapters.vectors.lance_import import import_lancedb
 from kbmcp_adapters.vectors.translate import translate
 from kbmcp_core.errors import StoreError
 from kbmcp_core.models import Vector
@@ -329,8 +330,7 @@ class LanceVectorStore:
             # training on small tables ("clusters are empty"), harmless: errors only,
             # unless the user chose a level (docs/configuration.md)
             os.environ.setdefault(LANCEDB_LOG_ENV, "error")
-            import lancedb
-
+            lancedb = import_lancedb()  # without its unused REST client's validators (0045)
             self._db = lancedb.connect(
                 self._uri if self._directory is None else self._directory,
                 read_consistency_interval=timedelta(0),

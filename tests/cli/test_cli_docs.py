@@ -69,4 +69,5 @@ def test_the_check_catches_a_missing_and_a_stale_option() -> None:
     _, by_command = sections(page)
     assert documented(by_command["status"]) - options(cli.commands["status"]) == {"--colour"}
     assert options(cli.commands["status"]) - documented(page) == {"--config", "--verbose",
-                                                                  "-v", "--skipped"}
+                                                                  "-v", "--skipped",
+                                                                  "--collection"}

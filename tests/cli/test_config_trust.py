@@ -84,6 +84,8 @@ GATED = [
     ('[parsers]\nisolate = false\n', "parsers.isolate"),
     ('[parsers]\nmax_output_chars = 20000000\n', "parsers.max_output_chars"),
     ('[parsers]\ntimeout_seconds = 600\n', "parsers.timeout_seconds"),
+    # a found config may not name folders to serve: it could name ~/.ssh (decision 0041)
+    ('[[collections]]\nname = "keys"\npath = "{elsewhere}"\n', "collections"),
 ]
 
 
@@ -219,7 +221,7 @@ def test_the_user_config_is_a_fallback_not_merged(
 ARGS = {"index": [], "status": [], "search": ["tomatoes"], "doctor": [],
         "eval": ["--golden", "missing.yml"], "migrate-store": ["--to", "sqlite:////x/y.db"],
         "token": ["list"], "graph": ["--query", "tomatoes"], "tune": ["--golden", "missing.yml"],
-        "init": [], "get": ["notes.md"]}
+        "init": [], "get": ["notes.md"], "collections": []}
 
 
 def test_every_command_has_v_and_it_names_the_config(kb_mcp: Invoke, tmp_path: Path) -> None:

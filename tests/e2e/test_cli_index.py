@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 
 from tests.conftest import write_files
+from tests.embedding_server import EmbeddingServer
+from tests.slow_service import slow_embedding_config
 
 KB_MCP = [sys.executable, "-m", "kbmcp_cli"]
 
@@ -73,12 +75,18 @@ def test_index_runs_with_the_network_unavailable(tmp_path: Path, kb_env: dict[st
 def test_a_killed_run_leaves_an_index_the_next_run_completes(
     tmp_path: Path, kb_env: dict[str, str]
 ) -> None:
+    # vectors from a slow loopback service: a run that lasts, at no model's cost
+    with slow_embedding_config(tmp_path / "slow" / "kb-mcp.toml") as service:
+        killed_then_completed(tmp_path, kb_env, tmp_path / "slow" / "kb-mcp.toml", service)
+
+
+def killed_then_completed(tmp_path: Path, kb_env: dict[str, str], config: Path,
+                          service: EmbeddingServer) -> None:
     kb = tmp_path / "kb"
     corpus(kb, 60)
-    (kb / "kb-mcp.toml").write_text("[embedding]\nbatch_size = 4\n")
     db = kb / ".kb-mcp" / "index.db"
     proc = subprocess.Popen(
-        [*KB_MCP, "index", "--kb-path", str(kb), "--config", str(kb / "kb-mcp.toml")],
+        [*KB_MCP, "index", "--kb-path", str(kb), "--config", str(config)],
         env=kb_env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -103,6 +111,7 @@ def test_a_killed_run_leaves_an_index_the_next_run_completes(
     finally:
         proc.kill()
         proc.wait(timeout=30)
+    service.delay_s = 0.0  # the runs that follow need not wait
 
     # what survived is whole: every chunk has lexical rows; every document has chunks
     with sqlite3.connect(db) as conn:
@@ -115,24 +124,24 @@ def test_a_killed_run_leaves_an_index_the_next_run_completes(
     assert docs > 0 and no_chunks == 0 and chunks == fts
 
     r = run(
-        ["doctor", "--kb-path", str(kb), "--config", str(kb / "kb-mcp.toml"), "--format", "json"],
+        ["doctor", "--kb-path", str(kb), "--config", str(config), "--format", "json"],
         kb_env,
     )
     findings = {f["check"] for f in json.loads(r.stdout)["findings"]}
     assert not findings & {"missing-lexical-row", "chunk-without-document",
                            "document-without-chunks"}
     # what was stored is searchable by keywords even if its vectors were still to come
-    r = run(["search", "subject", "--kb-path", str(kb), "--mode", "lexical",
-             "--format", "json"], kb_env)
+    r = run(["search", "subject", "--kb-path", str(kb), "--config", str(config), "--mode",
+             "lexical", "--format", "json"], kb_env)
     assert json.loads(r.stdout)["results"]
 
     r = run(
-        ["index", "--kb-path", str(kb), "--config", str(kb / "kb-mcp.toml"), "--format", "json"],
+        ["index", "--kb-path", str(kb), "--config", str(config), "--format", "json"],
         kb_env,
     )
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["added"] == 60 - docs
-    r = run(["doctor", "--kb-path", str(kb), "--config", str(kb / "kb-mcp.toml")], kb_env)
+    r = run(["doctor", "--kb-path", str(kb), "--config", str(config)], kb_env)
     assert r.returncode == 0, r.stdout + r.stderr
 
 

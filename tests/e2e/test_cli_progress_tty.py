@@ -12,11 +12,15 @@ import struct
 import subprocess
 import termios
 import threading
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import write_files
 from tests.e2e.conftest import DEADLINE
 from tests.e2e.test_cli_index import KB_MCP
+from tests.slow_service import slow_embedding_config
 
 WARNING = "kb-mcp: WARNING: m-broken.md: "
 #: the end of every frame of the bar: elapsed<remaining
@@ -34,8 +38,17 @@ def read_all(fd: int, sink: list[bytes]) -> None:
         sink.append(chunk)
 
 
+@pytest.fixture()
+def config(tmp_path: Path) -> Iterator[Path]:
+    """Vectors from a slow loopback service (tests/slow_service.py): what is on the terminal
+    is the bar, whatever computes the vectors, and no model is loaded for it."""
+    path = tmp_path / "slow" / "kb-mcp.toml"
+    with slow_embedding_config(path):
+        yield path
+
+
 def test_the_bar_is_labelled_and_warnings_print_above_it(
-        tmp_path: Path, kb_env: dict[str, str]) -> None:
+        tmp_path: Path, kb_env: dict[str, str], config: Path) -> None:
     kb = tmp_path / "kb"
     files: dict[str, str | bytes] = {
         f"n{i:03d}.md": f"# Note {i}\n\nSubject {i} " + "lorem ipsum " * 40 + "\n"
@@ -47,7 +60,7 @@ def test_the_bar_is_labelled_and_warnings_print_above_it(
     sink: list[bytes] = []
     reader = threading.Thread(target=read_all, args=(master, sink), daemon=True)
     try:
-        proc = subprocess.Popen([*KB_MCP, "index", "--kb-path", str(kb)],
+        proc = subprocess.Popen([*KB_MCP, "index", "--kb-path", str(kb), "--config", str(config)],
                                 env={**kb_env, "TERM": "xterm"},
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=slave)

@@ -21,6 +21,8 @@ import pytest
 from kbmcp_adapters.mcp_server import resources, tools
 from kbmcp_core.errors import IndexNotFound, NotOffered, PathRefused, WriterBusy
 from tests.e2e.conftest import DEADLINE, Env, LineReader, kb_mcp_command, run_index, stop, write
+from tests.embedding_server import EmbeddingServer
+from tests.slow_service import slow_embedding_config
 
 #: A server whose stdin was closed must have exited by then, whatever it was doing.
 SHUTDOWN_DEADLINE = 60.0
@@ -196,7 +198,8 @@ def test_closing_stdin_during_a_sync_exits_cleanly_every_time(
             assert time.monotonic() < end, topics
             topics = server.tool(1, "list_topics", {})
         before = topics["documents"]
-        staging = bulk_folder(tmp_path / f"staging{attempt}" / "bulk", 400)
+        # 120 notes: a phase two of several model calls, long after the first commit
+        staging = bulk_folder(tmp_path / f"staging{attempt}" / "bulk", 120)
         os.rename(staging, kb / "bulk")  # one event: one long sync
         # the first rows are committed before their vectors: the sync is embedding now
         while server.tool(2, "list_topics", {})["documents"] <= before:
@@ -274,16 +277,29 @@ def test_a_signal_stops_an_http_server_with_exit_0(
     assert "Traceback" not in log
 
 
+@pytest.fixture()
+def slow_service(tmp_path: Path) -> Iterator[tuple[Path, EmbeddingServer]]:
+    """A config whose vectors come from a slow loopback service: a phase two that lasts
+    without a model to run (tests/slow_service.py)."""
+    config = tmp_path / "slow" / "kb-mcp.toml"
+    with slow_embedding_config(config) as service:
+        yield config, service
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
 def test_a_signal_during_rebuild_index_stops_the_server_and_leaves_nothing_to_repair(
-    small_indexed_kb: Path, tmp_path: Path, server_env: Env, servers: list[Server],
-    signum: signal.Signals,
-) -> None:
+    tmp_path: Path, server_env: Env, slow_service: tuple[Path, EmbeddingServer],
+    servers: list[Server], signum: signal.Signals,
+) -> None:  # the service outlives the server: ``servers`` stops it first
+    config, service = slow_service
+    at = ("--config", str(config))
     kb = tmp_path / "kb"
-    shutil.copytree(small_indexed_kb, kb)
+    write(kb, "intro.md", "# Intro\n\nThe handbook of the quarry.\n")
+    write(kb, "tools.md", "# Tools\n\nChisels, wedges and a steady hand.\n")
+    assert kb_mcp_json(kb, server_env, "index", *at)[0] == 0
     bulk_folder(kb / "bulk", 120)
     total = 2 + 120
-    server = Server(kb, server_env, "--no-watch", "--config", str(kb / "kb-mcp.toml"))
+    server = Server(kb, server_env, "--no-watch", *at)
     servers.append(server)
     server.initialize()
     before = server.tool(1, "list_topics", {})["documents"]
@@ -293,6 +309,7 @@ def test_a_signal_during_rebuild_index_stops_the_server_and_leaves_nothing_to_re
     while server.tool(3, "list_topics", {})["documents"] <= before:  # committed: mid-run
         assert time.monotonic() < end, "the rebuild never started"
     code, took, log = signal_and_wait(server, signum)
+    service.delay_s = 0.0  # the run that resumes need not wait
     assert code == 0, f"exit {code} after {took:.1f}s\n{log[-3000:]}"
     assert took < SIGNAL_DEADLINE
     assert "Traceback" not in log and "terminate called" not in log, log[-3000:]
@@ -304,23 +321,23 @@ def test_a_signal_during_rebuild_index_stops_the_server_and_leaves_nothing_to_re
     # stores every text first, phase two embeds, ADR 0017). The next run adds only the
     # documents not reached yet and embeds only the chunks without a vector; then the
     # index is healthy.
-    _, status = kb_mcp_json(kb, server_env, "status")
+    _, status = kb_mcp_json(kb, server_env, "status", *at)
     stored, chunks = int(status["documents"]), int(status["chunks"])
     assert before < stored <= total
-    _, doctor = kb_mcp_json(kb, server_env, "doctor")
+    _, doctor = kb_mcp_json(kb, server_env, "doctor", *at)
     found = {finding["check"]: int(finding.get("count", 0)) for finding in doctor["findings"]}
     assert set(found) <= {"missing-vector"}, doctor
-    code, summary = kb_mcp_json(kb, server_env, "index")
+    code, summary = kb_mcp_json(kb, server_env, "index", *at)
     assert code == 0, summary
     assert summary["added"] == total - stored, summary
     assert summary["updated"] == summary["deleted"] == summary["failed"] == 0, summary
     assert summary["unchanged"] == stored, summary
-    _, status = kb_mcp_json(kb, server_env, "status")
+    _, status = kb_mcp_json(kb, server_env, "status", *at)
     assert status["documents"] == total
     new_chunks = int(status["chunks"]) - chunks
     assert summary["chunks_embedded"] == found.get("missing-vector", 0) + new_chunks, summary
     assert summary["chunks_embedded"] > 0, summary  # the stop really cut the run short
-    code, doctor = kb_mcp_json(kb, server_env, "doctor")
+    code, doctor = kb_mcp_json(kb, server_env, "doctor", *at)
     assert code == 0 and doctor["findings"] == [], doctor
     print(f"{signum.name}: exit 0 in {took:.1f}s; {stored} of {total} stored; next run "
           f"{summary['added']} added, {summary['chunks_embedded']} chunks embedded")

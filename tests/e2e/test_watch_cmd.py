@@ -22,6 +22,7 @@ from tests.e2e.conftest import DEADLINE, Env, LineReader, kb_mcp_command, run_in
 from tests.e2e.test_readonly_index import make_read_only, make_writable, unprivileged
 from tests.e2e.test_server_faults import bulk_folder, kb_mcp_json
 from tests.integration.test_writer_lock import hold_in_child
+from tests.slow_service import slow_embedding_config
 from tests.store_faults import no_traceback
 
 #: How long a change on disk may take to reach the index (debounce + one sync).
@@ -135,36 +136,47 @@ def test_a_signal_during_the_first_index_run_exits_0_and_leaves_nothing_to_repai
 ) -> None:
     kb = tmp_path / "kb"
     bulk_folder(kb / "bulk", 120)
-    write_files(kb, {"kb-mcp.toml": "[embedding]\nbatch_size = 4\n"})
-    proc, err = start_watch(kb, server_env, "--config", str(kb / "kb-mcp.toml"))
-    try:
-        err.wait_for(r"indexing ", DEADLINE)
-        eventually(lambda: stored_documents(kb) > 0, "the first documents are committed")
-        started = time.monotonic()
-        proc.send_signal(signum)
-        assert proc.wait(timeout=30) == 0
-        took = time.monotonic() - started
-    finally:
-        finish(proc)
-    logged = err.drain()
+    config = tmp_path / "slow" / "kb-mcp.toml"
+    at = ("--config", str(config))
+    # vectors from a slow loopback service: a first run that lasts, at no model's cost
+    with slow_embedding_config(config) as service:
+        proc, err = start_watch(kb, server_env, *at)
+        try:
+            err.wait_for(r"indexing ", DEADLINE)
+            eventually(lambda: stored_documents(kb) > 0, "the first documents are committed")
+            started = time.monotonic()
+            proc.send_signal(signum)
+            assert proc.wait(timeout=30) == 0
+            took = time.monotonic() - started
+        finally:
+            finish(proc)
+        service.delay_s = 0.0  # the run that resumes need not wait
+        stopped_cleanly_then_resumed(kb, server_env, err.drain(), signum, took, at)
+
+
+def stopped_cleanly_then_resumed(kb: Path, server_env: Env, logged: str,
+                                 signum: signal.Signals, took: float,
+                                 at: tuple[str, ...]) -> None:
+    """The signalled run's log and exit time, then what it left: checked by status, doctor
+    and the next run (with the config ``at`` names, while its service still answers)."""
     no_traceback(logged)
     assert f"{signum.name}: stopping" in logged and "watching" not in logged, logged
     assert took < 30
     # only what the stopped run had not reached is left: documents not yet stored, chunks
     # not yet embedded (doctor names nothing else); the next run does exactly that
-    _, status = kb_mcp_json(kb, server_env, "status")
+    _, status = kb_mcp_json(kb, server_env, "status", *at)
     stored, chunks = int(status["documents"]), int(status["chunks"])
-    _, doctor = kb_mcp_json(kb, server_env, "doctor")
+    _, doctor = kb_mcp_json(kb, server_env, "doctor", *at)
     found = {finding["check"]: int(finding.get("count", 0)) for finding in doctor["findings"]}
     assert set(found) <= {"missing-vector"}, doctor
-    code, summary = kb_mcp_json(kb, server_env, "index")
+    code, summary = kb_mcp_json(kb, server_env, "index", *at)
     assert code == 0, summary
     assert summary["added"] == 120 - stored and summary["unchanged"] == stored, summary
     assert summary["updated"] == summary["deleted"] == summary["failed"] == 0, summary
-    _, status = kb_mcp_json(kb, server_env, "status")
+    _, status = kb_mcp_json(kb, server_env, "status", *at)
     new_chunks = int(status["chunks"]) - chunks
     assert summary["chunks_embedded"] == found.get("missing-vector", 0) + new_chunks, summary
-    code, doctor = kb_mcp_json(kb, server_env, "doctor")
+    code, doctor = kb_mcp_json(kb, server_env, "doctor", *at)
     assert code == 0 and doctor["findings"] == [], doctor
 
 

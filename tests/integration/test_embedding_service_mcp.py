@@ -3,19 +3,17 @@ model warm-up does not fail, and the tool answers from keywords with a notice.""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-import anyio
-import mcp_types as types
 from mcp import Client
 
 from kbmcp_adapters.app.bootstrap import bootstrap
 from kbmcp_adapters.app.config import build_settings
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
-from kbmcp_adapters.mcp_server import KbRuntime, build_server
+from kbmcp_adapters.mcp_server import KbRuntime
 from tests.embedding_server import EmbeddingServer
+from tests.mcp_memory import serve_in_memory, tool_payload
 
 DEADLINE = 60.0
 
@@ -40,19 +38,12 @@ def test_search_through_a_dead_service_answers_from_keywords_with_a_notice(
     runtime = KbRuntime(settings, open_kb=lambda s: kb)
     answers: list[dict[str, object]] = []
 
-    async def body() -> None:
-        with anyio.fail_after(DEADLINE):
-            async with Client(build_server(runtime), read_timeout_seconds=DEADLINE) as client:
-                result = await client.call_tool("search", {"query": "pager duty handover"})
-                assert not result.is_error, result.content
-                block = result.content[0]
-                assert isinstance(block, types.TextContent)
-                answers.append(json.loads(block.text))
+    async def body(client: Client) -> None:
+        result = await client.call_tool("search", {"query": "pager duty handover"})
+        assert not result.is_error, result.content
+        answers.append(tool_payload(result))
 
-    try:
-        anyio.run(body)
-    finally:
-        runtime.close()
+    serve_in_memory(runtime, body, deadline=DEADLINE)
     answer = answers[0]
     results = answer["results"]
     assert isinstance(results, list) and results[0]["path"] == "oncall.md"

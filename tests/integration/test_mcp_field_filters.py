@@ -4,13 +4,9 @@ a filter keeps only matching documents, and an undeclared key is ``invalid_argum
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
-import anyio
-import mcp_types as types
 import pytest
 from jsonschema import Draft202012Validator
 from mcp import Client
@@ -18,9 +14,10 @@ from mcp import Client
 from kbmcp_adapters.app.bootstrap import bootstrap
 from kbmcp_adapters.app.config import build_settings
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
-from kbmcp_adapters.mcp_server import KbRuntime, build_server
+from kbmcp_adapters.mcp_server import KbRuntime
 from tests.conftest import write_files
 from tests.fakes import FakeEmbedder
+from tests.mcp_memory import serve_in_memory, tool_payload
 
 DEADLINE = 30.0
 FILES = {
@@ -45,21 +42,10 @@ def runtime(tmp_path: Path) -> KbRuntime:
 
 
 def run(runtime: KbRuntime, body: Callable[[Client], Awaitable[None]]) -> None:
-    async def bounded() -> None:
-        with anyio.fail_after(DEADLINE):
-            async with Client(build_server(runtime), read_timeout_seconds=DEADLINE) as client:
-                await body(client)
-
-    try:
-        anyio.run(bounded)
-    finally:
-        runtime.close()
+    serve_in_memory(runtime, body)
 
 
-def payload(result: types.CallToolResult) -> dict[str, Any]:
-    block = result.content[0]
-    assert isinstance(block, types.TextContent)
-    return dict(json.loads(block.text))
+payload = tool_payload
 
 
 def test_the_search_tool_filters_on_declared_fields(runtime: KbRuntime) -> None:

@@ -7,7 +7,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import anyio
 import mcp_types as types
 import pytest
 from click.testing import CliRunner
@@ -16,7 +15,7 @@ from mcp import Client
 from kbmcp_adapters.app.bootstrap import bootstrap
 from kbmcp_adapters.app.config import build_settings
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
-from kbmcp_adapters.mcp_server import KbRuntime, build_server
+from kbmcp_adapters.mcp_server import KbRuntime
 from kbmcp_adapters.rerank.cross_encoder import MS_MARCO_MINILM_L12, CrossEncoderReranker
 from kbmcp_cli.main import cli
 from kbmcp_core.errors import ConfigError
@@ -24,6 +23,7 @@ from kbmcp_core.ports import Reranker
 from kbmcp_core.settings import DEFAULT_RERANKER
 from tests.fakes import FakeEmbedder, FakeVectorStore
 from tests.integration.test_mcp_in_memory import error_of, structured
+from tests.mcp_memory import serve_in_memory
 from tests.term_overlap_reranker import TermOverlapReranker
 
 DEADLINE = 30.0
@@ -104,16 +104,11 @@ def call(kb: KnowledgeBase, arguments: dict[str, Any]) -> tuple[types.CallToolRe
     runtime = KbRuntime(kb.settings, open_kb=lambda s: kb)
     out: list[Any] = []
 
-    async def body() -> None:
-        with anyio.fail_after(DEADLINE):
-            async with Client(build_server(runtime), read_timeout_seconds=DEADLINE) as client:
-                tools = {t.name: t for t in (await client.list_tools()).tools}
-                out.append((await client.call_tool("search", arguments), tools["search"]))
+    async def body(client: Client) -> None:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        out.append((await client.call_tool("search", arguments), tools["search"]))
 
-    try:
-        anyio.run(body)
-    finally:
-        runtime.close()
+    serve_in_memory(runtime, body)
     return out[0]
 
 

@@ -16,7 +16,6 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import anyio
 import mcp_types as types
 import pytest
 from mcp import Client
@@ -25,10 +24,11 @@ from mcp.shared.exceptions import MCPError
 from kbmcp_adapters.app.bootstrap import bootstrap
 from kbmcp_adapters.app.config import build_settings
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
-from kbmcp_adapters.mcp_server import KbRuntime, build_server
+from kbmcp_adapters.mcp_server import KbRuntime
 from kbmcp_core.errors import StoreUnreachable
 from tests.conftest import write_files
 from tests.fakes import FakeEmbedder, FakeIndexStore, FakeVectorStore
+from tests.mcp_memory import serve_in_memory, tool_error
 from tests.pg_cluster import USER, PgCluster
 from tests.pg_relay import Relay, relay_to
 
@@ -76,24 +76,13 @@ def _serve(kb: KnowledgeBase, body: Callable[[Client], Awaitable[None]], *,
            read_only: bool = False) -> None:
     """``body`` against the MCP server of ``kb`` in memory, under the deadline."""
     runtime = KbRuntime(kb.settings, open_kb=lambda _s: kb, read_only=read_only)
-
-    async def bounded() -> None:
-        with anyio.fail_after(DEADLINE):
-            async with Client(build_server(runtime), read_timeout_seconds=DEADLINE) as client:
-                await body(client)
-
     try:
-        anyio.run(bounded)
+        serve_in_memory(runtime, body)
     finally:
-        runtime.close()
         kb.close()
 
 
-def _error(result: types.CallToolResult) -> dict[str, str]:
-    assert result.is_error, result
-    block = result.content[0]
-    assert isinstance(block, types.TextContent)
-    return dict(json.loads(block.text)["error"])
+_error = tool_error
 
 
 # -- a filter no document can hold -------------------------------------------------------

@@ -10,10 +10,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from kbmcp_adapters.app.bootstrap import bootstrap, settings_for
 from tests.conftest import write_files
+from tests.slow_service import slow_embedding_config
 
 KB_MCP = [sys.executable, "-m", "kbmcp_cli"]
 
@@ -68,12 +72,20 @@ def wait_for(path: Path, proc: subprocess.Popen[bytes], seconds: float) -> None:
         time.sleep(0.05)
 
 
+@pytest.fixture()
+def config(tmp_path: Path) -> Iterator[Path]:
+    """A kb-mcp.toml whose vectors come from a hashing service on loopback, 4 texts a
+    request: what is asserted is which chunks get vectors and when, not the vectors, so no
+    process of these tests loads the packaged model (tests/slow_service.py)."""
+    path = tmp_path / "kb-mcp.toml"
+    with slow_embedding_config(path, delay_s=0.0, batch_size=4):
+        yield path
+
+
 def test_killed_between_phases_every_file_is_found_and_the_next_run_embeds_the_rest(
-    tmp_path: Path, kb_env: dict[str, str]
+    tmp_path: Path, kb_env: dict[str, str], config: Path
 ) -> None:
     kb = tmp_path / "kb"
-    config = tmp_path / "kb-mcp.toml"
-    config.write_text("[embedding]\nbatch_size = 4\n")  # small embedding batches
     at = ["--kb-path", str(kb), "--config", str(config)]
     write_files(kb, {f"old/n{i:03d}.md": note(i) for i in range(6)})
     first = cli(["index", *at, "--quiet"], kb_env)
@@ -126,11 +138,12 @@ def test_killed_between_phases_every_file_is_found_and_the_next_run_embeds_the_r
 
 
 def test_index_progress_shows_the_text_phase_then_the_vector_phase(
-    tmp_path: Path, kb_env: dict[str, str]
+    tmp_path: Path, kb_env: dict[str, str], config: Path
 ) -> None:
     kb = tmp_path / "kb"
     write_files(kb, {f"n{i:03d}.md": note(i) for i in range(12)})
-    r = cli(["index", "--kb-path", str(kb)], kb_env)  # stderr is a pipe: plain lines
+    # stderr is a pipe: plain lines
+    r = cli(["index", "--kb-path", str(kb), "--config", str(config)], kb_env)
     assert r.returncode == 0, r.stderr
     lines = r.stderr.splitlines()
     done_text = lines.index("kb-mcp: indexing: text 12/12 files")

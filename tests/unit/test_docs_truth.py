@@ -125,7 +125,7 @@ def test_the_adapters_package_exports_exactly_the_documented_api() -> None:
     import kbmcp_adapters
 
     assert kbmcp_adapters.__all__ == [
-        "KnowledgeBase", "bootstrap", "open_knowledge_base", "settings_for"]
+        "KnowledgeBase", "bootstrap", "open_collections", "open_knowledge_base", "settings_for"]
     for name in kbmcp_adapters.__all__:
         assert callable(getattr(kbmcp_adapters, name))
 

@@ -81,8 +81,8 @@ function listOf(id) {
 
 // The search form's fields, each a URL parameter of #search?…; hybrid and 5 are the defaults.
 const SEARCH_FIELDS = ["q", "mode", "limit", "chunks_per_document", "path_globs", "tags_any",
-  "tags_all", "date_from", "date_to", "category", "topic"];
-const FILTER_FIELDS = new Set(SEARCH_FIELDS.slice(4));
+  "tags_all", "date_from", "date_to", "category", "topic", "collection"];
+const FILTER_FIELDS = new Set(SEARCH_FIELDS.slice(4, -1));
 
 // The form as a shareable address: what a reload, a bookmark or a link opens.
 function searchHash() {
@@ -99,7 +99,8 @@ function searchHash() {
 function fillSearch(params) {
   for (const id of SEARCH_FIELDS) {
     const value = params.get(id);
-    $(id).value = value !== null ? value : (id === "mode" ? "hybrid" : $(id).defaultValue);
+    $(id).value = value !== null ? value
+      : (id === "mode" ? "hybrid" : id === "collection" ? "" : $(id).defaultValue);
   }
   if (SEARCH_FIELDS.some((id) => FILTER_FIELDS.has(id) && params.get(id))) {
     $("search-form").querySelector("details").open = true;
@@ -130,6 +131,7 @@ function searchArgs() {
     if (value) args[id] = value;
   }
   if ($("explain").checked) args.explain = true;
+  if ($("collection").value) args.collection = $("collection").value;
   return args;
 }
 
@@ -239,6 +241,8 @@ function renderHits(data, query) {
     const title = el("a", { href: docHash(uri, hit), text: hit.title || hit.path });
     return el("li", { class: "hit" },
       el("h3", {}, title, " ",
+        ...(hit.collection ? [el("span", { class: "badge collection", text: hit.collection,
+          title: "the collection this hit comes from" }), " "] : []),
         hit.uri ? null : el("span", { class: "badge off", text: "not offered",
           title: "searchable, but not offered to clients: opening it shows why" })),
       el("div", { class: "where", text: place.filter(Boolean).join(" · ") }),
@@ -278,7 +282,11 @@ async function openDocument(params) {
   }
   $("doc-title").textContent = name;
   $("doc-refusal").hidden = true;
-  $("doc-graph").setAttribute("href", "#graph?" + new URLSearchParams({ path: name }));
+  // kb://doc/{collection}/{path} on a server of several collections
+  const head = name.split("/")[0];
+  const inCollection = collectionNames.includes(head) && name.length > head.length + 1;
+  $("doc-graph").setAttribute("href", "#graph?" + new URLSearchParams(inCollection
+    ? { path: name.slice(head.length + 1), collection: head } : { path: name }));
   let reply;
   try { reply = await api("read", { uri }); } catch (e) { return; }
   if (!reply.ok) {
@@ -395,13 +403,37 @@ function onKey(ev) {
   selectHit(links[Math.min(links.length - 1, ev.key === "ArrowDown" ? at + 1 : at - 1)]);
 }
 
+// A server of several collections: the picker lists them (all defaults, or one).
+let collectionNames = [];
+
+// False when the server wants a token first (the token form is showing).
+async function loadCollections() {
+  let reply;
+  try { reply = await api("collections"); } catch (e) { return false; }
+  const found = reply.ok ? reply.data.collections || [] : [];
+  if (found.length < 2) return true;
+  collectionNames = found.map((c) => c.name);
+  const chosen = new URLSearchParams(location.hash.split("?")[1] || "").get("collection") || "";
+  $("collection").replaceChildren(el("option", { value: "", text: "all defaults" }),
+    ...found.map((c) => el("option", { value: c.name,
+      text: c.name + (c.default ? "" : " (not a default)") })));
+  $("collection").value = chosen;
+  $("collection-row").hidden = false;
+  return true;
+}
+
+// The view the address names, once the collections are known (the picker, the links).
+function startView() {
+  loadCollections().then((ok) => { if (ok) route(); });
+}
+
 function start() {
   $("token-form").addEventListener("submit", (ev) => {
     ev.preventDefault();
     sessionStorage.setItem(TOKEN_KEY, $("token").value.trim());
     $("token").value = "";
     $("token-form").hidden = true;
-    route();
+    startView();
     if ($("q").value.trim()) runSearch(true);
   });
   $("search-form").addEventListener("submit", (ev) => { ev.preventDefault(); runSearch(true); });
@@ -417,7 +449,7 @@ function start() {
   enablePanZoom();
   document.addEventListener("keydown", onKey);
   window.addEventListener("hashchange", route);
-  route();
+  startView();
 }
 
 document.addEventListener("DOMContentLoaded", start);

@@ -24,6 +24,9 @@ function setView(v) {
   $("graph").setAttribute("viewBox", [v.x, v.y, v.w, v.h].map((n) => n.toFixed(1)).join(" "));
 }
 
+// On a server of several collections: the collection the graph is drawn in ("": the default).
+let graphCollection = "";
+
 // The graph's URL parameters into the form, and the tool's arguments out of the form.
 async function drawGraph(params) {
   const path = params.get("path") || "";
@@ -33,6 +36,8 @@ async function drawGraph(params) {
   for (const [id, key] of GRAPH_FIELDS) if (params.get(key)) $(id).value = params.get(key);
   if (!path && !query) { $("graph-status").textContent = "Give a document path or a query."; return; }
   const args = path ? { path } : { query };
+  graphCollection = params.get("collection") || "";
+  if (graphCollection) args.collection = graphCollection;
   for (const [id, key] of GRAPH_FIELDS) {
     const n = key === "threshold" ? parseFloat($(id).value) : parseInt($(id).value, 10);
     if (!Number.isNaN(n)) args[key] = n;
@@ -47,6 +52,7 @@ function graphHash() {
   const params = new URLSearchParams();
   const path = $("graph-path").value.trim(), query = $("graph-query").value.trim();
   if (path) params.set("path", path); else if (query) params.set("query", query);
+  if (graphCollection) params.set("collection", graphCollection);
   for (const [id, key] of GRAPH_FIELDS) {
     const value = $(id).value.trim();
     if (value && value !== $(id).defaultValue) params.set(key, value);

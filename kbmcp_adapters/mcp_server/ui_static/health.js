@@ -59,6 +59,14 @@ async function showHealth() {
     ["Live sync", s.watcher && s.watcher.alive ? "watching (last sync " + (s.watcher.last_sync || "—") + ")" : "not watching"],
   ];
   $("status").replaceChildren(...rows.flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { text: String(v ?? "—") })]));
+  const each = reply.data.collections || [];
+  $("collections-health").hidden = each.length === 0;
+  $("collections-table").tBodies[0].replaceChildren(...each.map((c) => el("tr", { "data-collection": c.name },
+    el("td", { text: c.name }), el("td", { text: String(c.documents) }),
+    el("td", { text: c.last_run && c.last_run.finished_at ? c.last_run.finished_at
+      : c.indexing ? c.indexing.status : c.indexed ? "never" : "no index yet" }),
+    el("td", { text: c.watcher && c.watcher.alive ? "watching" : "not watching" }),
+    el("td", { text: !c.indexed ? "—" : c.healthy ? "healthy" : "findings below" }))));
   const d = reply.data.doctor;
   $("doctor-summary").textContent = d.healthy ? "Healthy: no findings."
     : d.findings.length + (d.findings.length === 1 ? " finding" : " findings") +

@@ -1,0 +1,225 @@
+"""Collections in the library: each served folder's KnowledgeBase, one model shared.
+
+    from kbmcp_adapters import open_collections, settings_for
+    collections = open_collections(settings_for(config=Path("kb-mcp.toml")))
+    for name in collections.resolve(None):      # the default collections
+        print(name, collections.kb(name).stats().documents)
+
+Each collection is one ``KnowledgeBase`` over settings derived from the top level
+(``collection_settings``): its own folder, index folder, PostgreSQL schema and vectors
+location, hence its own writer lock. Collections whose embedding set-up and reranker are
+the same share one embedder and one reranker object: one model in memory (decision 0041).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from kbmcp_adapters.app.bootstrap import bootstrap
+from kbmcp_adapters.app.knowledge_base import KnowledgeBase
+from kbmcp_adapters.app.search_collections import search_collections
+from kbmcp_core.collections import CollectionSpec, folder_name, unknown_names
+from kbmcp_core.errors import ConfigError, IndexNotFound, InvalidQuery, UnknownCollection
+from kbmcp_core.ports import Clock, Embedder, Reranker
+from kbmcp_core.search import SearchResponse
+from kbmcp_core.settings import Settings, is_remote_uri
+
+#: Under ``index_dir``: one folder per collection (SQLite file, vectors, locks).
+COLLECTIONS_DIR = "collections"
+#: A collection's PostgreSQL schema is this prefix and its name.
+SCHEMA_PREFIX = "kb_"
+
+__all__ = ["CollectionInfo", "Collections", "collection_settings", "open_collections",
+           "search_collections"]
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionInfo:
+    """What ``kb-mcp collections`` and ``list_collections`` tell about one collection."""
+
+    name: str
+    description: str
+    path: str
+    document_count: int
+    #: when the last index run finished (ISO 8601), None when none has
+    last_indexed: str | None
+    #: a run has read the whole folder into the index (searches answer)
+    ready: bool
+    default: bool = True
+
+    def as_dict(self) -> dict[str, object]:
+        return {"name": self.name, "description": self.description, "path": self.path,
+                "document_count": self.document_count, "last_indexed": self.last_indexed,
+                "ready": self.ready, "default": self.default}
+
+
+def collection_settings(settings: Settings, spec: CollectionSpec) -> Settings:
+    """The settings of one ``[[collections]]`` entry: the top level's, with its own
+    folder and parsers overrides, its index folder ``<index_dir>/collections/<name>``,
+    its PostgreSQL schema ``kb_<name>`` and its vectors under ``<vectors_uri>/<name>``."""
+    database_url = settings.database_url
+    if database_url is not None:
+        from kbmcp_adapters.store.urls import is_postgresql
+
+        if not is_postgresql(database_url):
+            raise ConfigError("a SQLite database_url cannot hold several collections: leave "
+                              "it out (each collection keeps its own index.db under "
+                              "index_dir) or use PostgreSQL")
+        from kbmcp_adapters.store.pg_schema import schema_url
+
+        database_url = schema_url(database_url, SCHEMA_PREFIX + spec.name)
+    return replace(
+        settings,
+        kb_path=spec.path,
+        index_dir=settings.index_dir / COLLECTIONS_DIR / spec.name,
+        database_url=database_url,
+        vectors_uri=_under(settings.vectors_uri, spec.name),
+        enabled_formats=(spec.enabled_formats if spec.enabled_formats is not None
+                         else settings.enabled_formats),
+        exclude_dirs=(spec.exclude_dirs if spec.exclude_dirs is not None
+                      else settings.exclude_dirs),
+        collections=(),
+    )
+
+
+def _under(uri: str | None, name: str) -> str | None:
+    """``<uri>/<name>`` for a folder or an object-store URI (its query string kept)."""
+    if uri is None:
+        return None
+    if not is_remote_uri(uri):
+        return str(Path(uri) / name)
+    parts = urlsplit(uri)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/" + name))
+
+
+def _model_key(s: Settings) -> tuple[object, ...]:
+    """What makes two collections' embedders the same model, set up the same way."""
+    return (s.embedding_provider, s.embedding_model, s.embedding_base_url,
+            s.embedding_query_model, s.embedding_document_model, s.embedding_query_prefix,
+            s.embedding_document_prefix, s.embedding_dimension, s.embedding_max_input_chars,
+            s.embedding_timeout_s, s.embedding_retries, s.embedding_api_key_env,
+            s.embedding_batch_size, s.embedding_threads, s.model_cache_dir)
+
+
+class Collections:
+    """The collections of one set of settings, in configured order. Each knowledge base
+    is built on first use (``kb``) and kept; ``close`` closes them all."""
+
+    def __init__(self, settings: Settings, *, embedder: Embedder | None = None,
+                 reranker: Reranker | None = None, clock: Clock | None = None) -> None:
+        """``embedder``, ``reranker``, ``clock``: adapters every collection uses instead
+        of building its own (tests pass stand-ins this way)."""
+        self.top = settings
+        if settings.collections:
+            specs = settings.collections
+        else:  # one folder: one collection named after it, with exactly these settings
+            specs = (CollectionSpec(folder_name(settings.kb_path), settings.kb_path),)
+        self._specs = {spec.name: spec for spec in specs}
+        self.names: tuple[str, ...] = tuple(self._specs)
+        self.defaults: tuple[str, ...] = tuple(s.name for s in specs if s.default)
+        self._settings = {spec.name: (collection_settings(settings, spec)
+                                      if settings.collections else settings)
+                          for spec in specs}
+        self._given = (embedder, reranker, clock)
+        self._embedders: dict[tuple[object, ...], Embedder] = {}
+        self._rerankers: dict[tuple[object, ...], Reranker] = {}
+        self._kbs: dict[str, KnowledgeBase] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def single(self) -> bool:
+        """True for the one-folder case (no ``[[collections]]``): today's server."""
+        return not self.top.collections
+
+    def spec(self, name: str) -> CollectionSpec:
+        return self._specs[self._known(name)]
+
+    def settings(self, name: str) -> Settings:
+        """The derived settings of collection ``name`` (``collection_settings``)."""
+        return self._settings[self._known(name)]
+
+    def kb(self, name: str) -> KnowledgeBase:
+        """The knowledge base of collection ``name``, built once; it shares the embedder
+        and reranker of every other collection with the same model."""
+        name = self._known(name)
+        with self._lock:
+            kb = self._kbs.get(name)
+            if kb is None:
+                kb = self._kbs[name] = self._build(self._settings[name])
+            return kb
+
+    def _build(self, s: Settings) -> KnowledgeBase:
+        embedder, reranker, clock = self._given
+        model = _model_key(s)
+        ranker = (s.search_reranker, s.embedding_threads)
+        container = bootstrap(s, embedder=embedder or self._embedders.get(model),
+                              reranker=reranker or self._rerankers.get(ranker), clock=clock)
+        # the objects are light until first used: the model loads once, for all of them
+        self._embedders.setdefault(model, container.embedder)
+        self._rerankers.setdefault(ranker, container.reranker)
+        return KnowledgeBase(container)
+
+    def resolve(self, selector: str | Sequence[str] | None) -> tuple[str, ...]:
+        """The collections a call searches: None (or an empty list) means the default
+        ones; a name or a list of names means those, in the order given. A name that is
+        not a collection is ``UnknownCollection`` naming the real ones: never all."""
+        if selector is None or (not isinstance(selector, str) and len(selector) == 0):
+            if not self.defaults:
+                raise UnknownCollection((), self.names)
+            return self.defaults
+        asked = [selector] if isinstance(selector, str) else list(selector)
+        if not all(isinstance(n, str) for n in asked):
+            raise InvalidQuery("collection must be a name or a list of names")
+        unknown = unknown_names(asked, self.names)
+        if unknown:
+            raise UnknownCollection(unknown, self.names)
+        return tuple(dict.fromkeys(asked))
+
+    def info(self) -> list[CollectionInfo]:
+        """Each collection with its document count and freshness, in configured order;
+        a collection never indexed has 0 documents and is not ready."""
+        out = []
+        for name in self.names:
+            spec, kb = self._specs[name], self.kb(name)
+            try:
+                stats = kb.stats()
+                ready = kb.is_ready()
+            except IndexNotFound:
+                count, last, ready = 0, None, False
+            else:
+                count = stats.documents
+                finished = (stats.last_run or {}).get("finished_at")
+                last = str(finished) if finished else None
+            out.append(CollectionInfo(name, spec.description, str(spec.path), count, last,
+                                      ready, spec.default))
+        return out
+
+    def search(self, query: str, collection: str | Sequence[str] | None = None,
+               **search_args: Any) -> SearchResponse:
+        """``search_collections`` over the collections ``collection`` resolves to."""
+        names = self.resolve(collection)
+        return search_collections({n: self.kb(n) for n in names}, query, **search_args)
+
+    def close(self) -> None:
+        with self._lock:
+            kbs, self._kbs = list(self._kbs.values()), {}
+        for kb in kbs:
+            kb.close()
+
+    def _known(self, name: str) -> str:
+        if name not in self._specs:
+            raise UnknownCollection([name], self.names)
+        return name
+
+
+def open_collections(settings: Settings, *, embedder: Embedder | None = None,
+                     reranker: Reranker | None = None,
+                     clock: Clock | None = None) -> Collections:
+    """The collections of ``settings``: its ``[[collections]]``, or its one ``kb_path``
+    as one collection named after the folder (nothing on disk moves)."""
+    return Collections(settings, embedder=embedder, reranker=reranker, clock=clock)

@@ -1,0 +1,62 @@
+"""``--collection NAME`` for the commands that report on, follow or copy each collection
+(``status``, ``doctor``, ``watch``, ``migrate-store``): which configured collections a run
+covers, and the exit code a collection's failure counts as."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from kbmcp_cli.options import EXIT_CANNOT_RUN
+
+if TYPE_CHECKING:
+    from kbmcp_adapters.app.collections import Collections
+    from kbmcp_core.errors import KbError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def collections_option(help_text: str) -> Callable[[F], F]:
+    """``--collection NAME``, repeatable, into ``collection_names``, with the command's
+    own ``help_text``."""
+    def decorate(func: F) -> F:
+        return click.option("--collection", "collection_names", multiple=True,
+                            metavar="NAME", help=help_text)(func)
+    return decorate
+
+
+#: ``--collection NAME`` (repeatable): only these collections; default all of them.
+collection_option = collections_option(
+    "Only this collection (repeat for several); default: every collection of "
+    "[[collections]]. A name that is not a collection is an error listing them.")
+
+
+def open_selected(kb_path: Path | None, config: Path | None,
+                  names: Sequence[str]) -> tuple[Collections, tuple[str, ...]]:
+    """The collections of this command line's settings and the names a run covers: every
+    configured one, or those ``--collection`` names (``UnknownCollection`` for a name
+    that is not one, listing the real ones). One folder without ``[[collections]]`` is
+    one collection named after the folder."""
+    from kbmcp_adapters.app.bootstrap import settings_for
+    from kbmcp_adapters.app.collections import open_collections
+
+    collections = open_collections(settings_for(kb_path, config))
+    try:
+        chosen = collections.resolve(list(names)) if names else collections.names
+    except BaseException:
+        collections.close()
+        raise
+    return collections, chosen
+
+
+def exit_code_of(exc: KbError) -> int:
+    """The exit code ``KbGroup`` gives ``exc``: 2 for what the set-up must change (no
+    index yet, the configuration, another model), 1 for a failure while running."""
+    from kbmcp_core.errors import ConfigError, IndexNotFound, InvalidQuery, ModelMismatch
+
+    if isinstance(exc, ConfigError | IndexNotFound | ModelMismatch | InvalidQuery):
+        return EXIT_CANNOT_RUN
+    return 1

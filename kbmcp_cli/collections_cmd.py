@@ -1,0 +1,98 @@
+"""``kb-mcp collections`` and the ``--collection`` of ``index``, ``search`` and ``get``.
+
+A config with ``[[collections]]`` serves several folders, each with its own index
+(decision 0041). ``index`` then indexes each one (or those ``--collection`` names),
+``search`` searches the default ones (or those named) as one, and ``get`` reads from the
+one named. Without ``[[collections]]`` every command works on the one folder as before.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from kbmcp_cli.options import format_option, kb_options, setup_logging
+
+if TYPE_CHECKING:
+    from kbmcp_adapters.app.collections import Collections
+    from kbmcp_adapters.app.knowledge_base import KnowledgeBase
+    from kbmcp_core.settings import Settings
+
+
+def wants_collections(settings: Settings, names: Sequence[str]) -> bool:
+    """True when the command must go through the collections: the config has
+    ``[[collections]]``, or the command line named one."""
+    return bool(settings.collections) or bool(names)
+
+
+def open_for(settings: Settings) -> Collections:
+    from kbmcp_adapters.app.collections import open_collections
+
+    return open_collections(settings)
+
+
+def one_collection(settings: Settings, name: str | None) -> tuple[Collections, KnowledgeBase]:
+    """The collection a read names; without a name, the only default collection, else
+    ``UnknownCollection``-style advice to name one (``InvalidQuery``)."""
+    from kbmcp_core.errors import InvalidQuery
+
+    collections = open_for(settings)
+    try:
+        if name is None:
+            if len(collections.defaults) != 1:
+                raise InvalidQuery("name the collection to read with --collection; the "
+                                   f"collections are: {', '.join(collections.names)}")
+            name = collections.defaults[0]
+        return collections, collections.kb(collections.resolve(name)[0])
+    except BaseException:
+        collections.close()
+        raise
+
+
+def collections_search(settings: Settings, query: str, params: dict[str, Any],
+                       names: Sequence[str], fmt: str, color: bool | None) -> str:
+    """``kb-mcp search`` over collections, rendered: the named ones (else the default
+    ones) searched as one; text output names each hit's collection when several were
+    searched."""
+    from kbmcp_cli.search_fast import render
+
+    collections = open_for(settings)
+    try:
+        chosen = collections.resolve(list(names) or None)
+        response = collections.search(query, list(chosen), **params)
+    finally:
+        collections.close()
+    return render(response.as_dict(), fmt, color, show_collection=len(chosen) > 1)
+
+
+@click.command("collections")
+@kb_options
+@format_option
+def collections_cmd(kb_path: Path | None, config: Path | None, fmt: str) -> None:
+    """List the collections this configuration serves: name, description, folder,
+    documents, when each was last indexed, and whether it is ready to search. Without
+    [[collections]] the one folder is one collection named after it."""
+    from kbmcp_adapters.app.bootstrap import settings_for
+
+    setup_logging()
+    collections = open_for(settings_for(kb_path, config))
+    try:
+        infos = collections.info()
+    finally:
+        collections.close()
+    if fmt == "json":
+        click.echo(json.dumps({"collections": [i.as_dict() for i in infos]},
+                              ensure_ascii=False, indent=2))
+        return
+    for i in infos:
+        ready = "ready" if i.ready else "not ready: run `kb-mcp index`"
+        default = "" if i.default else " (searched only when named)"
+        click.echo(f"{i.name}{default}: {i.description}" if i.description
+                   else f"{i.name}{default}")
+        click.echo(f"  path: {i.path}")
+        click.echo(f"  documents: {i.document_count}, last indexed: "
+                   f"{i.last_indexed or 'never'}, {ready}")
