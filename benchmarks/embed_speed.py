@@ -1,11 +1,14 @@
-"""Embedding throughput of the integer MiniLM copy against today's default (issue 29.1).
+"""Embedding throughput of the default model's routes and of its integer copy (issue 29.1).
 
-Both run in fresh child processes, alternating, over the same texts: the repository's own
-Markdown pages cut into paragraphs of at most ~150 words (the size of a chunk), longest
-first so every run sees the same mix. Each child loads its model, warms it up on one short
-text (for the integer model this also makes or finds its copy, which is not timed), then
-times one ``embed_documents`` call over every text. Target: ``INTEGER_MODEL_ID`` embeds at
-least 1.5x as many chunks per second as the default, the packaged file (decision 0031).
+Three routes run in fresh child processes, alternating, over the same texts: the
+repository's own Markdown pages cut into paragraphs of at most ~150 words (the size of a
+chunk). ``default`` is the packaged file in length-bucketed batches (the route before
+decision 0044's addendum), ``pooled`` the same file one text per run, several runs at once
+on one-thread sessions (the same vectors), ``integer`` the integer copy (decision 0031).
+Each child loads its model, warms it up on one short text (for the integer model this also
+makes or finds its copy, which is not timed), then times one ``embed_documents`` call over
+every text (wall and process CPU). Target for each against ``default``: at least 1.5x the
+chunks per second.
 
 ``python -m benchmarks.embed_speed child JSON`` is the child's entry point.
 """
@@ -48,19 +51,26 @@ def measure(work: Path, quick: bool = False) -> dict[str, Any]:
     cache = work / "embed-speed-models"
     data = work / "embed-speed-texts.json"
     data.write_text(json.dumps(sample), encoding="utf-8")
-    runs: dict[str, list[dict[str, Any]]] = {"default": [], "integer": []}
+    routes = (("default", DEFAULT_MODEL_ID, False), ("pooled", DEFAULT_MODEL_ID, True),
+              ("integer", INTEGER_MODEL_ID, True))
+    runs: dict[str, list[dict[str, Any]]] = {key: [] for key, _, _ in routes}
     for _ in range(rounds):
-        for key, model in (("default", DEFAULT_MODEL_ID), ("integer", INTEGER_MODEL_ID)):
-            params = {"model": model, "cache": str(cache), "texts": str(data)}
+        for key, model, pool in routes:
+            params = {"model": model, "cache": str(cache), "texts": str(data), "pool": pool}
             child = run_child([sys.executable, "-m", "benchmarks.embed_speed", "child",
                                json.dumps(params)])
             runs[key].append({**child.data, "rss_mb": child.max_rss_mb})
-    default = statistics.median(r["seconds"] for r in runs["default"])
-    integer = statistics.median(r["seconds"] for r in runs["integer"])
+    default, pooled, integer = (statistics.median(r["seconds"] for r in runs[key])
+                                for key in ("default", "pooled", "integer"))
     pairs = [d["seconds"] / i["seconds"]
              for d, i in zip(runs["default"], runs["integer"], strict=True)]
+    pool_pairs = [d["seconds"] / p["seconds"]
+                  for d, p in zip(runs["default"], runs["pooled"], strict=True)]
+    cpu = {key: statistics.median(r["cpu_s"] for r in runs[key]) for key in runs}
     return {"texts": len(sample), "runs": runs, "default_s": default, "integer_s": integer,
             "ratio": default / integer, "pair_ratios": pairs,
+            "pooled_s": pooled, "pooled_ratio": default / pooled, "pooled_pairs": pool_pairs,
+            "pooled_cpu_ratio": cpu["default"] / cpu["pooled"],
             "model": runs["integer"][0].get("model_id")}
 
 
@@ -69,10 +79,19 @@ def rows(result: Any) -> list[Row]:
         return []
     n = result["texts"]
     pairs = result["pair_ratios"]
-    rss = {k: max(r["rss_mb"] for r in result["runs"][k]) for k in ("default", "integer")}
+    rss = {k: max(r["rss_mb"] for r in result["runs"][k]) for k in result["runs"]}
+    pool = result.get("pooled_pairs")
+    pooled = [] if pool is None else [
+        Row("embed throughput, default model, one text per run, in parallel",
+            f"{n / result['pooled_s']:.1f} chunks/s", f"peak RSS {rss['pooled']:.0f} MB"),
+        Row("one text per run / batches of the default", f"{result['pooled_ratio']:.2f}x",
+            f"pairs {min(pool):.2f}-{max(pool):.2f}, CPU {result['pooled_cpu_ratio']:.2f}x",
+            f">= {TARGET}x", verdict(result["pooled_ratio"] >= TARGET)),
+    ]
     return [
-        Row(f"embed throughput, default model ({n} chunks)",
+        Row(f"embed throughput, default model in batches ({n} chunks)",
             f"{n / result['default_s']:.1f} chunks/s", f"peak RSS {rss['default']:.0f} MB"),
+        *pooled,
         Row(f"embed throughput, {result['model']}",
             f"{n / result['integer_s']:.1f} chunks/s", f"peak RSS {rss['integer']:.0f} MB"),
         Row("integer copy / default throughput", f"{result['ratio']:.2f}x",
@@ -85,13 +104,14 @@ def _child(params: dict[str, Any]) -> None:
     from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
 
     sample = json.loads(Path(params["texts"]).read_text(encoding="utf-8"))
-    embedder = FastEmbedEmbedder(params["model"], cache_dir=Path(params["cache"]))
+    embedder = FastEmbedEmbedder(params["model"], cache_dir=Path(params["cache"]),
+                                 text_pool=params.get("pool", True))
     embedder.embed_documents(["warm up"])  # loads the model (and makes the integer copy)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     vectors = embedder.embed_documents(sample)
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     assert len(vectors) == len(sample)
-    write_result({"seconds": seconds, "model_id": embedder.model_id})
+    write_result({"seconds": seconds, "cpu_s": cpu, "model_id": embedder.model_id})
 
 
 if __name__ == "__main__":

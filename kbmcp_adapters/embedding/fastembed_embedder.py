@@ -9,6 +9,7 @@ import os
 import shutil
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -85,6 +86,7 @@ class FastEmbedEmbedder:
         cache_dir: Path | None = None,
         batch_size: int = 32,
         threads: int | None = None,
+        text_pool: bool = True,
     ) -> None:
         if batch_size < 1:
             raise ConfigError(f"embedding batch_size must be at least 1, got {batch_size}")
@@ -101,6 +103,9 @@ class FastEmbedEmbedder:
         self._cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         self._batch_size = batch_size
         self._threads = threads
+        #: the packaged file's documents one text per model run, several at once
+        #: (``_embed_pooled``); False: length-bucketed batches of ``batch_size``
+        self._text_pool = text_pool
         self._lock = threading.Lock()
         self._description: dict[str, Any] | None = None
         self._files_dir: Path | None = None
@@ -108,6 +113,7 @@ class FastEmbedEmbedder:
         self._counter: WordPieceCounter | None = None
         self._max_tokens: int | None = DEFAULT_MAX_TOKENS if self._is_default else None
         self._model: TextEmbedding | None = None
+        self._pool_model: TextEmbedding | None = None  # one intra-op thread, shared by the pool
 
     # -- identity: answered without loading anything ----------------------------------------
     @property
@@ -170,6 +176,8 @@ class FastEmbedEmbedder:
     def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
         if not texts:
             return []
+        if self._text_pool and self._minilm == DEFAULT_MODEL_ID:  # the packaged file
+            return self._embed_pooled(texts)
         model = self._model or self._load_model()
         window = self.max_tokens
         lengths = [min(n, window) for n in self.count_tokens(texts)]
@@ -188,6 +196,37 @@ class FastEmbedEmbedder:
                                                  batch_size=len(batch)))
             vectors = _unit(rows)
             order = [i for batch in batches for i in batch]
+            restored = np.empty_like(vectors)
+            restored[np.asarray(order)] = vectors
+            return cast(list[Vector], restored.tolist())
+
+    def _embed_pooled(self, texts: Sequence[str]) -> list[Vector]:
+        """One text per model run, nothing padded, so each vector is bit for bit the batched
+        route's (the file computes row by row in float; padding is masked out). A run of one
+        text gives too little work to share between threads, so the session has one thread
+        and the cores are used by running several texts at once (onnxruntime runs a session
+        from several threads and releases the GIL meanwhile; decision 0044)."""
+        model = self._pool_model or self._load_pool_model()
+        window = self.max_tokens
+        lengths = [min(n, window) for n in self.count_tokens(texts)]
+        order = sorted(range(len(texts)), key=lambda i: -lengths[i])  # longest first: even ends
+
+        def one(i: int) -> Any:
+            return next(iter(model.passage_embed([texts[i]], batch_size=1)))
+
+        workers = min(len(texts), self._threads or _cores())
+        with _translated(self._name, "embed documents"):
+            import numpy as np
+
+            if workers == 1:
+                rows = [one(i) for i in order]
+            else:
+                pool = ThreadPoolExecutor(workers, thread_name_prefix="kb-mcp-embed")
+                try:
+                    rows = list(pool.map(one, order))
+                finally:  # an interrupt waits for the runs under way, not for the queue
+                    pool.shutdown(wait=True, cancel_futures=True)
+            vectors = _unit(rows)
             restored = np.empty_like(vectors)
             restored[np.asarray(order)] = vectors
             return cast(list[Vector], restored.tolist())
@@ -240,7 +279,7 @@ class FastEmbedEmbedder:
                     self._model = self._open_default()
                 else:
                     self._ensure_files()
-                    self._model = self._open(self.model_id)
+                    self._model = self._open(self.model_id, threads=self._threads)
             return self._model
 
     def _resolve_minilm(self) -> Path:
@@ -279,21 +318,28 @@ class FastEmbedEmbedder:
             self._minilm_file = chosen
             return chosen
 
-    def _open_default(self) -> TextEmbedding:
+    def _load_pool_model(self) -> TextEmbedding:
+        with self._lock:
+            if self._pool_model is None:
+                self._pool_model = self._open_default(threads=1)
+            return self._pool_model
+
+    def _open_default(self, threads: int | None = None) -> TextEmbedding:
         onnx_file = self._resolve_minilm()
         assert self._minilm is not None
         with _translated(self._name, "be prepared in the model cache"):
             _register_minilm(self._minilm, onnx_file.name)
-        return self._open(self._minilm, specific_model_path=str(onnx_file.parent))
+        return self._open(self._minilm, threads=threads or self._threads,
+                          specific_model_path=str(onnx_file.parent))
 
-    def _open(self, name: str, **extra: Any) -> TextEmbedding:
+    def _open(self, name: str, threads: int | None = None, **extra: Any) -> TextEmbedding:
         with _translated(self._name, "load"):
             from fastembed import TextEmbedding
 
             return TextEmbedding(
                 name,
                 cache_dir=str(self._cache_dir),
-                threads=self._threads,
+                threads=threads,
                 local_files_only=True,
                 enable_cpu_mem_arena=_CPU_MEM_ARENA,
                 **extra,
@@ -301,6 +347,13 @@ class FastEmbedEmbedder:
 
 
 # -- helpers ---------------------------------------------------------------------------------
+def _cores() -> int:
+    """The cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
 def _assemble_default(target: Path, onnx_path: Path) -> Path:
     """A directory fastembed can load: the tokenizer files plus a link to the ONNX file.
 

@@ -14,18 +14,11 @@ from kbmcp_adapters.app.bootstrap import settings_for
 from kbmcp_adapters.app.collections import open_collections
 from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
 from tests.cli.conftest import Invoke
+from tests.collections_support import TWO_COLLECTIONS
 from tests.conftest import write_files
 from tests.pg_cluster import PgCluster
 
-CONFIG = """
-[[collections]]
-name = "alpha"
-path = "alpha"
-
-[[collections]]
-name = "beta"
-path = "beta"
-"""
+CONFIG = TWO_COLLECTIONS
 
 
 def test_each_collection_is_copied_to_its_own_schema_and_prefix(

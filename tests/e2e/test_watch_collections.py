@@ -16,20 +16,13 @@ from kbmcp_adapters.app.collections import open_collections
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
 from kbmcp_adapters.live.watch_status import read_status
+from tests.collections_support import TWO_COLLECTIONS
 from tests.conftest import write_files
 from tests.e2e.conftest import DEADLINE, Env, LineReader, kb_mcp_command, stop
 from tests.e2e.test_watch_cmd import eventually
 from tests.store_faults import no_traceback
 
-CONFIG = """
-[[collections]]
-name = "alpha"
-path = "alpha"
-
-[[collections]]
-name = "beta"
-path = "beta"
-"""
+CONFIG = TWO_COLLECTIONS
 
 Reader = Callable[[str], KnowledgeBase]
 

@@ -266,7 +266,7 @@ def test_importing_the_module_loads_no_model_library() -> None:
 def test_long_texts_come_in_smaller_batches_so_memory_follows_tokens(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    embedder = FastEmbedEmbedder(batch_size=32, cache_dir=tmp_path)
+    embedder = FastEmbedEmbedder(batch_size=32, cache_dir=tmp_path, text_pool=False)
     model = embedder._model or embedder._load_model()  # noqa: SLF001
     sizes: list[tuple[int, int]] = []
     real = model.passage_embed
@@ -285,3 +285,67 @@ def test_long_texts_come_in_smaller_batches_so_memory_follows_tokens(
         assert count * min(longest, 256) <= 32 * BATCH_TOKENS_PER_TEXT  # padded-token budget
     assert max(c for c, t in sizes if t >= 256) <= 32 * BATCH_TOKENS_PER_TEXT // 256
     assert max(c for c, t in sizes if t < 32) == 32
+
+
+def _varied_texts() -> list[str]:
+    """Fifty texts of every shape a chunk takes: empty, one word, prose, code, tables,
+    non-Latin scripts, and texts past the model's 256-token window."""
+    prose = ("Hybrid search fuses a vector leg and a keyword leg; each chunk carries its "
+             "heading path, and the watcher re-indexes a file once its events settle. ")
+    texts = ["", "cat", "A", "kb-mcp", "日本語の文章を検索します。", "Ünïcödé façade naïve café",
+             "def plan(on_disk, indexed):\n    return [a for a in on_disk if a not in indexed]",
+             "| key | value |\n|---|---|\n| batch_size | 32 |", "SELECT * FROM chunks;",
+             "alpha " * 400, prose * 12, "x" * 3000]
+    for i in range(38):
+        texts.append(" ".join(prose.split()[: 3 + (i * 7) % 40]) + f" (note {i})")
+    return texts
+
+
+def test_one_text_per_run_in_parallel_gives_the_batched_vectors_bit_for_bit(
+    tmp_path: Path,
+) -> None:
+    texts = _varied_texts()
+    batched = FastEmbedEmbedder(cache_dir=tmp_path, text_pool=False).embed_documents(texts)
+    pooled = FastEmbedEmbedder(cache_dir=tmp_path).embed_documents(texts)  # the default route
+
+    assert len(texts) == 50
+    assert pooled == batched  # exact: no padding to mask, the same float products row by row
+
+
+def test_the_default_embeds_several_texts_at_once_each_on_one_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+
+    embedder = FastEmbedEmbedder(cache_dir=tmp_path, threads=2)
+    model = embedder._pool_model or embedder._load_pool_model()  # noqa: SLF001
+    session = model.model.model  # type: ignore[attr-defined]
+    assert session.get_session_options().intra_op_num_threads == 1
+    real = model.passage_embed
+    sizes: list[int] = []
+    active, most = 0, 0
+    lock, second = threading.Lock(), threading.Event()
+
+    def spy(texts: list[str], batch_size: int) -> object:
+        nonlocal active, most
+        with lock:
+            sizes.append(len(texts))
+            active += 1
+            most = max(most, active)
+            if active == 2:
+                second.set()
+        second.wait(timeout=60)  # a condition with a deadline: a second run has started
+        try:
+            return list(real(texts, batch_size=batch_size))
+        finally:
+            with lock:
+                active -= 1
+
+    monkeypatch.setattr(model, "passage_embed", spy)
+    texts = [f"note {i} about the watcher and the index" for i in range(6)]
+    vectors = embedder.embed_documents(texts)
+
+    assert most == 2  # two model runs at once, one per configured thread
+    assert sizes == [1] * 6  # one text per run: nothing padded
+    alone = FastEmbedEmbedder(cache_dir=tmp_path, text_pool=False).embed_documents(texts)
+    assert vectors == alone  # and in the caller's order
