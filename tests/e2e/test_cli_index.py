@@ -77,11 +77,15 @@ def test_a_killed_run_leaves_an_index_the_next_run_completes(
 ) -> None:
     # vectors from a slow loopback service: a run that lasts, at no model's cost
     with slow_embedding_config(tmp_path / "slow" / "kb-mcp.toml") as service:
-        killed_then_completed(tmp_path, kb_env, tmp_path / "slow" / "kb-mcp.toml", service)
+        completed = killed_then_completed(tmp_path, kb_env, tmp_path / "slow" / "kb-mcp.toml",
+                                          service)
+    assert completed == 60  # every note indexed in the end: the killed run lost nothing
 
 
 def killed_then_completed(tmp_path: Path, kb_env: dict[str, str], config: Path,
-                          service: EmbeddingServer) -> None:
+                          service: EmbeddingServer) -> int:
+    """Kill a run once it has committed something, check what survived, complete it with
+    the next run; the number of documents the index then holds."""
     kb = tmp_path / "kb"
     corpus(kb, 60)
     db = kb / ".kb-mcp" / "index.db"
@@ -140,9 +144,11 @@ def killed_then_completed(tmp_path: Path, kb_env: dict[str, str], config: Path,
         kb_env,
     )
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["added"] == 60 - docs
+    added = json.loads(r.stdout)["added"]
+    assert added == 60 - docs
     r = run(["doctor", "--kb-path", str(kb), "--config", str(config)], kb_env)
     assert r.returncode == 0, r.stdout + r.stderr
+    return int(docs + added)
 
 
 def test_config_discovery_strict_keys_and_flags_win(tmp_path: Path, kb_env: dict[str, str]) -> None:
