@@ -1,11 +1,12 @@
 """Peak RSS while indexing 100,000 chunks (issue 29.3, "peak RSS while indexing stays
 <= 1 GB"): a generated folder of short notes indexed from nothing by ``KnowledgeBase.index``
-in a fresh child, with the real model loaded and run once on a full batch of the longest
-texts of the first embedding call (so its weights, and its arena, which grows to the largest
-batch it runs, are in the process), and the stand-in's hashed vectors for every chunk
-(embedding 100,000 chunks for real takes hours on two cores). What grows with the folder
-(rows, ids, the plan, LanceDB's writes) is all there; the model's share is what a real run
-holds too.
+in a fresh child, as ``kb-mcp index`` runs it (the model released before ``compact``), with
+the real model loaded by the first embedding call and run there once on a full batch of
+texts as long as its window, on the route the run's texts take (so its weights, and its
+arena, which grows to the longest text it runs, are in the process), and the stand-in's
+hashed vectors for every chunk (embedding 100,000 chunks for real takes hours on two
+cores). What grows with the folder (rows, ids, the plan, LanceDB's writes) is all there;
+the model's share is what a real run holds too. The row names the model that was loaded.
 
 The ``index100k`` step of ``benchmarks.run``; a quick run indexes 2,000 chunks.
 """
@@ -40,6 +41,7 @@ def measure(work: Path, *, quick: bool = False) -> dict[str, Any]:
     child = run_child(worker("build_with_model", kb=str(kb)), timeout=7200.0)
     return {"files": info.files, "bytes": info.bytes, "chunks": child.data["chunks"],
             "seconds": child.data["seconds"], "model_texts": child.data["model_texts"],
+            "model": child.data.get("model", "?"),
             # the child's own peak (VmHWM); wait4's figure also holds what the parent had
             "peak_rss_mb": child.data["own_peak_rss_mb"], "wait4_max_rss_mb": child.max_rss_mb,
             "cpu_s": child.cpu_s, "load_before": load,
@@ -53,5 +55,5 @@ def rows(got: Any) -> list[Row]:
     return [Row(f"peak RSS while indexing {got['chunks']:,} chunks (model loaded)",
                 f"{got['peak_rss_mb']:.0f} MB",
                 f"{got['files']:,} files in {got['seconds']:.0f} s; {got['model_texts']} "
-                "texts through the model, the rest hashed",
+                f"window-long texts through {got.get('model', '?')}, the rest hashed",
                 f"<= {LIMIT_MB} MB", verdict(got["peak_rss_mb"] <= LIMIT_MB))]

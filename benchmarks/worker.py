@@ -103,8 +103,9 @@ def build(kb: str) -> dict[str, Any]:
 
 
 def build_with_model(kb: str) -> dict[str, Any]:
-    """Index with the stand-in's vectors, the real model loaded and run once on a full
-    batch of the first call's longest texts (``benchmarks.index_rss``)."""
+    """Index with the stand-in's vectors, the real model loaded by the run's first
+    embedding call and run there once on a full batch of texts as long as its window
+    (``benchmarks.index_rss``); released when a ``kb-mcp index`` run releases it."""
     from benchmarks.standin import HashEmbedder
     from kbmcp_adapters.app.bootstrap import bootstrap, real_embedder, settings_for
     from kbmcp_adapters.app.knowledge_base import KnowledgeBase
@@ -116,17 +117,37 @@ def build_with_model(kb: str) -> dict[str, Any]:
     class ModelLoaded(HashEmbedder):
         def embed_documents(self, texts: Any) -> Any:
             if not ran:
-                longest = sorted(texts, key=len, reverse=True)[:settings.embedding_batch_size]
-                ran.append(len(real.embed_documents(longest)))
+                ran.append(len(real.embed_documents(window_long(texts, real.max_tokens,
+                                                                settings.embedding_batch_size))))
             return super().embed_documents(texts)
+
+        def release(self) -> None:  # what ``kb-mcp index`` asks of the real model
+            release = getattr(real, "release", None)
+            if release is not None:
+                release()
 
     started = time.perf_counter()
     base = KnowledgeBase(bootstrap(settings, embedder=ModelLoaded(real)))
-    summary = base.index()
+    summary = base.index(release_model=True)  # as ``kb-mcp index`` runs it
     seconds = time.perf_counter() - started
     stats = base.stats()
     return {"seconds": seconds, "summary": summary.as_dict(), "documents": stats.documents,
-            "chunks": stats.chunks, "model_texts": sum(ran)}
+            "chunks": stats.chunks, "model_texts": sum(ran), "model": real.model_id}
+
+
+def window_long(texts: list[str], window: int, count: int) -> list[str]:
+    """``count`` texts made of ``texts``' words, each at least ``window`` words long: the
+    model truncates them to its window, the longest a chunk can be. A call of the run
+    hands over its texts shortest first (the facade's stop-check groups), and the model's
+    memory grows with the longest text it has run, so its first call's own texts would
+    leave out what the longest chunks of the run add (about 40 MB, pool route)."""
+    words = " ".join(texts).split() or ["word"]
+    out = []
+    for i in range(count):
+        start = (i * 7) % len(words)
+        rolled = words[start:] + words[:start]
+        out.append(" ".join((rolled * (window // len(rolled) + 1))[:window]))
+    return out
 
 
 def index(kb: str) -> dict[str, Any]:

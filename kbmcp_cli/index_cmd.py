@@ -66,7 +66,9 @@ def _run(kb: KnowledgeBase, force: bool, prune: bool, quiet: bool, *,
          close: bool = True) -> RunSummary:
     progress = IndexProgress(quiet)
     try:
-        return kb.index(force=force, prune=prune, progress=progress)
+        # this process embeds nothing after the run: the model's memory is given back
+        # before the vectors are compacted (decision 0045)
+        return kb.index(force=force, prune=prune, progress=progress, release_model=True)
     finally:
         progress.close()
         if close:

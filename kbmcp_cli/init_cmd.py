@@ -85,7 +85,7 @@ _SEARCH: tuple[_Line, ...] = (
     ("rerank", "search_rerank", "a cross-encoder: pip install 'kb-mcp[rerank]'"),
 )
 _EMBEDDING: tuple[_Line, ...] = (
-    ("model", "embedding_model", "changing it needs `kb-mcp index --force`"),
+    ("model", "embedding_model", "for a new index; unset, an index keeps its own"),
     ("batch_size", "embedding_batch_size", "chunks per model call"),
     ("threads", "=2", "ONNX runtime threads (default: every core)"),
 )

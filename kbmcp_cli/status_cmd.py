@@ -96,6 +96,9 @@ def status_data(kb: KnowledgeBase, skipped: bool) -> tuple[dict[str, Any], Index
     }
     if left_out is not None:
         data["skipped_files"] = left_out
+    note = kb.model_note()  # kept from the index, not the default (decision 0046)
+    if note is not None and stats.model_id == settings.embedding_model:
+        data["model_note"] = note
     return data, stats, ready
 
 
@@ -124,6 +127,8 @@ def echo_facts(data: dict[str, Any], stats: IndexStats, ready: bool, indent: str
             key == "index" and read_only) else ""
         shown = "none yet (no chunk embedded)" if data[key] is None and key in (
             "model", "dimension") else data[key]
+        if key == "model" and data.get("model_note"):
+            suffix = f" ({data['model_note']})"
         echo(f"{key}: {shown}{suffix}")
     last = stats.last_run or {}
     if last:

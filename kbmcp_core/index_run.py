@@ -232,8 +232,12 @@ class IndexRun:
         progress: Progress | None = None,
         paths: Collection[str] | None = None,
         yield_to: YieldTo | None = None,
+        embedded: Callable[[], None] | None = None,
     ) -> None:
         self.deps = deps
+        #: called once phase two has embedded its last chunk, before the vectors are
+        #: compacted: a run that owns the model releases it there (``kb-mcp index``; 0045)
+        self.embedded = embedded
         #: None: the whole knowledge base; otherwise only these paths (the watcher)
         self.paths = None if paths is None else frozenset(paths)
         self.force = force
@@ -321,6 +325,8 @@ class IndexRun:
             # embeds exactly the chunks still without a vector (0008, 0017)
             self.summary.seconds = time.monotonic() - started
             return self.summary
+        if self.embedded is not None:
+            self.embedded()
         if self._vectors_written:
             d.vectors.compact()
         self.summary.seconds = time.monotonic() - started
@@ -612,8 +618,8 @@ class IndexRun:
             got = d.vectors.get(set(known.values()))
             reusable = {h: got[cid] for h, cid in known.items() if cid in got}
         reused = [c for c in all_chunks if c.text_hash in reusable]
-        if reused:
-            d.vectors.add([c.id for c in reused], [reusable[c.text_hash] for c in reused])
+        if reused:  # ids this run has just made: appended, no upsert (0045)
+            d.vectors.append([c.id for c in reused], [reusable[c.text_hash] for c in reused])
             self.summary.chunks_reused += len(reused)
             self._vectors_written = True
         self._unembedded += [c.id for c in all_chunks if c.text_hash not in reusable]
@@ -648,8 +654,8 @@ class IndexRun:
         self.summary.chunks_embedded += embedded
         self.summary.chunks_reused += len(chunks) - len(texts)
         kept = [(cid, h) for cid, h, _ in chunks if h in reusable]
-        if kept:
-            self.deps.vectors.add([cid for cid, _ in kept], [reusable[h] for _, h in kept])
+        if kept:  # ids without a vector (this run's, or read as missing): appended (0045)
+            self.deps.vectors.append([cid for cid, _ in kept], [reusable[h] for _, h in kept])
             self._vectors_written = True
 
     def _record_model(self) -> None:

@@ -317,6 +317,9 @@ class JointVectors:
     def add(self, ids: Sequence[int], vectors: Sequence[Vector]) -> None:
         _read_only()
 
+    def append(self, ids: Sequence[int], vectors: Sequence[Vector]) -> None:
+        _read_only()
+
     def delete(self, ids: Collection[int]) -> None:
         _read_only()
 

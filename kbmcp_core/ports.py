@@ -407,7 +407,16 @@ class Reranker(Protocol):
 class VectorStore(Protocol):
     """Chunk vectors keyed by chunk id. SQLite stays the source of truth."""
 
-    def add(self, ids: Sequence[int], vectors: Sequence[Vector]) -> None: ...
+    def add(self, ids: Sequence[int], vectors: Sequence[Vector]) -> None:
+        """Insert or replace: an id the store holds gets the new vector."""
+        ...
+
+    def append(self, ids: Sequence[int], vectors: Sequence[Vector]) -> None:
+        """Insert vectors for ids the store does not hold yet, which the caller knows (ids
+        it has just made, or read as missing while it holds the writer lock). Cheaper
+        than ``add`` on a large store (no lookup of the ids); an id the store already
+        holds would be stored twice, so wherever an id may exist, use ``add``."""
+        ...
 
     def get(self, ids: Collection[int]) -> dict[int, Vector]: ...
 

@@ -143,7 +143,11 @@ class Settings:
     #: URI such as ``s3://bucket/prefix`` (see ``vectors_location``)
     vectors_uri: str | None = None
     vectors_storage_options: StorageOptions = field(default_factory=StorageOptions)
-    embedding_model: str = "kb-mcp/all-MiniLM-L6-v2-int8"
+    #: the model for a new index: the integer copy of MiniLM since decision 0046
+    embedding_model: str = "kb-mcp/all-MiniLM-L6-v2-int8-dynamic"
+    #: the config named no model: an index that records one keeps it
+    #: (``kbmcp_adapters.app.index_model``, decision 0046); set by ``build_settings``
+    embedding_model_follows_index: bool = False
     embedding_batch_size: int = 32
     embedding_threads: int | None = None
     #: ``[embedding]`` provider: "local" (in process) or "openai-compatible", a service the

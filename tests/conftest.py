@@ -12,14 +12,14 @@ import pytest
 from kbmcp_adapters.app.bootstrap import bootstrap
 from kbmcp_adapters.app.config import build_settings
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
-from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
+from kbmcp_adapters.embedding.fastembed_embedder import PACKAGED_MODEL_ID, FastEmbedEmbedder
 
 #: pg_cluster / pg_url: a throwaway PostgreSQL cluster (tests/pg_cluster.py); s3_server: an
 #: S3-compatible server on loopback (tests/s3_server.py); the property suite's example counts
 #: (tests/hypothesis_counts.py); each test's CPU seconds when KB_TEST_CPU_LOG is set
-#: (tests/cpu_log.py)
+#: (tests/cpu_log.py); the costliest test files first to the xdist workers (tests/schedule.py)
 pytest_plugins = ["tests.pg_cluster", "tests.s3_server", "tests.hypothesis_counts",
-                  "tests.cpu_log"]
+                  "tests.cpu_log", "tests.schedule"]
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -55,8 +55,10 @@ def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def embedder(model_cache: Path) -> FastEmbedEmbedder:
-    """The real default model, loaded once for the whole session."""
-    return FastEmbedEmbedder(cache_dir=model_cache)
+    """The packaged MiniLM file, loaded once for the whole session: the default model until
+    decision 0046 (the in-process tests' expected rankings were measured with it; the new
+    default, its integer copy, is what `kb-mcp` subprocesses run unless a test names one)."""
+    return FastEmbedEmbedder(PACKAGED_MODEL_ID, cache_dir=model_cache)
 
 
 def write_files(root: Path, files: Mapping[str, str | bytes]) -> None:
@@ -78,6 +80,7 @@ def open_kb(embedder: FastEmbedEmbedder) -> Iterator[OpenKb]:
     opened: list[KnowledgeBase] = []
 
     def _open(kb_path: Path, **settings: Any) -> KnowledgeBase:
+        settings.setdefault("embedding_model", embedder.model_id)  # the model it embeds with
         s = build_settings(None, cwd=kb_path, kb_path=kb_path, **settings)
         kb = KnowledgeBase(bootstrap(s, embedder=embedder))
         opened.append(kb)

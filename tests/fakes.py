@@ -429,6 +429,12 @@ def _holds(text: str, term: str) -> bool:
 class FakeVectorStore:
     def __init__(self) -> None:
         self.rows: dict[int, Vector] = {}
+        #: ids ``append`` was given while the store held them: the real store then holds
+        #: two rows for the id (``count`` counts both, ``ids`` names it once)
+        self.doubled: list[int] = []
+        #: how many writes went through ``add`` (an upsert) and ``append``
+        self.upserts = 0
+        self.appends = 0
         #: bumped by every change, like the real store's file fingerprint
         self.generation = 0
         #: set to make every read fail as damaged LanceDB files do
@@ -443,6 +449,14 @@ class FakeVectorStore:
 
     def add(self, ids: Sequence[int], vectors: Sequence[Vector]) -> None:
         self.rows.update(zip(ids, vectors, strict=True))
+        self.upserts += 1
+        self.generation += 1
+
+    def append(self, ids: Sequence[int], vectors: Sequence[Vector]) -> None:
+        given = dict(zip(ids, vectors, strict=True))
+        self.doubled += [i for i in given if i in self.rows]
+        self.rows.update(given)
+        self.appends += 1
         self.generation += 1
 
     def get(self, ids: Collection[int]) -> dict[int, Vector]:
@@ -452,6 +466,7 @@ class FakeVectorStore:
     def delete(self, ids: Collection[int]) -> None:
         for i in ids:
             self.rows.pop(i, None)
+        self.doubled = [i for i in self.doubled if i not in ids]
         self.generation += 1
 
     def ids(self) -> set[int]:
@@ -460,7 +475,7 @@ class FakeVectorStore:
 
     def count(self) -> int:
         self._check()
-        return len(self.rows)
+        return len(self.rows) + len(self.doubled)
 
     def search(self, vector: Vector, limit: int,
                allowed_ids: Collection[int] | None = None) -> list[tuple[int, float]]:
@@ -471,6 +486,7 @@ class FakeVectorStore:
 
     def reset(self) -> None:
         self.rows.clear()
+        self.doubled.clear()
         self.unreadable = False
         self.generation += 1
 

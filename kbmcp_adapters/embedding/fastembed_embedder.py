@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 from kbmcp_adapters.embedding import quantize
 from kbmcp_adapters.embedding.catalogue_files import (
     DEFAULT_MODEL_ID,
+    PACKAGED_MODEL_ID,
     fetch_catalogue_files,
     window_of,
 )
@@ -30,7 +31,8 @@ from kbmcp_core.cjk import readable_share
 from kbmcp_core.errors import ConfigError, EmbeddingUnavailable
 from kbmcp_core.models import Vector
 
-__all__ = ["BATCH_TOKENS_PER_TEXT", "DEFAULT_MODEL_ID", "INTEGER_MODEL_ID", "FastEmbedEmbedder"]
+__all__ = ["BATCH_TOKENS_PER_TEXT", "DEFAULT_MODEL_ID", "INTEGER_MODEL_ID", "PACKAGED_MODEL_ID",
+           "FastEmbedEmbedder"]
 
 log = logging.getLogger(__name__)
 
@@ -38,13 +40,14 @@ if TYPE_CHECKING:
     from fastembed import TextEmbedding
     from tokenizers import Tokenizer
 
-#: The model used when none is configured (``DEFAULT_MODEL_ID``): all-MiniLM-L6-v2 with int8
-#: weights, shipped by pip (the file casts its weights back to float: float matrix products).
-#: The same model from an integer copy of that file made once on this machine (``quantize``):
-#: about 2x the throughput per core; its vectors differ slightly, so it is a model identity of its
-#: own, and it falls back to the default's file (and identity) when the copy cannot be made.
-INTEGER_MODEL_ID = "kb-mcp/all-MiniLM-L6-v2-int8-dynamic"
-_MINILM = {name.lower(): name for name in (DEFAULT_MODEL_ID, INTEGER_MODEL_ID)}
+#: ``PACKAGED_MODEL_ID``: all-MiniLM-L6-v2 with int8 weights, shipped by pip (the file casts
+#: its weights back to float: float matrix products). ``INTEGER_MODEL_ID``, the default for a
+#: new index since decision 0046: the same model from an integer copy of that file made once
+#: on this machine (``quantize``): about 2x the throughput per core; its vectors differ
+#: slightly, so it is a model identity of its own, and it falls back to the packaged file (and
+#: its identity) when the copy cannot be made.
+INTEGER_MODEL_ID = DEFAULT_MODEL_ID
+_MINILM = {name.lower(): name for name in (PACKAGED_MODEL_ID, INTEGER_MODEL_ID)}
 DEFAULT_DIMENSION = 384
 DEFAULT_MAX_TOKENS = 256
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
@@ -103,8 +106,9 @@ class FastEmbedEmbedder:
         self._cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         self._batch_size = batch_size
         self._threads = threads
-        #: the packaged file's documents one text per model run, several at once
-        #: (``_embed_pooled``); False: length-bucketed batches of ``batch_size``
+        #: a MiniLM file's documents one text per model run, several at once
+        #: (``_embed_pooled``); False: length-bucketed batches of ``batch_size`` (one text
+        #: per run for the integer copy, on the session with every thread)
         self._text_pool = text_pool
         self._lock = threading.Lock()
         self._description: dict[str, Any] | None = None
@@ -127,8 +131,8 @@ class FastEmbedEmbedder:
                         self._cache_dir / _ASSEMBLED_DIR, MODEL_SHA256):
                     log.warning("embedding model %s is not available here (the onnx package "
                                 "is missing, or making its copy failed before); using %s",
-                                INTEGER_MODEL_ID, DEFAULT_MODEL_ID)
-                    self._minilm = DEFAULT_MODEL_ID
+                                INTEGER_MODEL_ID, PACKAGED_MODEL_ID)
+                    self._minilm = PACKAGED_MODEL_ID
                 self._identity_told = True
         return self._minilm or str(self._catalogue_entry()["model"])
 
@@ -176,7 +180,7 @@ class FastEmbedEmbedder:
     def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
         if not texts:
             return []
-        if self._text_pool and self._minilm == DEFAULT_MODEL_ID:  # the packaged file
+        if self._text_pool and self._minilm is not None:  # either MiniLM file (0044, 0046)
             return self._embed_pooled(texts)
         model = self._model or self._load_model()
         window = self.max_tokens
@@ -202,7 +206,9 @@ class FastEmbedEmbedder:
 
     def _embed_pooled(self, texts: Sequence[str]) -> list[Vector]:
         """One text per model run, nothing padded, so each vector is bit for bit the batched
-        route's (the file computes row by row in float; padding is masked out). A run of one
+        route's (the packaged file computes row by row in float; padding is masked out), and
+        the integer copy's is the one its query gets (it runs one text per run anyway;
+        measured bit-identical on one-thread sessions, decision 0046). A run of one
         text gives too little work to share between threads, so the session has one thread
         and the cores are used by running several texts at once (onnxruntime runs a session
         from several threads and releases the GIL meanwhile; decision 0044)."""
@@ -239,6 +245,12 @@ class FastEmbedEmbedder:
         model = self._model or self._load_model()
         with _translated(self._name, "embed a query"):
             return cast(Vector, _unit(list(model.query_embed([text])))[0].tolist())
+
+    def release(self) -> None:
+        """Drop the loaded model sessions (their weights and arenas); the next call loads
+        them again and gives the same vectors. A call under way keeps its own session."""
+        with self._lock:
+            self._model = self._pool_model = None
 
     # -- lazy loading ------------------------------------------------------------------------
     def _catalogue_entry(self) -> dict[str, Any]:
@@ -309,12 +321,12 @@ class FastEmbedEmbedder:
                         raise EmbeddingUnavailable(
                             f"embedding model {INTEGER_MODEL_ID!r}: its integer copy could "
                             f"not be made ({_reason(exc)}); the next run uses "
-                            f"{DEFAULT_MODEL_ID!r}, an index built with this one then needs "
+                            f"{PACKAGED_MODEL_ID!r}, an index built with this one then needs "
                             "`kb-mcp index --force`") from exc
                     log.warning("embedding model %s: the integer copy of the packaged file "
                                 "could not be made (%s); using %s instead, which is slower",
-                                INTEGER_MODEL_ID, _reason(exc), DEFAULT_MODEL_ID)
-                    self._minilm = DEFAULT_MODEL_ID
+                                INTEGER_MODEL_ID, _reason(exc), PACKAGED_MODEL_ID)
+                    self._minilm = PACKAGED_MODEL_ID
             self._minilm_file = chosen
             return chosen
 

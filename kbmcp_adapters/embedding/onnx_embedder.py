@@ -64,6 +64,11 @@ class OnnxEmbedder(PackagedEmbedderBase):
     def embed_query(self, text: str) -> Vector:
         return cast(Vector, self._embed([self._spec.query_prefix + text])[0].tolist())
 
+    def release(self) -> None:
+        """Drop the loaded session; the next call loads it again (the same vectors)."""
+        with self._lock:
+            self._session = None
+
     # -- running the graph -------------------------------------------------------------------
     def _embed(self, texts: list[str]) -> NDArray[Any]:
         session = self._session or self._load_session()

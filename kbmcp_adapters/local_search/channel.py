@@ -108,6 +108,8 @@ def settings_identity(settings: Settings) -> str:
         if field.name in _WRITER_ONLY or not field.compare:  # not a setting (config_origin)
             continue
         value: Any = getattr(settings, field.name)
+        if field.name == "embedding_model" and settings.embedding_model_follows_index:
+            value = "the index's own"  # a server has read it, a command line has not (0046)
         if isinstance(value, Mapping):
             value = sorted((str(k), repr(v)) for k, v in value.items())
         digest.update(f"{field.name}={value!r}\n".encode("utf-8", "surrogatepass"))

@@ -107,23 +107,11 @@ class LanceVectorStore:
     # -- writes ------------------------------------------------------------
     def add(self, ids: Sequence[int], vectors: Sequence[Vector]) -> None:
         """Insert or replace (upsert on ``chunk_id``) in one commit; the last duplicate wins."""
-        if len(ids) != len(vectors):
-            raise StoreError(f"add got {len(ids)} ids but {len(vectors)} vectors")
-        if not ids:
+        batch = self._batch("add", ids, vectors)
+        if batch is None:
             return
-        import numpy as np
-
-        matrix = self._matrix(vectors)
-        keys = np.asarray(ids, dtype=np.int64)
-        _, last_in_reversed = np.unique(keys[::-1], return_index=True)
-        if len(last_in_reversed) != len(keys):
-            keep = np.sort(len(keys) - 1 - last_in_reversed)
-            keys, matrix = keys[keep], matrix[keep]
         with self._translate("add vectors"):
-            batch = self._arrow_batch(keys, matrix)
-            table = self._existing()
-            if table is None:
-                table = self._create()
+            table = self._writable()
             if table.count_rows() == 0:
                 table.add(batch)
             else:
@@ -133,6 +121,22 @@ class LanceVectorStore:
                     .when_not_matched_insert_all()
                     .execute(batch)
                 )
+
+    def append(self, ids: Sequence[int], vectors: Sequence[Vector]) -> None:
+        """Append rows for ids the table does not hold, in one commit (the last duplicate
+        in ``ids`` wins). Unlike ``add``'s upsert, nothing joins the batch against the
+        table: at 100,000 rows phase two's 395 writes ended 60 MB smaller and took less
+        CPU this way (0045). An id the table holds would be stored twice."""
+        batch = self._batch("append", ids, vectors)
+        if batch is None:
+            return
+        with self._translate("add vectors"):
+            self._writable().add(batch)
+
+    def _writable(self) -> Table:
+        """The table, created empty on the first write."""
+        table = self._existing()
+        return table if table is not None else self._create()
 
     def delete(self, ids: Collection[int]) -> None:
         wanted = _unique_ints(ids)
@@ -407,6 +411,24 @@ class LanceVectorStore:
                 f"but the embedding model makes {self._dimension}-dimensional ones; "
                 "rebuild with `kb-mcp index --force`"
             )
+
+    def _batch(self, action: str, ids: Sequence[int], vectors: Sequence[Vector]
+               ) -> pa.Table | None:
+        """The rows to write (the last of a repeated id kept), checked; None when empty."""
+        if len(ids) != len(vectors):
+            raise StoreError(f"{action} got {len(ids)} ids but {len(vectors)} vectors")
+        if not ids:
+            return None
+        import numpy as np
+
+        matrix = self._matrix(vectors)
+        keys = np.asarray(ids, dtype=np.int64)
+        _, last_in_reversed = np.unique(keys[::-1], return_index=True)
+        if len(last_in_reversed) != len(keys):
+            keep = np.sort(len(keys) - 1 - last_in_reversed)
+            keys, matrix = keys[keep], matrix[keep]
+        with self._translate(f"{action} vectors"):
+            return self._arrow_batch(keys, matrix)
 
     def _matrix(self, vectors: Sequence[Vector]) -> npt.NDArray[np.float32]:
         import numpy as np

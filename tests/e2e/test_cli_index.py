@@ -189,11 +189,11 @@ def test_status_and_model_mismatch_from_the_cli(tmp_path: Path, kb_env: dict[str
     status = json.loads(r.stdout)
     assert (status["documents"], status["model"], status["dimension"]) == (
         3,
-        "kb-mcp/all-MiniLM-L6-v2-int8",
+        "kb-mcp/all-MiniLM-L6-v2-int8-dynamic",  # the default for a new index (0046)
         384,
     )
     assert status["last_run"]["added"] == 3
     (kb / "kb-mcp.toml").write_text('[embedding]\nmodel = "BAAI/bge-small-en-v1.5"\n')
     r = run(["index", "--kb-path", str(kb), "--config", str(kb / "kb-mcp.toml")], kb_env)
     assert r.returncode == 2
-    assert "--force" in r.stderr and "kb-mcp/all-MiniLM-L6-v2-int8" in r.stderr
+    assert "--force" in r.stderr and "kb-mcp/all-MiniLM-L6-v2-int8-dynamic" in r.stderr

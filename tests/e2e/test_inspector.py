@@ -75,18 +75,17 @@ def test_inspector_lists_portable_tools(inspect: Inspect) -> None:
     assert tools["search"]["annotations"]["readOnlyHint"] is True
 
 
-def test_inspector_calls_search(inspect: Inspect) -> None:
+@pytest.fixture(scope="module")
+def searched(inspect: Inspect) -> Any:
+    """One search through the Inspector, read by the two tests below (each call starts a
+    server and loads the model: the same call twice would pay that twice)."""
     arguments = json.dumps({"query": "when are the database backups taken", "limit": 2})
-    result = answer(
-        inspect(
-            "--method",
-            "tools/call",
-            "--tool-name",
-            "search",
-            "--tool-args-json",
-            arguments,
-        )
-    )
+    return answer(inspect("--method", "tools/call", "--tool-name", "search",
+                          "--tool-args-json", arguments))
+
+
+def test_inspector_calls_search(searched: Any) -> None:
+    result = searched
     hits = result["structuredContent"]["results"]
     assert len(hits) == 2 and hits[0]["path"] == "guides/backup.md"
     assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
@@ -141,10 +140,8 @@ def test_inspector_gets_a_prompt(inspect: Inspect) -> None:
     assert "list_topics" in prompt["messages"][0]["content"]["text"]
 
 
-def test_inspector_sees_search_hits_as_resource_links(inspect: Inspect) -> None:
-    arguments = json.dumps({"query": "when are the database backups taken", "limit": 2})
-    result = answer(inspect("--method", "tools/call", "--tool-name", "search",
-                            "--tool-args-json", arguments))
+def test_inspector_sees_search_hits_as_resource_links(searched: Any) -> None:
+    result = searched
     hits = result["structuredContent"]["results"]
     links = [block for block in result["content"] if block["type"] == "resource_link"]
     assert [link["name"] for link in links] == [hit["path"] for hit in hits]

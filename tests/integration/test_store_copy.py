@@ -13,7 +13,7 @@ from kbmcp_adapters.app.bootstrap import Container, bootstrap
 from kbmcp_adapters.app.config import build_settings
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 from kbmcp_adapters.app.migrate_store import migrate_store
-from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
+from kbmcp_adapters.embedding.fastembed_embedder import PACKAGED_MODEL_ID, FastEmbedEmbedder
 from kbmcp_adapters.store.sql_store import SqlIndexStore
 from kbmcp_core import index_copy
 from kbmcp_core.errors import ConfigError, IndexNotFound, ModelMismatch
@@ -79,7 +79,9 @@ class NeverEmbeds:
 
 
 def settings(kb: Path, **values: Any) -> Settings:
-    """Every section its own chunk (tiny ones are not merged), so documents have several."""
+    """Every section its own chunk (tiny ones are not merged), so documents have several;
+    the model is the shared test embedder's (the packaged file) unless a test names one."""
+    values.setdefault("embedding_model", PACKAGED_MODEL_ID)
     return build_settings(None, cwd=kb, kb_path=kb, chunk_min_tokens=1, **values)
 
 
