@@ -80,7 +80,6 @@ def open_kb(embedder: FastEmbedEmbedder) -> Iterator[OpenKb]:
     opened: list[KnowledgeBase] = []
 
     def _open(kb_path: Path, **settings: Any) -> KnowledgeBase:
-        settings.setdefault("embedding_model", embedder.model_id)  # the model it embeds with
         s = build_settings(None, cwd=kb_path, kb_path=kb_path, **settings)
         kb = KnowledgeBase(bootstrap(s, embedder=embedder))
         opened.append(kb)

@@ -93,7 +93,8 @@ class Container:
         from kbmcp_adapters.app.index_model import resolve_model
 
         #: the settings with the model this index runs (``index_model``, decision 0046)
-        self.settings = resolve_model(settings, store)
+        self.settings = resolve_model(settings, store,
+                                      None if embedder is None else embedder.model_id)
         walkable = _walkable(fs)
         if fs is not None and walkable is None and scanner is None:
             raise ValueError(

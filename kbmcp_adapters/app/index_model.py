@@ -63,12 +63,18 @@ def recorded_model(settings: Settings, store: IndexMeta | None = None) -> str | 
         opened.close()
 
 
-def resolve_model(settings: Settings, store: IndexMeta | None = None) -> Settings:
+def resolve_model(settings: Settings, store: IndexMeta | None = None,
+                  given: str | None = None) -> Settings:
     """``settings`` with the model this knowledge base runs: the index's recorded model
-    when the config named none, else ``settings`` unchanged."""
+    when the config named none, else ``settings`` unchanged. ``given``: the model of an
+    embedder the caller hands over (a library program, the tests); with no model
+    configured and none recorded yet, the index will record that one, so the settings
+    name it too (one of the two MiniLM identities; another needs configuring)."""
     if not settings.embedding_model_follows_index:
         return settings
     recorded = recorded_model(settings, store)
+    if recorded is None and given in _MINILM:
+        recorded = given
     if recorded is None or recorded == settings.embedding_model or recorded not in _MINILM:
         return settings  # another model (an embedding service's too) must be configured
     return replace(settings, embedding_model=recorded)

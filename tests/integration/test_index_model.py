@@ -208,3 +208,23 @@ def test_on_postgresql_the_model_comes_from_the_databases_own_meta(
     assert kept.configured_model == PACKAGED_MODEL_ID
     (folder / "zebra.md").write_text("# Zebras\n\nZebras eat alfalfa.\n", encoding="utf-8")
     assert kept.index().added == 1 and kept.stats().model_id == PACKAGED_MODEL_ID
+
+
+def test_a_callers_minilm_embedder_decides_a_new_indexs_model(folder: Path, embedder: Any) -> None:
+    """A library program that hands over its own MiniLM embedder (here the packaged file)
+    and names no model: the new index records that model and the knowledge base says so —
+    doctor finds no mismatch, a second opening runs the same model."""
+    assert embedder.model_id == PACKAGED_MODEL_ID != DEFAULT_MODEL_ID
+    settings = build_settings(None, cwd=folder, kb_path=folder)
+    kb = KnowledgeBase(bootstrap(settings, embedder=embedder))
+    try:
+        assert kb.settings.embedding_model == PACKAGED_MODEL_ID
+        assert kb.index().added == len(NOTES)
+        assert kb.doctor().findings == ()
+    finally:
+        kb.close()
+    again = KnowledgeBase(bootstrap(build_settings(None, cwd=folder, kb_path=folder)))
+    try:
+        assert again.settings.embedding_model == PACKAGED_MODEL_ID  # kept from the index
+    finally:
+        again.close()

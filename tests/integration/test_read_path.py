@@ -43,8 +43,7 @@ def build_kb(base: Path, embedder: FastEmbedEmbedder) -> KnowledgeBase:
     make_big_pdf(root / "papers/telemetry.pdf")
     os.symlink(outside / "secret.md", root / "notes/link.md")
     os.link(root / "notes/hard.md", base / "hardlink-elsewhere.md")
-    settings = build_settings(None, cwd=root, kb_path=root, enabled_formats=("md", "pdf"),
-                              embedding_model=embedder.model_id)
+    settings = build_settings(None, cwd=root, kb_path=root, enabled_formats=("md", "pdf"))
     k = KnowledgeBase(bootstrap(settings, embedder=embedder))
     k.index()
     # written after the index run: on disk, not indexed
