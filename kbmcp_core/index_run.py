@@ -313,12 +313,14 @@ class IndexRun:
         # + failed == scanned (docs/usage.md)
         self.summary.scanned = scan.entries()
         self._apply_cheap_actions(p)
-        self._text_phase(p)
+        last = self._text_phase(p)
         if self.paths is None:  # every document of the folder now has this run's parsing
             self._record_parsers()
         listed = not any(r.path == "." for r in scan.refused)  # the root could be read
         if self.paths is None and listed and not d.store.get_meta(META_READY):
             d.store.set_meta(META_READY, d.clock.now_iso())  # keyword search covers it all
+        if last is not None:  # said once the index is marked ready: a stop asked for on
+            self._report("text", last[0], last[0], last[1])  # it leaves no phase one undone
         self._vector_phase(repair)
         if self.handed_over:
             # ended like a stopped run: `run_in_progress` stays set and the next run
@@ -339,25 +341,35 @@ class IndexRun:
         return self.summary
 
     # -- the two phases ----------------------------------------------------
-    def _text_phase(self, p: IndexPlan) -> None:
+    def _text_phase(self, p: IndexPlan) -> tuple[int, str] | None:
         """Phase one: parse and write the rows of every new, changed or moved file. When
-        it ends, every document of the folder is searchable by keywords."""
+        it ends, every document of the folder is searchable by keywords. Its last step is
+        not reported here but returned (total, path): ``run`` reports it once the index
+        is marked ready, since a report is where a stop takes effect."""
         work: list[tuple[str, str | None]] = [(path, None) for path in p.to_index]
         work += [(new, old) for old, new in p.renames]
         fill = self._conversions_to_fill(p)  # older indexes: unchanged files, once (0023)
         total = len(work) + len(fill)
         if total:
             self._report("text", 0, total, "")
+        last: tuple[int, str] | None = None
         for done, (path, replaces) in enumerate(work, start=1):
             self._index_one(path, replaces)
             if done == len(work):
                 self._write_rows()  # the last rows commit before the phase says it is done
-            self._report("text", done, total, path)
+            if done == total:
+                last = (total, path)
+            else:
+                self._report("text", done, total, path)
         for done, (path, digest) in enumerate(fill, start=len(work) + 1):
             self._fill_conversion(path, digest)
-            self._report("text", done, total, path)
+            if done == total:
+                last = (total, path)
+            else:
+                self._report("text", done, total, path)
         if self.paths is None and not self.deps.store.get_meta(META_CONVERSIONS):
             self.deps.store.set_meta(META_CONVERSIONS, "filled")
+        return last
 
     def _conversions_to_fill(self, p: IndexPlan) -> list[tuple[str, str]]:
         """(path, content hash) of the unchanged converted documents whose text the index
