@@ -19,6 +19,7 @@ from kbmcp_adapters.embedding.fastembed_embedder import (
     PACKAGED_MODEL_ID,
 )
 from kbmcp_core.errors import ModelMismatch
+from tests.conftest import write_files
 
 NOTES = {
     "keys.md": "# Keys\n\nRotate the signing keys every ninety days and revoke the old ones.\n",
@@ -31,9 +32,7 @@ QUERIES = ("how often are signing keys rotated", "when is soup served", "release
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
     kb_path = tmp_path / "kb"
-    kb_path.mkdir()
-    for name, text in NOTES.items():
-        (kb_path / name).write_text(text, encoding="utf-8")
+    write_files(kb_path, NOTES)
     return kb_path
 
 
