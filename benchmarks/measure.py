@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -124,3 +125,29 @@ def write_result(data: dict[str, Any]) -> None:
     target = os.environ.get("BENCH_RESULT")
     if target:
         Path(target).write_text(json.dumps({**data, "own_peak_rss_mb": own_peak_rss_mb()}))
+
+
+def child_main(index: Callable[[dict[str, Any]], None], search: Callable[[dict[str, Any]], None],
+               measure: Callable[..., dict[str, Any]]) -> None:
+    """The ``__main__`` of a step whose children index and search: ``index JSON`` and
+    ``search JSON`` run those halves (in a child ``run_child`` started); ``WORK [--quick]``
+    runs the whole step here and prints its figures."""
+    if sys.argv[1:2] == ["index"]:
+        index(json.loads(sys.argv[2]))
+    elif sys.argv[1:2] == ["search"]:
+        search(json.loads(sys.argv[2]))
+    else:
+        print(json.dumps(measure(Path(sys.argv[1]), quick="--quick" in sys.argv), indent=1))
+
+
+def index_folder(kb: str) -> None:
+    """Called in a child: index the folder ``kb`` (its own config decides the rest) and
+    hand back nothing but the child's peak RSS."""
+    from kbmcp_adapters.app.knowledge_base import open_knowledge_base
+
+    opened = open_knowledge_base(Path(kb))
+    try:
+        opened.index()
+    finally:
+        opened.close()
+    write_result({})

@@ -231,6 +231,9 @@ def rows(results: dict[str, Any]) -> list[Row]:
     from benchmarks import explain_bench  # likewise
 
     out += explain_bench.rows(results.get("explain"))
+    from benchmarks import paragraph_bench  # likewise
+
+    out += paragraph_bench.rows(results.get("paragraphs"))
     from benchmarks import service_overhead  # likewise
 
     out += service_overhead.rows(results.get("service_overhead"))

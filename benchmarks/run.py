@@ -16,12 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import (
+    corpus,
     embed_speed,
     explain_bench,
     fast_cli,
     goals,
     index_rss,
     install_size,
+    paragraph_bench,
     pg_japanese,
     ranged_read,
     real_folder,
@@ -40,7 +42,7 @@ from benchmarks.measure import REPO
 BUSY_LOAD = 1.0
 STEPS = ("full", "two_phase", "reindex", "search", "rerank", "fastcli", "initialize", "listings",
          "team", "ui", "tails", "install", "embed", "real", "service", "explain", "ranged",
-         "japanese", "index100k")
+         "japanese", "index100k", "paragraphs")
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -114,6 +116,8 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         step("explain", lambda: explain_bench.measure(work, quick=args.quick))
     if "ranged" in wanted:  # a 1,000-line ranged read against a disk read (0033)
         step("ranged_read", lambda: ranged_read.measure(work, quick=args.quick))
+    if "paragraphs" in wanted:  # paragraphs read in context, on against off (issue 25)
+        step("paragraphs", lambda: paragraph_bench.measure(work, quick=args.quick))
     if "full" in wanted:
         step("full_index", lambda: steps.full_index(cfg, work, source))
     if "real" in wanted:  # a real, mixed folder from /usr/share/doc (issue 29.2)
@@ -137,7 +141,7 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 step("search", lambda: steps.search(cfg, kb, errlog))
             if "rerank" in wanted:  # what the cross-encoder adds (issue 13.3)
                 step("rerank", lambda: rerank_bench.measure(
-                    steps.corpus.queries(cfg.rerank_queries + cfg.warmup, seed=17),
+                    corpus.queries(cfg.rerank_queries + cfg.warmup, seed=17),
                     cfg.warmup, kb))
             if "reindex" in wanted:
                 step("reindex", lambda: steps.reindex(cfg, kb))

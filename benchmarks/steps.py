@@ -321,6 +321,10 @@ def listings(cfg: Config, work: Path, errlog: Path) -> dict[str, Any]:
 
 
 # -- the corpus of steps 2-5 -------------------------------------------------------------------
+#: The large corpus's folder config: the paragraph step held off (see ``large_corpus``).
+PARAGRAPHS_OFF = "[search]\npassage_candidates = 0\n"
+
+
 def large_corpus(cfg: Config, work: Path, source: Path | None) -> tuple[Path, dict[str, Any]]:
     kb = work / "large"
     facts = prepare(kb, cfg.large_files, cfg.seed + 1, source, "short")
@@ -333,4 +337,8 @@ def large_corpus(cfg: Config, work: Path, source: Path | None) -> tuple[Path, di
         f"  built in {built['wall_s']:.1f}s: {built['documents']} documents, "
         f"{built['chunks']} chunks"
     )
+    # The search rows on this corpus measure kb-mcp around the search's raw parts (query
+    # embedding, k-NN, keywords); the paragraph step (0028, session 11) adds model runs of
+    # its own, measured against the same runs by the `paragraphs` row, so it is held off here.
+    (kb / "kb-mcp.toml").write_text(PARAGRAPHS_OFF, encoding="utf-8")
     return kb, {"corpus": facts, "build": built}

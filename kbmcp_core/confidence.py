@@ -11,8 +11,11 @@ sets beside answerable ones on every dev set):
 * else, when the model **can read** the query (at least half of it, ``coverage``): low
   when its best cosine similarity is below ``MIN_SIMILARITY`` (nothing is about the
   question, in words or in meaning) or stands less than ``MIN_LEAD`` above the tenth best
-  (nothing in particular is: in a large corpus some page is always loosely near a question
-  it does not answer, and so are nine others);
+  document's (nothing in particular is: in a large corpus some page is always loosely near
+  a question it does not answer, and so are nine others). Documents, not chunks: a long
+  document that answers has many chunks near the question, all about its subject, and
+  counted as chunks they hid the lead its answer has over the rest of the folder
+  (decision 0028, addendum of session 11);
 * when the model cannot read the query (Japanese for an English model) or did not run
   (``lexical`` mode), only keywords can judge: low when nothing matched at all;
 * in ``vector`` mode (no keywords at all) only the best similarity counts: without
@@ -23,16 +26,18 @@ An empty result is always low.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+
+from kbmcp_core.models import StoredChunk
 
 #: Below this cosine similarity the best semantic match is about something else (decision
 #: 0028: most questions about software a corpus does not cover score under it on small
 #: corpora; answerable questions rarely do).
-MIN_SIMILARITY = 0.30
-#: ... and a best match leading the tenth best by less than this stands out from nothing
-#: (a large corpus: unanswerable questions still find pages at 0.4-0.6).
-MIN_LEAD = 0.14
-#: The rank whose similarity the best one must lead.
+MIN_SIMILARITY = 0.33
+#: ... and a best match leading the tenth best document by less than this stands out from
+#: nothing (a large corpus: unanswerable questions still find pages at 0.4-0.6).
+MIN_LEAD = 0.15
+#: The rank (among documents, each by its best chunk) whose similarity the best must lead.
 LEAD_RANK = 10
 #: At or above this lexical relevance (0–1) the words of the query clearly occur in a chunk.
 MIN_LEXICAL = 0.20
@@ -40,10 +45,26 @@ MIN_LEXICAL = 0.20
 MIN_READABLE = 0.5
 
 
+def best_per_document(vector: Sequence[tuple[int, float]],
+                      chunks: Mapping[int, StoredChunk]) -> list[float]:
+    """The vector leg's similarities, best first, one per document (its best chunk's); a
+    chunk ``chunks`` lacks counts as a document of its own."""
+    seen: set[object] = set()
+    out: list[float] = []
+    for cid, sim in sorted(vector, key=lambda x: -x[1]):
+        chunk = chunks.get(cid)
+        key: object = chunk.document_path if chunk is not None else cid
+        if key not in seen:
+            seen.add(key)
+            out.append(sim)
+    return out
+
+
 def low_confidence(*, hits: int, similarities: Sequence[float] | None,
                    best_lexical: float | None, readable: float) -> bool:
     """The decision of the module docstring. ``similarities``: the vector leg's cosine
-    similarities, best first (None when it did not run); ``best_lexical``: the lexical
+    similarities, best first, one per document (``best_per_document``; None when the leg
+    did not run); ``best_lexical``: the lexical
     leg's best relevance (None when it did not run, 0 when it matched nothing);
     ``readable``: the share of the query the embedding model reads."""
     if hits == 0:

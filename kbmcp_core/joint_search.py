@@ -32,7 +32,14 @@ from typing import TypeVar
 
 from kbmcp_core.models import DocumentFilter, IndexStats, StoredChunk, StoredDocument, Vector
 from kbmcp_core.offer import OfferRules
-from kbmcp_core.ports import ConvertedText, Embedder, IndexReader, VectorStore
+from kbmcp_core.ports import (
+    ConvertedText,
+    Embedder,
+    IndexReader,
+    SpanEmbedder,
+    SpanGroup,
+    VectorStore,
+)
 
 #: Between a collection's name and a document's path in the joint view.
 SEP = "/"
@@ -261,6 +268,14 @@ class JointEmbedder:
 
     def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
         return self._first.embed_documents(texts)
+
+    def embed_spans(self, items: Sequence[tuple[str, Sequence[SpanGroup]]],
+                    ) -> list[list[Vector | None]] | None:
+        """Parts read in context by the one model all collections share; None with several
+        (a paragraph's vector must come from the model its query vector came from)."""
+        if len(self._models) != 1 or not isinstance(self._first, SpanEmbedder):
+            return None
+        return self._first.embed_spans(items)
 
     def embed_query(self, text: str) -> Vector:
         by_model = {model: e.embed_query(text) for model, e in self._models.items()}

@@ -1,16 +1,20 @@
-"""Paragraph re-scoring of the best candidates: a chunk moves towards its nearest paragraph
-(decision 0028, addendum of session 9).
+"""Paragraph re-scoring of the best candidates (decision 0028, addenda of sessions 9 and 11).
 
 A chunk's one vector is the model's reading of all of it. When a chunk holds several
 answers (an FAQ whose question headings are gone, a reference section describing three
 options), its vector is a mix, and a question about one of them may find another chunk
-nearer. So after fusion, the best few candidates (``[search] passage_candidates``; off by
-default for its cost) have their
-prose split into paragraphs, each embedded with the chunk's heading trail at query time,
+nearer. So after fusion, the best few candidates have their prose split into paragraphs,
 and a candidate's similarity in the vector leg moves half way from its own towards its
 nearest paragraph's, when that is higher. Then the legs are fused again: a chunk only
 gains, and only by half of what one of its paragraphs says better than the whole (the
 whole still counts: measured, the full step let chunks of the wrong document climb).
+
+Where the paragraph vectors come from: an embedder that reads parts of a text in context
+(``SpanEmbedder``, the default MiniLM) runs once over the chunk's embedded text and pools
+each paragraph's tokens (with the heading trail's) out of that one run, so a candidate
+costs one model run and nothing is stored; another embedder embeds each paragraph on its
+own, about 20 times the cost of a search, so there the step runs only when
+``[search] passage_candidates`` asks for it.
 """
 
 from __future__ import annotations
@@ -19,13 +23,16 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 
-from kbmcp_core.models import StoredChunk, Vector, prose_of, whole_text_of
-from kbmcp_core.ports import Embedder
+from kbmcp_core.models import StoredChunk, Vector, prose_of, vector_text_of, whole_text_of
+from kbmcp_core.ports import Embedder, SpanEmbedder, SpanGroup
 
 #: How many of the best fused candidates are re-scored by their paragraphs (``[search]
-#: passage_candidates``; 0, the default, turns it off: each re-scored candidate costs an
-#: embedding per paragraph on every search, about 20 times the search without it).
-PASSAGE_CANDIDATES = 0
+#: passage_candidates``): None, the default, means ``AUTO_CANDIDATES`` when the embedder
+#: reads paragraphs in context (one model run per candidate) and off otherwise (each
+#: paragraph embedded on its own: about 20 times the search without it); 0 turns it off.
+PASSAGE_CANDIDATES: int | None = None
+#: The candidates re-scored by default, when the embedder reads paragraphs in context.
+AUTO_CANDIDATES = 10
 #: The most ``passage_candidates`` may ask for (each candidate costs an embedding per
 #: paragraph at query time).
 MAX_PASSAGE_CANDIDATES = 50
@@ -37,6 +44,33 @@ _BREAK = re.compile(r"\n[ \t]*\n")
 def paragraphs_of(content: str) -> list[str]:
     """The prose of a chunk (``prose_of``: code left out) cut at blank lines."""
     return [p for part in _BREAK.split(prose_of(content)) if (p := part.strip())]
+
+
+def paragraph_groups(heading_path: tuple[str, ...], content: str,
+                     ) -> tuple[str, list[SpanGroup]]:
+    """The text a chunk's vector is made from (``vector_text_of``) and, for each of its
+    paragraphs (``paragraphs_of``), the characters that paragraph is read with: the
+    heading trail and the paragraph, as ``whole_text_of(heading_path, paragraph)`` would
+    give them on their own."""
+    trail = " > ".join(h for h in heading_path if h)
+    prose = prose_of(content)
+    base = len(trail) + 1 if trail else 0
+    groups: list[SpanGroup] = []
+    pos = 0
+    for para in paragraphs_of(content):
+        at = prose.find(para, pos)
+        pos = at + len(para)
+        span = (base + at, base + at + len(para))
+        groups.append([(0, len(trail)), span] if trail else [span])
+    return vector_text_of(heading_path, content), groups
+
+
+def candidates_for(passages: int | None, embedder: Embedder) -> int:
+    """How many candidates a search re-scores: ``passages`` when set, else
+    ``AUTO_CANDIDATES`` for an embedder that reads paragraphs in context, else none."""
+    if passages is not None:
+        return max(passages, 0)
+    return AUTO_CANDIDATES if isinstance(embedder, SpanEmbedder) else 0
 
 
 def cosine(a: Vector, b: Vector) -> float:
@@ -51,31 +85,53 @@ def passage_similarities(
     vector: Sequence[tuple[int, float]],
     chunks: Mapping[int, StoredChunk],
     embedder: Embedder,
-    candidates: int = PASSAGE_CANDIDATES,
+    candidates: int = AUTO_CANDIDATES,
+    *,
+    separately: bool = True,
 ) -> list[tuple[int, float]]:
     """The vector leg with the first ``candidates`` of ``fused`` re-scored: each one's
     similarity moves ``PARAGRAPH_SHARE`` of the way up to its nearest paragraph's (a
     chunk of one paragraph keeps what it had; one the leg did not return counts from 0).
-    Best first, as the leg is; the rest of the leg unchanged."""
-    sims = dict(vector)
-    nearest: dict[int, float] = {}
-    texts: list[str] = []
-    owners: list[int] = []
+    Best first, as the leg is; the rest of the leg unchanged. Paragraphs are read in
+    context when the embedder can; else embedded one by one, only when ``separately``."""
+    picked: list[StoredChunk] = []
     for cid, _ in fused[:max(candidates, 0)]:
         chunk = chunks.get(cid)
-        if chunk is None:
-            continue
-        paras = paragraphs_of(chunk.content)
-        if len(paras) < 2:
-            continue
-        texts += [whole_text_of(chunk.heading_path, p) for p in paras]
-        owners += [cid] * len(paras)
-    if not texts:
+        if chunk is not None and len(paragraphs_of(chunk.content)) >= 2:
+            picked.append(chunk)
+    if not picked:
         return list(vector)
-    for cid, v in zip(owners, embedder.embed_documents(texts), strict=True):
-        nearest[cid] = max(cosine(query_vector, v), nearest.get(cid, -1.0))
+    found = _paragraph_vectors(picked, embedder, separately)
+    nearest = {cid: max(cosine(query_vector, v) for v in vs)
+               for cid, vs in found.items() if vs}
+    sims = dict(vector)
     for cid, sim in nearest.items():
         own = sims.get(cid, 0.0)
         if sim > own:
             sims[cid] = own + PARAGRAPH_SHARE * (sim - own)
     return sorted(sims.items(), key=lambda x: (-x[1], x[0]))
+
+
+def _paragraph_vectors(picked: Sequence[StoredChunk], embedder: Embedder,
+                       separately: bool) -> dict[int, list[Vector]]:
+    """Each picked chunk's paragraph vectors: pooled from one run over the chunk when the
+    embedder reads parts in context, else each paragraph embedded on its own (only when
+    ``separately``), else none."""
+    if isinstance(embedder, SpanEmbedder):
+        read = embedder.embed_spans([paragraph_groups(c.heading_path, c.content)
+                                     for c in picked])
+        if read is not None:
+            return {c.id: [v for v in vs if v is not None]
+                    for c, vs in zip(picked, read, strict=True)}
+    if not separately:
+        return {}
+    texts: list[str] = []
+    owners: list[int] = []
+    for chunk in picked:
+        paras = paragraphs_of(chunk.content)
+        texts += [whole_text_of(chunk.heading_path, p) for p in paras]
+        owners += [chunk.id] * len(paras)
+    out: dict[int, list[Vector]] = {}
+    for cid, v in zip(owners, embedder.embed_documents(texts), strict=True):
+        out.setdefault(cid, []).append(v)
+    return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from kbmcp_core.fields import FieldValue
 from kbmcp_core.models import (
@@ -56,6 +56,27 @@ class Embedder(Protocol):
     def embed_documents(self, texts: Sequence[str]) -> list[Vector]: ...
 
     def embed_query(self, text: str) -> Vector: ...
+
+
+#: Character ranges of one text read together as one part, ``(start, end)`` pairs: the last
+#: is the part itself, any before it the context it is read with (a heading trail).
+SpanGroup = Sequence[tuple[int, int]]
+
+
+@runtime_checkable
+class SpanEmbedder(Protocol):
+    """An embedder that can also read parts of a text in the context of the whole (decision
+    0028, addendum of session 11): one model run over the text, and for each group of
+    character ranges the vector of those characters' tokens as the run read them, pooled
+    as the text's own vector is. Nothing is embedded twice, so a chunk's paragraphs cost
+    what the chunk costs."""
+
+    def embed_spans(self, items: Sequence[tuple[str, Sequence[SpanGroup]]],
+                    ) -> list[list[Vector | None]] | None:
+        """For each ``(text, groups)``, one vector per group (None for a group none of whose
+        characters the model read: past its window). None when this embedder cannot read
+        parts (its pooling is not a mean of tokens, or it stands for several models)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import cast
 
-from kbmcp_core.confidence import low_confidence
+from kbmcp_core.confidence import best_per_document, low_confidence
 from kbmcp_core.context import Context
 from kbmcp_core.errors import EmbeddingUnreachable, VectorsUnreachable, VectorsUnreadable
 from kbmcp_core.explain import HitExplain, SearchExplain, explain_hits, filter_effects
@@ -14,7 +14,7 @@ from kbmcp_core.fusion import Fusion, fuse, leg_weights
 from kbmcp_core.meta_keys import META_IN_PROGRESS
 from kbmcp_core.models import StoredChunk
 from kbmcp_core.offer import OfferRules
-from kbmcp_core.passages import PASSAGE_CANDIDATES, passage_similarities
+from kbmcp_core.passages import PASSAGE_CANDIDATES, candidates_for, passage_similarities
 from kbmcp_core.ports import Embedder, IndexReader, Reranker, VectorStore
 from kbmcp_core.query_syntax import parse_query
 from kbmcp_core.questions import fusion_for
@@ -128,7 +128,7 @@ class Searcher:
         defaults: SearchDefaults | None = None,
         reranker: Reranker | None = None,
         fusion: Fusion | None = None,
-        passages: int = PASSAGE_CANDIDATES,
+        passages: int | None = PASSAGE_CANDIDATES,
     ) -> None:
         self.store = store
         self.vectors = vectors
@@ -138,7 +138,8 @@ class Searcher:
         self.defaults = defaults or SearchDefaults()
         self.reranker = reranker
         self.fusion = fusion or Fusion()
-        #: candidates re-scored by their nearest paragraph (``passages``; 0 = off)
+        #: candidates re-scored by their nearest paragraph (``passages``; 0 = off, None =
+        #: as many as ``passages.candidates_for`` gives this embedder)
         self.passages = passages
 
     def search(self, request: SearchRequest) -> SearchResponse:
@@ -186,11 +187,12 @@ class Searcher:
             fused = list(vector or lexical)
         chunks = self.store.get_chunks([cid for cid, _ in fused])
         legs = vector  # as fused: its best candidates re-scored by paragraph (passages)
-        if (req.mode == "hybrid" and qv is not None and unreadable is None and self.passages
+        candidates = candidates_for(self.passages, self.embedder)
+        if (req.mode == "hybrid" and qv is not None and unreadable is None and candidates
                 and readable > 0):
             try:
                 legs = passage_similarities(qv, fused, vector, chunks, self.embedder,
-                                            self.passages)
+                                            candidates, separately=self.passages is not None)
                 fused = fuse(legs, lexical, coverage=readable, fusion=fusion)
             except EmbeddingUnreachable:  # the service went away: the chunks' scores stand
                 legs = vector
@@ -219,7 +221,7 @@ class Searcher:
                   else self._indexing_notice(req.mode))
         low = low_confidence(
             hits=len(hits),
-            similarities=(sorted((sim for _, sim in vector), reverse=True)
+            similarities=(best_per_document(vector, chunks)
                           if req.mode != "lexical" and unreadable is None else None),
             best_lexical=(max((rel for _, rel in lexical), default=0.0)
                           if req.mode != "vector" else None),

@@ -191,7 +191,7 @@ class Settings:
     search_reranker: str = DEFAULT_RERANKER
     search_rerank_candidates: int = RERANK_CANDIDATES
     #: best candidates re-scored by their nearest paragraph, 0 = off: decision 0028
-    search_passage_candidates: int = PASSAGE_CANDIDATES
+    search_passage_candidates: int | None = PASSAGE_CANDIDATES
     #: how the two legs are fused (``fusion`` property): decision 0015
     search_fusion: str = DEFAULT_FUSION.method
     search_lexical_weight: float = DEFAULT_FUSION.lexical_weight

@@ -26,10 +26,12 @@ from kbmcp_adapters.embedding.common import BATCH_TOKENS_PER_TEXT, length_batche
 from kbmcp_adapters.embedding.common import reason as _reason
 from kbmcp_adapters.embedding.common import translated as _translated
 from kbmcp_adapters.embedding.common import unit as _unit
+from kbmcp_adapters.embedding.spans import RecentSpans, pool_spans
 from kbmcp_adapters.embedding.wordpiece_count import WordPieceCounter
 from kbmcp_core.cjk import readable_share
 from kbmcp_core.errors import ConfigError, EmbeddingUnavailable
 from kbmcp_core.models import Vector
+from kbmcp_core.ports import SpanGroup
 
 __all__ = ["BATCH_TOKENS_PER_TEXT", "DEFAULT_MODEL_ID", "INTEGER_MODEL_ID", "PACKAGED_MODEL_ID",
            "FastEmbedEmbedder"]
@@ -118,6 +120,7 @@ class FastEmbedEmbedder:
         self._max_tokens: int | None = DEFAULT_MAX_TOKENS if self._is_default else None
         self._model: TextEmbedding | None = None
         self._pool_model: TextEmbedding | None = None  # one intra-op thread, shared by the pool
+        self._spans = RecentSpans()  # paragraphs read in context lately (``embed_spans``)
 
     # -- identity: answered without loading anything ----------------------------------------
     @property
@@ -236,6 +239,39 @@ class FastEmbedEmbedder:
             restored = np.empty_like(vectors)
             restored[np.asarray(order)] = vectors
             return cast(list[Vector], restored.tolist())
+
+    def embed_spans(self, items: Sequence[tuple[str, Sequence[SpanGroup]]],
+                    ) -> list[list[Vector | None]] | None:
+        """Parts of texts read in context (``SpanEmbedder``, decision 0028): one run of a
+        MiniLM file per text, as its document vector is made, and each group's tokens
+        pooled by their mean with the run's [CLS] and [SEP], as the group's text would be
+        on its own. Another model: None (its pooling may not be a mean of tokens).
+        Recently read texts are remembered, so a query asked again costs nothing."""
+        if self._minilm is None:
+            return None
+        model = self._pool_model or self._load_pool_model()
+        inner: Any = model.model  # fastembed's text model: its tokenize and onnx_embed steps
+
+        def one(i: int) -> list[Vector | None]:
+            text, groups = items[i]
+            key = (text, tuple(tuple(g) for g in groups))
+            got = self._spans.get(key)
+            if got is None:
+                encoding = inner.tokenize([text])[0]
+                hidden = inner.onnx_embed([text]).model_output[0]
+                got = pool_spans(hidden, encoding.offsets, groups)
+                self._spans.put(key, got)
+            return [None if v is None else cast(Vector, v.tolist()) for v in got]
+
+        with _translated(self._name, "embed paragraphs"):
+            workers = min(len(items), self._threads or _cores())
+            if workers <= 1:
+                return [one(i) for i in range(len(items))]
+            pool = ThreadPoolExecutor(workers, thread_name_prefix="kb-mcp-spans")
+            try:
+                return list(pool.map(one, range(len(items))))
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
 
     def _runs_integer_copy(self) -> bool:
         return self._minilm_file is not None and self._minilm_file.name == \

@@ -14,6 +14,13 @@ from tests.e2e.conftest import DEADLINE, LineReader
 from tests.e2e.test_cli_index import KB_MCP, run
 
 
+def _as_a_terminals_foreground_job() -> None:
+    """Ctrl-C reaches the command: a suite started in the background by a non-interactive
+    shell runs with SIGINT ignored, which a child inherits (and Python then installs no
+    KeyboardInterrupt), while a terminal's foreground job has the default."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_during_index_exits_130_and_the_next_run_resumes(
         tmp_path: Path, kb_env: dict[str, str]) -> None:
     kb = tmp_path / "kb"
@@ -26,7 +33,8 @@ def test_ctrl_c_during_index_exits_130_and_the_next_run_resumes(
     config = ["--kb-path", str(kb), "--config", str(kb / "kb-mcp.toml")]
     proc = subprocess.Popen([*KB_MCP, "index", *config], env={**kb_env, "PYTHONUNBUFFERED": "1"},
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=_as_a_terminals_foreground_job)
     assert proc.stderr is not None and proc.stdout is not None
     log = LineReader(proc.stderr)
     try:

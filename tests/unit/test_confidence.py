@@ -6,7 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from kbmcp_core.confidence import MIN_LEAD, MIN_LEXICAL, MIN_SIMILARITY, low_confidence
+from kbmcp_core.confidence import (
+    MIN_LEAD,
+    MIN_LEXICAL,
+    MIN_SIMILARITY,
+    best_per_document,
+    low_confidence,
+)
+from kbmcp_core.models import StoredChunk
 
 
 def sims(best: float, tenth: float) -> list[float]:
@@ -47,3 +54,34 @@ def test_one_leg_modes() -> None:
     assert not low_confidence(hits=5, similarities=sims(0.5, 0.45), best_lexical=None,
                               readable=1.0)
     assert not low_confidence(hits=5, similarities=None, best_lexical=0.05, readable=0.0)
+
+
+def _chunk(cid: int, path: str) -> StoredChunk:
+    return StoredChunk(id=cid, document_path=path, title="T", heading="H", heading_path=("H",),
+                       content="text", start_line=cid, end_line=cid, page=None, tags=(),
+                       date=None, topic=None, category=None)
+
+
+def test_the_lead_is_over_the_tenth_best_document_not_chunk() -> None:
+    # a long FAQ that answers: its own chunks crowd the first ten places, all near the
+    # question; the rest of the folder is far below
+    vector = [(i, 0.52 - i * 0.005) for i in range(12)] + [
+        (100 + i, 0.30 - i * 0.01) for i in range(10)]
+    chunks = {i: _chunk(i, "lsof/00FAQ.txt") for i in range(12)}
+    chunks |= {100 + i: _chunk(100 + i, f"other/{i}.txt") for i in range(10)}
+    per_document = best_per_document(vector, chunks)
+    assert per_document[:2] == [0.52, 0.30] and len(per_document) == 11
+    assert not low_confidence(hits=5, similarities=per_document, best_lexical=0.05,
+                              readable=1.0)
+    # counted by chunks, the answering document hid its own lead
+    assert low_confidence(hits=5, similarities=[s for _, s in vector], best_lexical=0.05,
+                          readable=1.0)
+    # nothing stands out from nine other documents: still low
+    flat = [(200 + i, 0.50 - i * 0.005) for i in range(12)]
+    spread = {200 + i: _chunk(200 + i, f"page{i}.md") for i in range(12)}
+    assert low_confidence(hits=5, similarities=best_per_document(flat, spread),
+                          best_lexical=0.05, readable=1.0)
+
+
+def test_a_vector_whose_chunk_is_gone_counts_as_a_document_of_its_own() -> None:
+    assert best_per_document([(1, 0.4), (2, 0.6)], {}) == [0.6, 0.4]

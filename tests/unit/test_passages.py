@@ -10,15 +10,26 @@ import pytest
 from kbmcp_adapters.app.config import build_settings
 from kbmcp_core.errors import ConfigError
 from kbmcp_core.models import StoredChunk, Vector
-from kbmcp_core.passages import PASSAGE_CANDIDATES, paragraphs_of, passage_similarities
+from kbmcp_core.passages import (
+    AUTO_CANDIDATES,
+    PASSAGE_CANDIDATES,
+    candidates_for,
+    paragraph_groups,
+    paragraphs_of,
+    passage_similarities,
+)
 
 
 class KeywordEmbedder:
     """A vector per text: (mentions "reset", anything else)."""
 
+    @staticmethod
+    def rule(text: str) -> Vector:
+        return [1.0, 0.0] if "reset" in text else [0.0, 1.0]
+
     def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
         self.seen = list(texts)
-        return [[1.0, 0.0] if "reset" in t else [0.0, 1.0] for t in texts]
+        return [self.rule(t) for t in texts]
 
 
 def _chunk(cid: int, content: str) -> StoredChunk:
@@ -92,3 +103,53 @@ def test_an_embedding_service_failing_mid_search_leaves_the_chunks_scores(
     assert calls and without.results  # the paragraphs were asked for, and failed
     assert [(h.chunk_id, h.score) for h in failed.results] == [
         (h.chunk_id, h.score) for h in without.results]
+
+
+class SpanReader(KeywordEmbedder):
+    """Reads each group's last range in context: the same rule as ``KeywordEmbedder``,
+    applied to the characters named (so the ranges must be the paragraph's own)."""
+
+    def __init__(self) -> None:
+        self.runs: list[str] = []
+
+    def embed_spans(self, items: Sequence[tuple[str, Sequence[Sequence[tuple[int, int]]]]],
+                    ) -> list[list[Vector | None]]:
+        out: list[list[Vector | None]] = []
+        for text, groups in items:
+            self.runs.append(text)
+            out.append([self.rule(text[g[-1][0]:g[-1][1]]) for g in groups])
+        return out
+
+
+def test_paragraph_groups_name_each_paragraph_and_the_heading_trail() -> None:
+    content = "First part of it.\n\n```\ncode\n```\n\nSecond part, after code."
+    text, groups = paragraph_groups(("A", "H"), content)
+    assert text == "A > H\nFirst part of it.\n\nSecond part, after code."
+    assert [[text[a:b] for a, b in g] for g in groups] == [
+        ["A > H", "First part of it."], ["A > H", "Second part, after code."]]
+    text, groups = paragraph_groups((), "One.\n\nTwo.")
+    assert [[text[a:b] for a, b in g] for g in groups] == [["One."], ["Two."]]
+
+
+def test_an_embedder_that_reads_in_context_runs_once_per_chunk_and_embeds_nothing() -> None:
+    mixed = _chunk(1, f"{'x' * 90}\n\nTo reset it, use the link. {'y' * 80}")
+    reader = SpanReader()
+    legs = passage_similarities([1.0, 0.0], [(2, 0.5), (1, 0.4)], [(2, 0.6), (1, 0.3)],
+                                {1: mixed}, reader, candidates=10)  # type: ignore[arg-type]
+    assert legs == [(1, pytest.approx(0.65)), (2, 0.6)]
+    assert reader.runs == [f"A > H\n{mixed.content}"]  # one run, over what the chunk embeds
+    assert not hasattr(reader, "seen")  # no paragraph embedded on its own
+
+
+def test_by_default_the_step_runs_only_for_an_embedder_that_reads_in_context() -> None:
+    assert PASSAGE_CANDIDATES is None
+    assert candidates_for(None, SpanReader()) == AUTO_CANDIDATES  # type: ignore[arg-type]
+    assert candidates_for(None, KeywordEmbedder()) == 0  # type: ignore[arg-type]
+    assert candidates_for(0, SpanReader()) == 0  # type: ignore[arg-type]
+    assert candidates_for(3, KeywordEmbedder()) == 3  # type: ignore[arg-type]
+    # asked for by default but unreadable in context: nothing is embedded one by one
+    mixed = _chunk(1, f"{'x' * 90}\n\nTo reset it, use the link. {'y' * 80}")
+    embedder = KeywordEmbedder()
+    legs = passage_similarities([1.0, 0.0], [(1, 0.4)], [(1, 0.3)], {1: mixed},
+                                embedder, candidates=10, separately=False)  # type: ignore[arg-type]
+    assert legs == [(1, 0.3)] and not hasattr(embedder, "seen")
