@@ -152,6 +152,14 @@ def rows(results: dict[str, Any]) -> list[Row]:
                 spread(parts["lexical"], p95=True),
             ),
         ]
+        if "paragraphs" in parts:  # the best candidates' paragraphs, read in context (0028)
+            out.append(
+                Row(
+                    "  part: paragraphs read in context (model runs)",
+                    ms(parts["paragraphs"]["median"]),
+                    spread(parts["paragraphs"], p95=True),
+                )
+            )
         if se.get("raw_fts_s", {}).get("n"):
             out.append(
                 Row(

@@ -265,7 +265,9 @@ def search(cfg: Config, kb: Path, errlog: Path) -> dict[str, Any]:
     qs = corpus.queries(cfg.queries + cfg.warmup)
     say(f"warm search through the library: {cfg.queries} queries, parts measured per query")
     lib = run_child(worker("search", kb=str(kb), queries=qs, warmup=cfg.warmup)).data
-    parts = {k: summary(lib[f"{k}_s"]) for k in ("embed", "knn", "lexical")}
+    # the paragraph step's model runs (0028, session 11) are a raw part of the search too
+    parts = {k: summary(lib[f"{k}_s"]) for k in ("embed", "knn", "lexical", "paragraphs")
+             if lib.get(f"{k}_s")}
     parts_p50 = sum(p["median"] for p in parts.values())
     full = summary(lib["search_s"])
     out: dict[str, Any] = {
@@ -321,10 +323,6 @@ def listings(cfg: Config, work: Path, errlog: Path) -> dict[str, Any]:
 
 
 # -- the corpus of steps 2-5 -------------------------------------------------------------------
-#: The large corpus's folder config: the paragraph step held off (see ``large_corpus``).
-PARAGRAPHS_OFF = "[search]\npassage_candidates = 0\n"
-
-
 def large_corpus(cfg: Config, work: Path, source: Path | None) -> tuple[Path, dict[str, Any]]:
     kb = work / "large"
     facts = prepare(kb, cfg.large_files, cfg.seed + 1, source, "short")
@@ -337,8 +335,4 @@ def large_corpus(cfg: Config, work: Path, source: Path | None) -> tuple[Path, di
         f"  built in {built['wall_s']:.1f}s: {built['documents']} documents, "
         f"{built['chunks']} chunks"
     )
-    # The search rows on this corpus measure kb-mcp around the search's raw parts (query
-    # embedding, k-NN, keywords); the paragraph step (0028, session 11) adds model runs of
-    # its own, measured against the same runs by the `paragraphs` row, so it is held off here.
-    (kb / "kb-mcp.toml").write_text(PARAGRAPHS_OFF, encoding="utf-8")
     return kb, {"corpus": facts, "build": built}

@@ -94,11 +94,11 @@ def passage_similarities(
     chunk of one paragraph keeps what it had; one the leg did not return counts from 0).
     Best first, as the leg is; the rest of the leg unchanged. Paragraphs are read in
     context when the embedder can; else embedded one by one, only when ``separately``."""
-    picked: list[StoredChunk] = []
+    picked: list[tuple[int, StoredChunk]] = []
     for cid, _ in fused[:max(candidates, 0)]:
         chunk = chunks.get(cid)
         if chunk is not None and len(paragraphs_of(chunk.content)) >= 2:
-            picked.append(chunk)
+            picked.append((cid, chunk))
     if not picked:
         return list(vector)
     found = _paragraph_vectors(picked, embedder, separately)
@@ -112,25 +112,25 @@ def passage_similarities(
     return sorted(sims.items(), key=lambda x: (-x[1], x[0]))
 
 
-def _paragraph_vectors(picked: Sequence[StoredChunk], embedder: Embedder,
+def _paragraph_vectors(picked: Sequence[tuple[int, StoredChunk]], embedder: Embedder,
                        separately: bool) -> dict[int, list[Vector]]:
     """Each picked chunk's paragraph vectors: pooled from one run over the chunk when the
     embedder reads parts in context, else each paragraph embedded on its own (only when
     ``separately``), else none."""
     if isinstance(embedder, SpanEmbedder):
         read = embedder.embed_spans([paragraph_groups(c.heading_path, c.content)
-                                     for c in picked])
+                                     for _, c in picked])
         if read is not None:
-            return {c.id: [v for v in vs if v is not None]
-                    for c, vs in zip(picked, read, strict=True)}
+            return {cid: [v for v in vs if v is not None]
+                    for (cid, _), vs in zip(picked, read, strict=True)}
     if not separately:
         return {}
     texts: list[str] = []
     owners: list[int] = []
-    for chunk in picked:
+    for cid, chunk in picked:
         paras = paragraphs_of(chunk.content)
         texts += [whole_text_of(chunk.heading_path, p) for p in paras]
-        owners += [chunk.id] * len(paras)
+        owners += [cid] * len(paras)
     out: dict[int, list[Vector]] = {}
     for cid, v in zip(owners, embedder.embed_documents(texts), strict=True):
         out.setdefault(cid, []).append(v)
