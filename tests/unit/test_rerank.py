@@ -85,9 +85,20 @@ def order_with(reranker: FixedReranker) -> tuple[list[str], float]:
 
 
 def test_a_confident_reranker_decides_the_order() -> None:
-    paths, say = order_with(FixedReranker({"backups of": 0.97, "nightly": 0.02}))
+    paths, say = order_with(FixedReranker({"backups of": 0.999, "nightly": 0.02}))
     assert paths == ["b.md", "a.md"]
     assert say > 0.99
+
+
+def test_a_reranker_below_even_odds_does_not_overturn_the_fused_order() -> None:
+    # It prefers b.md but gives it 30 %: less than half the say (decision 0016, session 12),
+    # so the fused order stands; at 90 % it would decide.
+    paths, say = order_with(FixedReranker({"backups of": 0.3, "nightly": 0.01}))
+    assert paths == ["a.md", "b.md"]
+    assert 0.2 < say < 0.5
+    paths, say = order_with(FixedReranker({"backups of": 0.9, "nightly": 0.01}))
+    assert paths == ["b.md", "a.md"]
+    assert say > 0.85
 
 
 def test_a_reranker_that_finds_nothing_relevant_leaves_the_fused_order() -> None:
