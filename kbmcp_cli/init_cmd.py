@@ -140,8 +140,9 @@ def config_text(formats: list[str] | None = None) -> str:
 
 [parsers]
 # The formats to index and serve. kb-mcp alone indexes Markdown only; `kb-mcp init` lists
-# the formats it found here. Others: "txt", "pdf", "html", "docx", "pptx", "xlsx", "epub",
-# "rst", "adoc", "ipynb" (docs/configuration.md). `kb-mcp index` counts the files it
+# the formats it found here. Others: "txt" (also README, NEWS, ...), "pdf", "html", "docx",
+# "pptx", "xlsx", "epub", "rst", "adoc", "ipynb", "code" (source files; needs
+# pip install 'kb-mcp[code]') (docs/configuration.md). `kb-mcp index` counts the files it
 # skipped as "format not enabled".
 enabled = {_toml(enabled)}
 {_commented(_PARSERS, d)}
@@ -196,7 +197,7 @@ def init(ctx: click.Context, kb_path: Path | None, config: Path | None, name: st
     With --config (or $KB_MCP_CONFIG), that file builds the index and the lines name it."""
     from kbmcp_adapters.app import trust
     from kbmcp_adapters.app.config import build_settings
-    from kbmcp_adapters.app.folder_formats import formats_in
+    from kbmcp_adapters.app.folder_formats import formats_in, missing_extras
 
     kb = (Path.cwd() if kb_path is None else kb_path).expanduser()
     # the configuration the index will be built with is checked before anything is
@@ -205,7 +206,8 @@ def init(ctx: click.Context, kb_path: Path | None, config: Path | None, name: st
     kb = kb.resolve()
     named = config if config is not None else os.environ.get(trust.CONFIG_ENV) or None
     found = formats_in(kb)
-    written = write_config(kb, list(found))
+    lacking = missing_extras(found)
+    written = write_config(kb, [fmt for fmt in found if fmt not in lacking])
     if written is None:
         click.echo(f"kb-mcp: kept the existing {kb / CONFIG_FILE_NAME} (init never "
                    "replaces it; delete it to get a fresh commented one)", err=True)
@@ -213,7 +215,12 @@ def init(ctx: click.Context, kb_path: Path | None, config: Path | None, name: st
         click.echo(f"kb-mcp: wrote {written} (commented; every key is in docs/configuration.md)",
                    err=True)
         click.echo("kb-mcp: formats found and enabled: "
-                   + ", ".join(f"{name} ({count})" for name, count in found.items()), err=True)
+                   + ", ".join(f"{name} ({count})" for name, count in found.items()
+                               if name not in lacking), err=True)
+        for fmt, hint in lacking.items():
+            click.echo(f"kb-mcp: {found[fmt]} {fmt} files found, not enabled: the {fmt} "
+                       f"format needs an extra ({hint}); then add it to [parsers].enabled",
+                       err=True)
         mine = trust.user_config_dir() / trust.USER_CONFIG_NAME
         if mine.is_file() and named is None:
             click.echo(f"kb-mcp: note: for this knowledge base it replaces your user config "

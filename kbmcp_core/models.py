@@ -329,8 +329,26 @@ class Consistency:
     head_revision: str
 
 
+#: Extension-less file names read as text (the ``txt`` format), in any letter case: the
+#: files a project or a package keeps beside its documentation. A name ending in
+#: ``-README`` or ``_README`` (git's ``contrib/*-README``) is one too (decision 0048).
+TEXT_NAMES: frozenset[str] = frozenset({
+    "authors", "bugs", "changelog", "changes", "contributing", "contributors", "copying",
+    "copyright", "credits", "faq", "hacking", "history", "install", "licence", "license",
+    "maintainers", "news", "notice", "readme", "thanks", "todo",
+})  # fmt: skip
+_TEXT_NAME_ENDS = ("-readme", "_readme")
+
+
+def is_text_name(name: str) -> bool:
+    """True for a file name (no folder) on ``TEXT_NAMES``, or ending in ``-README``."""
+    folded = name.lower()
+    return folded in TEXT_NAMES or (folded.endswith(_TEXT_NAME_ENDS) and "." not in folded)
+
+
 def extension_of(path: str) -> str:
-    """Lower-case extension without the dot ('' when there is none).
+    """Lower-case extension without the dot ('' when there is none); ``txt`` for an
+    extension-less text file named on ``TEXT_NAMES`` (``README``, ``NEWS``, ...).
 
     The extension is the text after the last dot of the file name, provided at least one
     character comes before that dot: ``..md`` and ``.notes.md`` are Markdown, a bare
@@ -339,7 +357,7 @@ def extension_of(path: str) -> str:
     name = path.rsplit("/", 1)[-1]
     dot = name.rfind(".")
     if dot <= 0:
-        return ""
+        return "txt" if is_text_name(name) else ""
     return name[dot + 1 :].lower()
 
 

@@ -109,6 +109,12 @@ class ParserRegistry(Protocol):
 
     def parser_for(self, extension: str) -> Parser | None: ...
 
+    def supports(self, extension: str) -> bool:
+        """True when kb-mcp has a format for ``extension``, enabled or not: a read of a
+        file without a parser then says the format is not enabled, else that kb-mcp does
+        not read it (never suggesting to enable what cannot be)."""
+        ...
+
     def conversion_versions(self) -> Mapping[str, int]:
         """Per enabled extension, the generation of what its parser makes of a file (its
         text, headings, chunks): a number that changes whenever that output changes, so an

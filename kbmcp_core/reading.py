@@ -51,6 +51,17 @@ _DRIVE = re.compile(r"^[A-Za-z]:")
 RequestPath = NewType("RequestPath", str)
 
 
+def not_read_reason(extension: str, supported: bool) -> str:
+    """Why a file without an enabled parser is not read: a format kb-mcp has names the
+    key that enables it; any other says so and suggests nothing to enable."""
+    if supported:
+        return f"the {extension} format is not enabled; add it to [parsers].enabled"
+    if not extension:
+        return ("not a supported format: a file without an extension is read only when its "
+                "name is one of the text names (README, NEWS, AUTHORS, TODO, ...)")
+    return f"not a supported format (kb-mcp does not read .{extension} files)"
+
+
 def max_bytes_for(extension: str) -> int:
     """The one read cap per extension, used by the listing, the stat check and the read."""
     return INDEX_CAP_BYTES if extension.lower() in BINARY_FORMATS else TEXT_READ_CAP
@@ -198,7 +209,7 @@ def load_clean(rel: RequestPath, fs: FileSystem, registry: ParserRegistry,
         ext = extension_of(rel)
         parser = registry.parser_for(ext)
         if parser is None:
-            raise PathRefused(rel, f"the {ext or 'extension-less'} format is not enabled")
+            raise PathRefused(rel, not_read_reason(ext, registry.supports(ext)))
         cap = max_bytes_for(ext) if whole else readable_bytes_for(ext)
         data = handle.read(cap)
     if data is None:

@@ -117,6 +117,9 @@ class FakeRegistry:
     def parser_for(self, extension: str) -> FakeParser | None:
         return self.parser if extension in self.parser.extensions else None
 
+    def supports(self, extension: str) -> bool:
+        return extension in self.parser.extensions
+
 
 class FakeOpenFile:
     def __init__(self, data: bytes) -> None:

@@ -93,6 +93,12 @@ def _ipynb(limits: ParserLimits) -> Convertible:
     return NotebookParser(limits)
 
 
+def _code(limits: ParserLimits) -> Convertible:
+    from kbmcp_adapters.parsers.code import CodeParser
+
+    return CodeParser(limits)
+
+
 _MAKERS: dict[str, Callable[[ParserLimits], Convertible]] = {
     "pdf": _pdf,
     "html": _html,
@@ -103,4 +109,5 @@ _MAKERS: dict[str, Callable[[ParserLimits], Convertible]] = {
     "rst": _rst,
     "adoc": _adoc,
     "ipynb": _ipynb,
+    "code": _code,
 }

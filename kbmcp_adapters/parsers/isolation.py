@@ -36,6 +36,7 @@ from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
 from kbmcp_adapters.parsers.budget import ParserLimits
+from kbmcp_adapters.parsers.codelangs import GRAMMAR_MODULES
 from kbmcp_core.errors import ParseError
 from kbmcp_core.models import ParsedDocument
 from kbmcp_core.ports import ChunkBudget
@@ -65,6 +66,7 @@ _PRELOAD: dict[str, tuple[str, ...]] = {
     "pptx": ("pptx", "pptx.package", "pptx.shapes.group"),
     "xlsx": ("openpyxl",),
     "rst": ("docutils.frontend", "docutils.parsers.rst", "docutils.utils"),
+    "code": GRAMMAR_MODULES,
 }
 
 

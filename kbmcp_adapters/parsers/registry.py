@@ -1,9 +1,10 @@
 """The parser registry: which formats are enabled, and the parser for each extension.
 
-Markdown and text are parsed in this process. The converted formats (``CONVERTED``:
-PDF, HTML, Word, PowerPoint, Excel, EPUB, reStructuredText, AsciiDoc, Jupyter notebooks)
-run under the ``[parsers]`` budgets and, unless isolation is turned off, in the worker
-pool of ``isolation`` (decision 0022).
+Markdown and text are parsed in this process (text: ``.txt`` files and the extension-less
+text files named in ``kbmcp_core.models.TEXT_NAMES``). The converted formats
+(``CONVERTED``: PDF, HTML, Word, PowerPoint, Excel, EPUB, reStructuredText, AsciiDoc,
+Jupyter notebooks, source code) run under the ``[parsers]`` budgets and, unless isolation
+is turned off, in the worker pool of ``isolation`` (decision 0022).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from kbmcp_adapters.parsers.budget import DEFAULT_LIMITS, ParserLimits
+from kbmcp_adapters.parsers.codelangs import CODE_EXTENSIONS, INSTALL_HINT, missing_grammars
 from kbmcp_adapters.parsers.converted import convertible
 from kbmcp_adapters.parsers.isolation import IsolatedParser, Isolation, WorkerPool
 from kbmcp_adapters.parsers.markdown import MarkdownParser
@@ -30,7 +32,7 @@ __all__ = [
 
 #: The names accepted by ``[parsers].enabled``, in documentation order.
 KNOWN_FORMATS: tuple[str, ...] = (
-    "md", "txt", "pdf", "html", "docx", "pptx", "xlsx", "epub", "rst", "adoc", "ipynb",
+    "md", "txt", "pdf", "html", "docx", "pptx", "xlsx", "epub", "rst", "adoc", "ipynb", "code",
 )  # fmt: skip
 #: The file extensions of every format in ``KNOWN_FORMATS``, enabled or not (each parser's
 #: ``extensions``; a test keeps the two in step): a file with one of them that is not
@@ -39,13 +41,14 @@ FORMAT_EXTENSIONS: Mapping[str, tuple[str, ...]] = {
     "md": ("md", "markdown"), "txt": ("txt",), "pdf": ("pdf",), "html": ("html", "htm"),
     "docx": ("docx",), "pptx": ("pptx",), "xlsx": ("xlsx",), "epub": ("epub",),
     "rst": ("rst", "rest"), "adoc": ("adoc", "asciidoc"), "ipynb": ("ipynb",),
+    "code": CODE_EXTENSIONS,
 }  # fmt: skip
 READABLE_EXTENSIONS: frozenset[str] = frozenset(
     extension for extensions in FORMAT_EXTENSIONS.values() for extension in extensions)
 #: The formats converted from untrusted bytes by a library or a parser of their syntax
 #: (reST, AsciiDoc, notebooks: cited by their own lines, decision 0029).
 CONVERTED: tuple[str, ...] = ("pdf", "html", "docx", "pptx", "xlsx", "epub", "rst", "adoc",
-                              "ipynb")  # fmt: skip
+                              "ipynb", "code")  # fmt: skip
 #: The generation of each format's parser. RAISE A FORMAT'S NUMBER WHENEVER A CHANGE TO ITS
 #: PARSER (or to chunking) CHANGES WHAT IT MAKES OF A FILE (text, headings, line ranges,
 #: what is embedded): the next index run reads that format's documents again, so an
@@ -62,6 +65,7 @@ CONVERSION_VERSIONS: Mapping[str, int] = {
     "rst": 1,
     "adoc": 1,
     "ipynb": 1,
+    "code": 1,
 }
 
 
@@ -88,6 +92,9 @@ class FormatRegistry:
     def parser_for(self, extension: str) -> Parser | None:
         return self._by_extension.get(extension.lower().lstrip("."))
 
+    def supports(self, extension: str) -> bool:
+        return extension.lower().lstrip(".") in READABLE_EXTENSIONS
+
     def close(self) -> None:
         if self.pool is not None:
             self.pool.close()
@@ -112,6 +119,9 @@ def build_registry(
             raise ConfigError(f"[parsers].enabled: unknown format {name!r}; valid: {valid}")
         if key not in names:
             names.append(key)
+    if "code" in names and missing_grammars():
+        raise ConfigError("[parsers].enabled: the code format needs tree-sitter and its "
+                          f"grammars, which are not installed: {INSTALL_HINT}")
     converted = tuple(name for name in names if name in CONVERTED)
     pool = WorkerPool(converted, limits, isolation) if isolation and converted else None
     parsers: list[Parser] = []

@@ -1,4 +1,9 @@
-"""Plain-text parser: strict UTF-8, title from the file name, paragraph chunks with lines."""
+"""Plain-text parser: strict UTF-8, title from the file name, paragraph chunks with lines.
+
+It reads ``.txt`` files and the extension-less text files named on ``TEXT_NAMES``
+(``README``, ``NEWS``, ...); those must prove they are text: a NUL byte or invalid UTF-8
+refuses the file with a one-line reason (decision 0048).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,8 @@ from kbmcp_adapters.parsers.chunking import (
     split_range,
 )
 from kbmcp_adapters.parsers.headings import title_from_path
-from kbmcp_core.models import ChunkDraft, ParsedDocument
+from kbmcp_core.errors import ParseError
+from kbmcp_core.models import ChunkDraft, ParsedDocument, is_text_name
 from kbmcp_core.ports import ChunkBudget
 
 __all__ = ["TextParser"]
@@ -31,6 +37,9 @@ class TextParser:
         return decode_text(data)
 
     def parse(self, path: str, data: bytes, budget: ChunkBudget) -> ParsedDocument:
+        if b"\x00" in data and is_text_name(path.rsplit("/", 1)[-1]):
+            raise ParseError("not a text file (it holds NUL bytes), though its name is one "
+                             "kb-mcp reads as text")
         text, warnings = indexed_text(data)
         lines = split_lines(text)
         units = split_range(lines, 0, len(lines) - 1, (), budget, 0)

@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 #: Each ``[parsers].enabled`` name as a user knows the format.
 FORMAT_NAMES = {"md": "Markdown", "txt": "text", "pdf": "PDF", "html": "HTML", "docx": "Word",
                 "pptx": "PowerPoint", "xlsx": "Excel", "epub": "EPUB",
-                "rst": "reStructuredText", "adoc": "AsciiDoc", "ipynb": "Jupyter"}
+                "rst": "reStructuredText", "adoc": "AsciiDoc", "ipynb": "Jupyter",
+                "code": "source code"}
 
 
 def test_readable_extensions_are_every_parser_s() -> None:

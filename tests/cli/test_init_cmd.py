@@ -203,3 +203,27 @@ def test_an_empty_folder_gets_markdown_enabled(kb_mcp: Invoke, tmp_path: Path) -
     assert result.exit_code == 0, result.output
     assert "formats found and enabled: md (0)" in result.stderr
     assert build_settings(None, cwd=tmp_path, kb_path=kb).enabled_formats == ("md",)
+
+
+def test_init_enables_code_and_extensionless_text_it_finds(kb_mcp: Invoke, tmp_path: Path
+                                                           ) -> None:
+    kb = tmp_path / "project"
+    files = {
+        "README": "The kettle project boils water on a schedule.\n",
+        "NEWS": "Version 2 whistles.\n",
+        "src/kettle.py": "def boil(litres):\n    return litres * 90\n",
+        "src/timer.go": "package kettle\n\nfunc Wait() {}\n",
+        "Makefile": "all:\n\tgo build\n",
+    }
+    for rel, text in files.items():
+        (kb / rel).parent.mkdir(parents=True, exist_ok=True)
+        (kb / rel).write_text(text, encoding="utf-8")
+    result = kb_mcp("init", "--kb-path", str(kb))
+    assert result.exit_code == 0, result.output
+    assert "formats found and enabled: md (0), txt (2), code (2)" in result.stderr
+    assert "4 added" in result.stdout
+    assert build_settings(None, cwd=tmp_path, kb_path=kb).enabled_formats == (
+        "md", "txt", "code")
+    named = kb_mcp("index", "--kb-path", str(kb), "-v")  # -v names every skipped file
+    assert named.exit_code == 0, named.output
+    assert "skipped (not a supported format): Makefile" in named.output

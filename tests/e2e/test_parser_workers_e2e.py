@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from tests.e2e.conftest import Env, error_of, stdio_session, text_of
+from tests.e2e.conftest import Env, error_of, run_index, stdio_session, text_of
 from tests.e2e.test_mcp_stdio import run
 from tests.integration.amplifiers import shared_strings_workbook, slideshow_as_pptx
 
@@ -62,3 +62,42 @@ def test_reads_through_the_server_use_workers_that_end_with_it(
         assert time.monotonic() < deadline, f"left running: {processes_marked(marker)}"
         time.sleep(0.1)
     assert "Traceback" not in (tmp_path / "err.log").read_text(encoding="utf-8")
+
+
+def test_code_and_extensionless_text_are_served_through_mcp(tmp_path: Path, server_env: Env
+                                                            ) -> None:
+    """Issue 39: a source file indexed in the parser workers is found by a symbol at its
+    definition and served as the file itself; a README is read as text; a Makefile is
+    refused as unsupported, without a format to enable."""
+    kb = tmp_path / "kb"
+    (kb / "tools").mkdir(parents=True)
+    source = ("import sys\n\n\nclass Ledger:\n    \"\"\"Keeps the accounts.\"\"\"\n\n"
+              "    def reconcile_accounts(self, rows):\n"
+              "        \"\"\"Match every payment to its invoice.\"\"\"\n"
+              "        return sorted(rows)\n")
+    (kb / "tools" / "ledger.py").write_text(source, encoding="utf-8")
+    (kb / "README").write_text("The ledger tools reconcile the shop's accounts.\n",
+                               encoding="utf-8")
+    (kb / "Makefile").write_text("all:\n\tpython tools/ledger.py\n", encoding="utf-8")
+    (kb / "kb-mcp.toml").write_text('[parsers]\nenabled = ["md", "txt", "code"]\n',
+                                    encoding="utf-8")
+    run_index(kb, server_env)
+
+    async def body() -> None:
+        async with stdio_session(kb, tmp_path / "err.log", server_env) as client:
+            found = text_of(await client.call_tool(
+                "search", {"query": "reconcile_accounts", "limit": 3}))["results"]
+            assert (found[0]["path"], found[0]["heading_path"]) == (
+                "tools/ledger.py", ["ledger", "Ledger", "reconcile_accounts"])
+            doc = text_of(await client.call_tool("get_document", {"path": "tools/ledger.py"}))
+            assert doc["content"] == source
+            lines = source.split("\n")[found[0]["start_line"] - 1 : found[0]["end_line"]]
+            assert lines[0] == "    def reconcile_accounts(self, rows):"
+            readme = text_of(await client.call_tool("get_document", {"path": "README"}))
+            assert "reconcile the shop's accounts" in readme["content"]
+            refused = error_of(await client.call_tool("get_document", {"path": "Makefile"}))
+            assert refused["code"] == "path_refused"
+            assert "not a supported format" in refused["message"]
+            assert "enable" not in refused["message"]
+
+    run(body)

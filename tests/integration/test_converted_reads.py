@@ -67,6 +67,9 @@ class CountingRegistry:
     def conversion_versions(self) -> Mapping[str, int]:
         return self.real.conversion_versions()
 
+    def supports(self, extension: str) -> bool:
+        return self.real.supports(extension)
+
     def parser_for(self, extension: str) -> Parser | None:
         parser = self.real.parser_for(extension)
         return None if parser is None else CountingParser(parser, self.calls)
@@ -200,6 +203,9 @@ class SlowRegistry:
 
     def conversion_versions(self) -> Mapping[str, int]:
         return {"html": 1}
+
+    def supports(self, extension: str) -> bool:
+        return extension == "html"
 
     def parser_for(self, extension: str) -> SlowParser | None:
         return self.parser if extension == "html" else None

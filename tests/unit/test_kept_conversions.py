@@ -42,6 +42,9 @@ class Registry:
     def parser_for(self, extension: str) -> PageParser | None:
         return self.parser if extension == "html" else None
 
+    def supports(self, extension: str) -> bool:
+        return extension == "html"
+
 
 class Kept:
     """A ConvertedTexts holding some texts, or failing as a store would."""

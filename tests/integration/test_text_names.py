@@ -1,0 +1,65 @@
+"""Text files without an extension (``README``, ``NEWS``, ``*-README``, ...) are read as
+text when their bytes are text; any other file kb-mcp cannot read is named as unsupported,
+never as a format to enable (issue 39, item 3; decision 0048)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kbmcp_core.errors import PathRefused
+from tests.conftest import OpenKb, write_files
+
+FOLDER: dict[str, str | bytes] = {
+    "README": "The lighthouse keeper winds the clockwork lamp every dusk.\n",
+    "NEWS": "Version 3 adds a foghorn schedule.\n",
+    "git/contrib/completion-README": "Source the completion script from your shell rc.\n",
+    "doc/ChangeLog": "2024-05-01  Keeper\n\n\t* lamp.c: brighter wick.\n",
+    "AUTHORS": b"\x7fELF\x02\x01\x01\x00\x00\x00 not text at all",
+    "Makefile": "all:\n\tcc lamp.c\n",
+    "photo.png": b"\x89PNG\r\n\x1a\n\x00\x00",
+    "manual.pdf": b"%PDF-1.4 not enabled here",
+}
+
+
+@pytest.fixture
+def kb_root(tmp_path: Path) -> Path:
+    root = tmp_path / "kb"
+    write_files(root, FOLDER)
+    return root
+
+
+def test_extensionless_text_files_are_indexed_by_name_and_binary_ones_refused(
+    kb_root: Path, open_kb: OpenKb
+) -> None:
+    kb = open_kb(kb_root, enabled_formats=("md", "txt"))
+    summary = kb.index()
+    assert summary.added == 4
+    assert summary.failed_files == {"could not be read as its format": ["AUTHORS"]}
+    assert "AUTHORS: not a text file (it holds NUL bytes), though its name is one kb-mcp " \
+           "reads as text" in summary.warnings
+    assert sorted(summary.skipped_files["not a supported format"]) == ["Makefile", "photo.png"]
+    assert summary.skipped_files["format not enabled"] == ["manual.pdf"]
+    hit = kb.search("clockwork lamp keeper", limit=3).results[0]
+    assert (hit.path, hit.start_line) == ("README", 1)
+    assert hit.uri == "kb://doc/README"
+    assert kb.get_document("git/contrib/completion-README").content == (
+        "Source the completion script from your shell rc.\n")
+    assert kb.search("brighter wick", limit=3).results[0].path == "doc/ChangeLog"
+
+
+@pytest.mark.parametrize(("path", "reason"), [
+    ("Makefile", "not a supported format: a file without an extension is read only when its "
+                 "name is one of the text names (README, NEWS, AUTHORS, TODO, ...)"),
+    ("photo.png", "not a supported format (kb-mcp does not read .png files)"),
+    ("manual.pdf", "the pdf format is not enabled; add it to [parsers].enabled"),
+    ("README", "the txt format is not enabled; add it to [parsers].enabled"),
+])  # fmt: skip
+def test_a_read_says_whether_a_format_can_be_enabled_at_all(
+    kb_root: Path, open_kb: OpenKb, path: str, reason: str
+) -> None:
+    kb = open_kb(kb_root, enabled_formats=("md",))
+    with pytest.raises(PathRefused) as refused:
+        kb.get_document(path)
+    assert refused.value.reason == reason
