@@ -19,6 +19,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from kbmcp_adapters.mcp_server.auth import HashedTokenVerifier, with_bearer_auth
 from kbmcp_adapters.mcp_server.http_limits import BodyGuard, HttpLimits, SessionCap
 from kbmcp_adapters.mcp_server.http_proxy import ForwardedHeaders, Network, peer_of
+from kbmcp_adapters.mcp_server.http_sessions import SessionQuota
 from kbmcp_adapters.mcp_server.runtime import BackgroundTask, KbRuntime
 from kbmcp_adapters.mcp_server.runtime_set import RuntimeSet
 from kbmcp_adapters.mcp_server.server import build_server, exit_now
@@ -228,8 +229,8 @@ def build_http_app(
 ) -> ASGIApp:
     """The ASGI app: security headers -> forwarding headers (believed only from
     ``trusted_proxies``, dropped otherwise) -> Host/Origin guard -> bearer auth (of /mcp and
-    /ui/api) -> session cap -> body deadline and size -> Starlette (/mcp, /healthz, /ui,
-    the sessions' lifespan).
+    /ui/api) -> session caps (in total; per token and client address) -> body deadline and
+    size -> Starlette (/mcp, /healthz, /ui, the sessions' lifespan).
 
     A read-only runtime is served statelessly (decision 0011): no session ids, so any
     replica answers any request, and there is no session to cap or expire.
@@ -262,7 +263,7 @@ def build_http_app(
     )
     app = BodyGuard(app, limits)
     if not stateless:
-        app = SessionCap(app, limits)
+        app = SessionCap(SessionQuota(app, limits, MCP_PATH), limits)
     if verifier is not None:  # the page's data calls need the same token as /mcp
         for protected in (MCP_PATH, UI_API_PATH):
             app = with_bearer_auth(app, verifier, protected,
