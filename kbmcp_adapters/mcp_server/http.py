@@ -17,6 +17,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kbmcp_adapters.mcp_server.auth import HashedTokenVerifier, with_bearer_auth
+from kbmcp_adapters.mcp_server.auth_failures import FailedTokens
 from kbmcp_adapters.mcp_server.http_limits import BodyGuard, HttpLimits, SessionCap
 from kbmcp_adapters.mcp_server.http_proxy import ForwardedHeaders, Network, peer_of
 from kbmcp_adapters.mcp_server.http_sessions import SessionQuota
@@ -226,6 +227,7 @@ def build_http_app(
     verifier: HashedTokenVerifier | None = None,
     open_without_tokens: bool = True,
     trusted_proxies: tuple[Network, ...] = (),
+    failed_tokens: FailedTokens | None = None,
 ) -> ASGIApp:
     """The ASGI app: security headers -> forwarding headers (believed only from
     ``trusted_proxies``, dropped otherwise) -> Host/Origin guard -> bearer auth (of /mcp and
@@ -234,6 +236,9 @@ def build_http_app(
 
     A read-only runtime is served statelessly (decision 0011): no session ids, so any
     replica answers any request, and there is no session to cap or expire.
+
+    ``failed_tokens`` counts tokens that are not accepted, per client address (a new
+    ``FailedTokens`` by default).
     """
     limits = limits or HttpLimits()
     hosts = allowed_hosts(host_names(host), port, extra_hosts)
@@ -265,9 +270,12 @@ def build_http_app(
     if not stateless:
         app = SessionCap(SessionQuota(app, limits, MCP_PATH), limits)
     if verifier is not None:  # the page's data calls need the same token as /mcp
+        # one count per address for both paths
+        failures = FailedTokens() if failed_tokens is None else failed_tokens
         for protected in (MCP_PATH, UI_API_PATH):
             app = with_bearer_auth(app, verifier, protected,
-                                   open_without_tokens=open_without_tokens)
+                                   open_without_tokens=open_without_tokens,
+                                   failures=failures)
     return SecurityHeaders(ForwardedHeaders(HostOriginGuard(app, hosts, origins),
                                             trusted_proxies))
 
