@@ -128,6 +128,24 @@ log = logging.getLogger("kbmcp_adapters.mcp_server")
     "Retry-After. Unused with --read-only (no sessions).",
 )
 @click.option(
+    "--max-sessions-per-token",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="HTTP: sessions one bearer token holds at once; a token that opens one more "
+    "loses its idlest session (whose next request gets 404, so its client starts a new "
+    "one). Unused with --read-only (no sessions).",
+)
+@click.option(
+    "--max-sessions-per-client",
+    type=click.IntRange(min=1),
+    default=50,
+    show_default=True,
+    help="HTTP: sessions one client address holds at once, whatever its tokens; past it "
+    "its idlest session is ended the same way. Behind a reverse proxy every client has "
+    "the proxy's address unless it is a --trusted-proxy: raise it there.",
+)
+@click.option(
     "--header-timeout",
     type=click.FloatRange(min=0, min_open=True),
     default=10.0,
@@ -183,6 +201,8 @@ def serve(
     body_timeout: float,
     session_idle_timeout: float,
     max_sessions: int,
+    max_sessions_per_token: int,
+    max_sessions_per_client: int,
     header_timeout: float,
     max_connections: int,
     max_connections_per_client: int,
@@ -278,6 +298,8 @@ def serve(
 
         limits = HttpLimits(body_timeout_s=body_timeout,
                             session_idle_s=session_idle_timeout, max_sessions=max_sessions,
+                            max_sessions_per_token=max_sessions_per_token,
+                            max_sessions_per_client=max_sessions_per_client,
                             header_timeout_s=header_timeout, max_connections=max_connections,
                             max_connections_per_client=max_connections_per_client)
         serve_http(

@@ -4,7 +4,9 @@ The SDK's ``BearerAuthBackend`` (under Starlette's ``AuthenticationMiddleware``)
 ``HashedTokenVerifier`` about the ``Authorization: Bearer`` token of every request, and
 the SDK's ``RequireAuthMiddleware`` answers a request to /mcp that has no valid token
 with ``401`` and ``WWW-Authenticate: Bearer error="invalid_token", ...``. Other routes
-(``/healthz``) stay open.
+(``/healthz``) stay open. Tokens that are not accepted are counted per client address
+(``auth_failures``): logged in a few lines, and an address that sends too many is held
+back with ``429``.
 
 kb-mcp tokens are issued by ``kb-mcp token create``, not by an OAuth authorization
 server, so the 401 carries no ``resource_metadata``: the SDK's protected-resource
@@ -15,6 +17,7 @@ configured with the token (an ``Authorization`` header) instead of discovering o
 from __future__ import annotations
 
 import hmac
+import json
 import logging
 import threading
 from pathlib import Path
@@ -26,6 +29,8 @@ from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from kbmcp_adapters.mcp_server.auth_failures import FailedTokens
+from kbmcp_adapters.mcp_server.http_proxy import peer_of
 from kbmcp_adapters.mcp_server.tokens import (
     FileStamp,
     read_tokens_if_changed,
@@ -141,14 +146,19 @@ class HashedTokenVerifier:
 
 class AuthGate:
     """Requires a valid token under ``protected`` whenever tokens are required (or
-    always, when the server may not run open); lets everything else through."""
+    always, when the server may not run open); lets everything else through.
+
+    A token that is not accepted is counted against its client address (``failures``);
+    an address held back for sending too many gets 429 with ``Retry-After`` for every
+    request that carries a token, whatever the token."""
 
     def __init__(self, app: ASGIApp, verifier: HashedTokenVerifier, protected: str, *,
-                 open_without_tokens: bool) -> None:
+                 open_without_tokens: bool, failures: FailedTokens) -> None:
         self.app = app
         self.verifier = verifier
         self.protected = protected
         self.open_without_tokens = open_without_tokens
+        self.failures = failures
         self.required = RequireAuthMiddleware(RevocationWatch(app, verifier),
                                               required_scopes=[])
 
@@ -159,6 +169,18 @@ class AuthGate:
         if self.open_without_tokens and not self.verifier.required():
             await self.app(scope, receive, send)
             return
+        if any(bytes(k).lower() == b"authorization" for k, _ in scope.get("headers", [])):
+            address = peer_of(scope)
+            wait = self.failures.retry_after(address)
+            if wait is not None:
+                await Response(
+                    json.dumps({"error": "too many requests with a token that is not "
+                                f"accepted from this address; try again in {wait}s"}),
+                    status_code=429, media_type="application/json",
+                    headers={"Retry-After": str(wait)})(scope, receive, send)
+                return
+            if not isinstance(getattr(scope.get("user"), "access_token", None), AccessToken):
+                self.failures.failed(address)
         await self.required(scope, receive, send)
 
     def _guarded(self, path: str) -> bool:
@@ -224,9 +246,11 @@ class RevocationWatch:
 
 
 def with_bearer_auth(app: ASGIApp, verifier: HashedTokenVerifier, protected: str, *,
-                     open_without_tokens: bool) -> ASGIApp:
-    """``app`` behind the SDK's bearer authentication for every path under ``protected``."""
-    gate = AuthGate(app, verifier, protected, open_without_tokens=open_without_tokens)
+                     open_without_tokens: bool, failures: FailedTokens) -> ASGIApp:
+    """``app`` behind the SDK's bearer authentication for every path under ``protected``
+    (tokens that are not accepted counted in ``failures``, shared by every path)."""
+    gate = AuthGate(app, verifier, protected, open_without_tokens=open_without_tokens,
+                    failures=failures)
     return AuthenticationMiddleware(gate, backend=BearerAuthBackend(verifier))
 
 

@@ -17,8 +17,10 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kbmcp_adapters.mcp_server.auth import HashedTokenVerifier, with_bearer_auth
+from kbmcp_adapters.mcp_server.auth_failures import FailedTokens
 from kbmcp_adapters.mcp_server.http_limits import BodyGuard, HttpLimits, SessionCap
 from kbmcp_adapters.mcp_server.http_proxy import ForwardedHeaders, Network, peer_of
+from kbmcp_adapters.mcp_server.http_sessions import SessionQuota
 from kbmcp_adapters.mcp_server.runtime import BackgroundTask, KbRuntime
 from kbmcp_adapters.mcp_server.runtime_set import RuntimeSet
 from kbmcp_adapters.mcp_server.server import build_server, exit_now
@@ -225,14 +227,18 @@ def build_http_app(
     verifier: HashedTokenVerifier | None = None,
     open_without_tokens: bool = True,
     trusted_proxies: tuple[Network, ...] = (),
+    failed_tokens: FailedTokens | None = None,
 ) -> ASGIApp:
     """The ASGI app: security headers -> forwarding headers (believed only from
     ``trusted_proxies``, dropped otherwise) -> Host/Origin guard -> bearer auth (of /mcp and
-    /ui/api) -> session cap -> body deadline and size -> Starlette (/mcp, /healthz, /ui,
-    the sessions' lifespan).
+    /ui/api) -> session caps (in total; per token and client address) -> body deadline and
+    size -> Starlette (/mcp, /healthz, /ui, the sessions' lifespan).
 
     A read-only runtime is served statelessly (decision 0011): no session ids, so any
     replica answers any request, and there is no session to cap or expire.
+
+    ``failed_tokens`` counts tokens that are not accepted, per client address (a new
+    ``FailedTokens`` by default).
     """
     limits = limits or HttpLimits()
     hosts = allowed_hosts(host_names(host), port, extra_hosts)
@@ -262,11 +268,14 @@ def build_http_app(
     )
     app = BodyGuard(app, limits)
     if not stateless:
-        app = SessionCap(app, limits)
+        app = SessionCap(SessionQuota(app, limits, MCP_PATH), limits)
     if verifier is not None:  # the page's data calls need the same token as /mcp
+        # one count per address for both paths
+        failures = FailedTokens() if failed_tokens is None else failed_tokens
         for protected in (MCP_PATH, UI_API_PATH):
             app = with_bearer_auth(app, verifier, protected,
-                                   open_without_tokens=open_without_tokens)
+                                   open_without_tokens=open_without_tokens,
+                                   failures=failures)
     return SecurityHeaders(ForwardedHeaders(HostOriginGuard(app, hosts, origins),
                                             trusted_proxies))
 

@@ -1,6 +1,7 @@
 """What one HTTP client may hold: a request body read within a deadline, and a bounded
 number of sessions that expire when idle. ASGI middleware where the SDK has no knob.
-(Limits below ASGI, on connections and request headers: http_connections.py.)"""
+(Limits below ASGI, on connections and request headers: http_connections.py; sessions
+per token and per client address: http_sessions.py.)"""
 
 from __future__ import annotations
 
@@ -30,6 +31,10 @@ class HttpLimits:
     session_idle_s: float = 30 * 60.0
     #: sessions open at once; past it, a new session gets 429 with Retry-After
     max_sessions: int = 100
+    #: sessions one token holds at once; past it, the token's idlest session is ended
+    max_sessions_per_token: int = 20
+    #: sessions one client address holds at once; past it, its idlest session is ended
+    max_sessions_per_client: int = 50
     #: a request's headers must be complete this many seconds after its first byte (or
     #: after the connection opened); else 408 and the connection is closed
     header_timeout_s: float = 10.0

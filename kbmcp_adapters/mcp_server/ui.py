@@ -35,6 +35,8 @@ UI_PATH = "/ui"
 UI_API_PATH = "/ui/api"
 #: A request body the API reads at most (the transport's own cap is larger).
 MAX_BODY = 64 * 1024
+#: Arrays and objects a request body may nest (the page sends two or three levels).
+MAX_NESTING = 64
 
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
@@ -225,6 +227,9 @@ async def _body(request: Request) -> JsonObject | Response:
     raw = await request.body()
     if len(raw) > MAX_BODY:
         return _error("invalid_argument", f"the request body is over {MAX_BODY} bytes", 413)
+    if _nesting(raw) > MAX_NESTING:  # before parsing: json.loads recurses once per level
+        return _error("invalid_argument", "the request body nests arrays or objects "
+                      f"deeper than {MAX_NESTING} levels")
     try:
         data = json.loads(raw or b"{}")
     except (ValueError, UnicodeDecodeError):
@@ -232,6 +237,33 @@ async def _body(request: Request) -> JsonObject | Response:
     if not isinstance(data, dict):
         return _error("invalid_argument", "the request body must be a JSON object")
     return data
+
+
+_OPENERS = frozenset(b"[{")
+_CLOSERS = frozenset(b"]}")
+
+
+def _nesting(raw: bytes) -> int:
+    """How deep the arrays and objects of a JSON text nest, counted without parsing it
+    (brackets inside strings do not count)."""
+    deepest = depth = 0
+    in_string = escaped = False
+    for byte in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in _OPENERS:
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in _CLOSERS:
+            depth -= 1
+    return deepest
 
 
 def ui_routes(rt: KbRuntime | UiApi) -> list[Route]:
