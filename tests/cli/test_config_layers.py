@@ -45,12 +45,14 @@ def test_a_found_config_layers_over_the_user_config_and_keeps_its_tokens_file(
 
 def test_a_found_config_changes_only_the_keys_it_names(
         kb_mcp: Invoke, tmp_path: Path, user_config_home: Path) -> None:
-    user_config(user_config_home, f'database_url = "sqlite:///{tmp_path / "mine.db"}"\n')
+    mine = user_config(user_config_home, f'database_url = "sqlite:///{tmp_path / "mine.db"}"\n')
     own = kb_with(tmp_path / "own", '[parsers]\nenabled = ["md"]\n')
     assert kb_mcp("index", "--kb-path", str(own), "-q").exit_code == 0
     status = kb_mcp("status", "--kb-path", str(own))
     assert status.exit_code == 0, status.output
     assert f"store: sqlite:///{tmp_path / 'mine.db'}\n" in status.stdout  # the user's, kept
+    shown = json.loads(kb_mcp("status", "--kb-path", str(own), "--format", "json").stdout)
+    assert shown["config"]["over"] == str(mine)
 
     # a found file may not move a user's setting that says where data goes, untrusted
     (own / "kb-mcp.toml").write_text(f'database_url = "sqlite:///{tmp_path / "its.db"}"\n',

@@ -59,7 +59,7 @@ def test_a_team_config_in_the_working_folder_leaves_another_kb_alone(
     assert f"store: {notes / '.kb-mcp' / 'index.db'}\n" in status.stdout
     data = json.loads(kb_mcp("status", "--kb-path", str(notes), "--format", "json").stdout)
     assert data["documents"] == 1 and data["store"] == str(notes / ".kb-mcp" / "index.db")
-    assert data["config"] == {"file": None, "found_by": None, "trusted": True,
+    assert data["config"] == {"file": None, "found_by": None, "trusted": True, "over": None,
                               "summary": "no config file"}
 
     copied = kb_mcp("migrate-store", "--kb-path", str(notes), "--to",
