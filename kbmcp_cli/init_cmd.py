@@ -121,7 +121,7 @@ def config_text(formats: list[str] | None = None) -> str:
     enabled = d["enabled_formats"] if formats is None else formats
 
     gated = [_dotted(name) for name in _GATED_FIELDS] + [
-        "index_dir outside this folder", "embedding.model outside the packaged ones",
+        "kb_path or index_dir outside this folder", "embedding.model outside the packaged ones",
         "parsers.isolate = false", "a [parsers] limit raised above its default"]
     return f"""\
 # kb-mcp.toml: the settings of this knowledge base, written by `kb-mcp init`.
@@ -223,8 +223,9 @@ def init(ctx: click.Context, kb_path: Path | None, config: Path | None, name: st
                        err=True)
         mine = trust.user_config_dir() / trust.USER_CONFIG_NAME
         if mine.is_file() and named is None:
-            click.echo(f"kb-mcp: note: for this knowledge base it replaces your user config "
-                       f"{mine} (one file is read, never both)", err=True)
+            click.echo(f"kb-mcp: note: for this knowledge base it is laid over your user "
+                       f"config {mine}: the keys it sets win, the rest of yours still apply",
+                       err=True)
     ctx.invoke(index, kb_path=kb, config=config)
     command = server_command()
     extra = ["--config", os.path.abspath(Path(named).expanduser())] if named else []

@@ -50,10 +50,13 @@ log = logging.getLogger("kbmcp_adapters.mcp_server")
 )
 @click.option(
     "--insecure-no-auth",
+    "--no-auth",
+    "insecure_no_auth",
     is_flag=True,
-    help="HTTP: serve a non-loopback --host with no token configured, so that anyone who "
-    "can reach the port reads every document (logged as a warning at start). Not "
-    "accepted with --read-only.",
+    help="HTTP: serve with no token configured where one would be needed: on a "
+    "non-loopback --host, or for a knowledge base that has had tokens (anywhere), so that "
+    "anyone who can reach the port reads every document (logged as a warning at start). "
+    "Not accepted with --read-only --allow-remote.",
 )
 @click.option(
     "--tokens-file",
@@ -223,7 +226,8 @@ def serve(
     M files"; search answers by keywords once every file is read.
 
     Over HTTP, /mcp needs a bearer token whenever one is configured, and always beyond
-    loopback (see `kb-mcp token`); /healthz stays open.
+    loopback (see `kb-mcp token`); /healthz stays open. Once a knowledge base has had
+    tokens, it is never served without one unless --no-auth is given, loopback too.
     """
     from kbmcp_adapters.app.bootstrap import settings_for
 
@@ -251,6 +255,9 @@ def serve(
     verifier = None
     if transport == "http":
         verifier = token_verifier(settings, tokens_file, token_hashes)
+        from kbmcp_adapters.mcp_server.had_tokens import tokens_stay_on
+
+        tokens_stay_on(settings.kb_path, verifier, insecure_no_auth)  # decision 0047
     runtime: KbRuntime | RuntimeSet
     background: list[BackgroundTask]
     if settings.collections:  # several folders under names (decision 0042)

@@ -80,6 +80,7 @@ def status_data(kb: KnowledgeBase, skipped: bool) -> tuple[dict[str, Any], Index
         "kb_path": str(settings.kb_path),
         "config": {"file": str(origin.path) if origin.path else None,
                    "found_by": origin.found_by or None, "trusted": origin.trusted,
+                   "over": str(origin.over) if origin.over else None,  # decision 0047
                    "summary": origin.describe()},
         "index": str(settings.index_dir),
         "store": store_location(settings),  # the password never shows
@@ -199,6 +200,7 @@ def show_collections(collections: Collections, names: Sequence[str], fmt: str,
     if fmt == "json":
         config = {"file": str(origin.path) if origin.path else None,
                   "found_by": origin.found_by or None, "trusted": origin.trusted,
+                  "over": str(origin.over) if origin.over else None,
                   "summary": origin.describe()}
         click.echo(json.dumps({"config": config, "collections": blocks},
                               ensure_ascii=False, indent=2))

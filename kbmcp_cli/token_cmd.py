@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from kbmcp_cli.options import kb_options
 from kbmcp_core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from kbmcp_core.settings import Settings
 
 ACTIONS = ("create", "list", "revoke", "hash")
 
@@ -47,13 +51,24 @@ def token(
             raise click.UsageError("give the token on stdin, e.g. `kb-mcp token hash < file`")
         click.echo(tokens.token_hash(secret))
         return
-    path = tokens_file or _default_file(kb_path, config, create=action == "create")
+    from kbmcp_adapters.app.bootstrap import settings_for
+
+    settings: Settings | None = None
+    if tokens_file is not None:
+        path = tokens_file
+        if kb_path is not None or config is not None:
+            settings = settings_for(kb_path, config)
+    else:
+        settings = settings_for(kb_path, config)
+        path = _default_file(settings, create=action == "create")
     if action == "create":
         chosen = name or tokens.next_name(tokens.read_tokens(path))
         secret, entry = tokens.add_token(path, chosen)
         click.echo(f"kb-mcp: token {entry.name!r} created; its hash is in {path}. This is the "
                    "only time the token is shown: give it to the client now.", err=True)
         click.echo(secret)
+        if settings is not None:
+            _remember(settings)
     elif action == "list":
         for entry in tokens.read_tokens(path):
             click.echo(f"{entry.name}\t{entry.created}\t{entry.hash[:len('sha256:') + 12]}…")
@@ -66,19 +81,27 @@ def token(
         if not tokens.read_tokens(path):
             click.echo(f"kb-mcp: warning: that was the last token in {path}. A running "
                        "server that required tokens keeps refusing every request (except "
-                       "with a KB_MCP_TOKEN_HASHES token) until it is restarted; restarted "
-                       "on loopback it serves WITHOUT authentication (with a warning), and "
-                       "beyond loopback it will not start. Create a new token with `kb-mcp "
-                       "token create`.", err=True)
+                       "with a KB_MCP_TOKEN_HASHES token) until it is restarted; a "
+                       "knowledge base that has had tokens is not served again without one "
+                       "unless `kb-mcp serve --no-auth` says so. Create a new token with "
+                       "`kb-mcp token create`.", err=True)
 
 
-def _default_file(kb_path: Path | None, config: Path | None, *, create: bool) -> Path:
+def _remember(settings: Settings) -> None:
+    """From now on this knowledge base is not served without a token (decision 0047)."""
+    from kbmcp_adapters.mcp_server.had_tokens import remember
+
+    try:
+        remember(settings.kb_path)
+    except ConfigError as exc:  # the token exists; a server records it when it starts
+        click.echo(f"kb-mcp: warning: {exc}", err=True)
+
+
+def _default_file(settings: Settings, *, create: bool) -> Path:
     """``[server].tokens_file`` when the config sets it, else ``tokens.json`` in the
     knowledge base's index folder (that folder is made when creating a token)."""
-    from kbmcp_adapters.app.bootstrap import settings_for
     from kbmcp_adapters.mcp_server.tokens import TOKENS_FILE_NAME
 
-    settings = settings_for(kb_path, config)
     if settings.server_tokens_file is not None:
         return settings.server_tokens_file
     if create:

@@ -5,10 +5,14 @@ from __future__ import annotations
 import hashlib
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from kbmcp_core.settings import CONFIG_FILE_NAME
+
+if TYPE_CHECKING:
+    from kbmcp_adapters.app.trust import Trusted
 
 
 @click.command()
@@ -23,10 +27,11 @@ def trust(path: Path | None, show: bool, revoke: bool) -> None:
     Such a file (not named by --config or KB_MCP_CONFIG, not your user config) may not
     set where data goes or comes from (database_url, vectors_uri, [vectors]
     storage_options, [server].tokens_file, [embedding].cache_dir, index_dir outside the
-    knowledge base, an embedding model kb-mcp does not ship) until you trust it. PATH is
-    the file, or a folder holding kb-mcp.toml (default: ./kb-mcp.toml). Trust is recorded
-    by the file's sha256 in $XDG_CONFIG_HOME/kb-mcp/trusted.json: once the file changes,
-    it must be trusted again.
+    knowledge base, kb_path or an embedding model kb-mcp does not ship) until you trust
+    it. PATH is the file, or a folder holding kb-mcp.toml (default: ./kb-mcp.toml); a
+    symbolic link is refused. Trust is recorded in $XDG_CONFIG_HOME/kb-mcp/trusted.json
+    under the file's path, with its sha256 and its owner: once the file changes, moves or
+    changes hands, it must be trusted again.
     """
     from kbmcp_adapters.app import trust as trust_list
 
@@ -44,15 +49,22 @@ def trust(path: Path | None, show: bool, revoke: bool) -> None:
         click.echo(f"no longer trusted: {trust_list.key(target)}")
         return
     from kbmcp_adapters.app.config import gated_keys, parse_config
+    from kbmcp_core.errors import ConfigError
 
-    data = trust_list.read_bytes(target, "config")
-    values = parse_config(target, data)  # a file that is not a valid config is not trusted
-    digest = hashlib.sha256(data).hexdigest()
-    trust_list.trust(target, digest)
-    sets = gated_keys(values, Path(values.get("kb_path", target.parent)).resolve())
+    if target.is_symlink():  # it would not be read where it is found (decision 0047)
+        raise ConfigError(f"{target} is a symbolic link: kb-mcp never reads a config file "
+                          "it finds through a link, so trusting it would do nothing; trust "
+                          f"the file itself ({trust_list.key(target.resolve())}) or name "
+                          "the link with --config")
+    read = trust_list.read_file(target, "config", follow=False)
+    values = parse_config(target, read.data)  # a file that is not a valid config is not trusted
+    digest = hashlib.sha256(read.data).hexdigest()
+    trust_list.trust(target, read, digest)
+    sets = gated_keys(values, Path(values.get("kb_path", target.parent)).resolve(),
+                      target.parent)
     says = f"; it sets {', '.join(sets)}" if sets else ""
-    click.echo(f"trusted: {trust_list.key(target)} (sha256 {digest[:12]}…){says}. "
-               "Trust it again after any change.")
+    click.echo(f"trusted: {trust_list.key(target)} (sha256 {digest[:12]}…, owner uid "
+               f"{read.owner}){says}. Trust it again after any change.")
 
 
 def _config_file(path: Path | None) -> Path:
@@ -63,17 +75,19 @@ def _config_file(path: Path | None) -> Path:
     return target.absolute()
 
 
-def _show(entries: dict[str, str]) -> None:
+def _show(entries: dict[str, Trusted]) -> None:
     from kbmcp_adapters.app import trust as trust_list
     from kbmcp_core.errors import ConfigError
 
     if not entries:
         click.echo("no config file is trusted")
         return
-    for name, digest in sorted(entries.items()):
+    for name, entry in sorted(entries.items()):
         try:
-            now = hashlib.sha256(trust_list.read_bytes(Path(name), "config")).hexdigest()
-            state = "unchanged" if now == digest else "changed: not trusted until trusted again"
+            read = trust_list.read_file(Path(name), "config", follow=False)
+            digest = hashlib.sha256(read.data).hexdigest()
+            why = trust_list.why_untrusted(Path(name), read, digest)
+            state = "unchanged" if why is None else f"not trusted until trusted again: it {why}"
         except ConfigError:
-            state = "gone or unreadable"
-        click.echo(f"{name}\tsha256 {digest[:12]}…\t{state}")
+            state = "gone, unreadable or a link"
+        click.echo(f"{name}\tsha256 {entry.sha256[:12]}…\t{state}")

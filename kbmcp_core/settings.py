@@ -108,13 +108,16 @@ def public_uri(uri: str) -> str:
 class ConfigOrigin:
     """Which config file the settings were read from, how it was found, and whether it
     may say where data goes (decision 0021): named by the user (``--config``,
-    ``KB_MCP_CONFIG``, their own user config) or trusted with ``kb-mcp trust``."""
+    ``KB_MCP_CONFIG``, their own user config) or trusted with ``kb-mcp trust``. A file
+    found by looking is layered over the user's config, when there is one (0047)."""
 
     path: Path | None = None
     #: "named by --config", "named by KB_MCP_CONFIG", "your user config", "found in the
     #: knowledge base" or "found in the working folder" (empty when there is no file)
     found_by: str = ""
     trusted: bool = True
+    #: the user's own config this file is layered over (decision 0047), if any
+    over: Path | None = None
 
     @property
     def implicit(self) -> bool:
@@ -131,7 +134,8 @@ class ConfigOrigin:
             trust = "trusted with `kb-mcp trust`"
         else:
             trust = "not trusted: it may not say where data goes"
-        return f"{self.path} ({self.found_by}; {trust})"
+        over = f"; over your user config {self.over}" if self.over is not None else ""
+        return f"{self.path} ({self.found_by}; {trust}{over})"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,10 +1,10 @@
-"""Settings from ``kb-mcp.toml`` plus overrides: discovery, trust, strict keys, validation."""
+"""Settings from ``kb-mcp.toml`` files plus overrides: layering, trust, strict keys,
+validation (which files apply: ``config_files``)."""
 
 from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import shlex
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from kbmcp_adapters.app import trust
+from kbmcp_adapters.app.config_files import IN_WORKING_FOLDER, config_layers
 from kbmcp_adapters.embedding.service_config import SERVICE_PROVIDER, check_service_values
 from kbmcp_adapters.store.urls import check_database_url
 from kbmcp_core.collections import CollectionSpec, parse_collections
@@ -24,7 +25,6 @@ from kbmcp_core.passages import MAX_PASSAGE_CANDIDATES
 from kbmcp_core.rerank import MAX_RERANK_CANDIDATES
 from kbmcp_core.search_request import check_options
 from kbmcp_core.settings import (
-    CONFIG_FILE_NAME,
     DEFAULT_EXCLUDE_DIRS,
     INDEX_DIR_NAME,
     ConfigOrigin,
@@ -103,8 +103,6 @@ _SCHEMA: dict[str, dict[str, tuple[str, tuple[type, ...]]]] = {
 _PATH_FIELDS = {"kb_path", "index_dir", "model_cache_dir", "server_tokens_file"}
 _TUPLE_FIELDS = {"enabled_formats", "exclude_dirs", "server_trusted_proxies"}
 
-#: Names a config file, as --config does (which wins over it): decision 0021.
-CONFIG_ENV = trust.CONFIG_ENV
 #: Settings that say where data goes or comes from: a config file found by looking (in
 #: the knowledge base or the working folder) may set them only once trusted. ``index_dir``
 #: (outside kb_path) and ``embedding.model`` (outside the packaged ones) are checked too.
@@ -116,39 +114,6 @@ _GATED_FIELDS = ("database_url", "vectors_uri", "vectors_storage_options", "mode
                  "collections")
 
 log = logging.getLogger(__name__)
-
-
-def find_config(explicit: Path | None, cwd: Path | None = None, *,
-                kb_path: str | Path | None = None, env: Mapping[str, str] | None = None,
-                user_config: bool = True) -> tuple[Path | None, str]:
-    """The config file in effect and how it was found (decision 0021): ``--config``, else
-    ``$KB_MCP_CONFIG``, else the knowledge base's own ``kb-mcp.toml`` (in ``kb_path``; with
-    no ``kb_path`` given, the working folder's, whose ``kb_path`` key says where the
-    knowledge base is), else the user's ``$XDG_CONFIG_HOME/kb-mcp/config.toml``."""
-    env = os.environ if env is None else env
-    base = cwd or Path.cwd()
-    if explicit is not None:
-        return _named(base / explicit, "named by --config")
-    named = env.get(CONFIG_ENV, "")
-    if named:
-        return _named(base / Path(named).expanduser(), f"named by {CONFIG_ENV}")
-    if kb_path is not None:
-        candidate = base / Path(kb_path).expanduser() / CONFIG_FILE_NAME
-        found_by = "found in the knowledge base"
-    else:
-        candidate, found_by = base / CONFIG_FILE_NAME, "found in the working folder"
-    if candidate.is_file():
-        return Path(os.path.abspath(candidate)), found_by
-    mine = trust.user_config_dir(env) / trust.USER_CONFIG_NAME
-    if user_config and mine.is_file():
-        return mine, "your user config"
-    return None, ""
-
-
-def _named(path: Path, found_by: str) -> tuple[Path, str]:
-    if not path.is_file():
-        raise ConfigError(f"config file not found: {path} ({found_by})")
-    return Path(os.path.abspath(path)), found_by
 
 
 def read_config(path: Path) -> dict[str, Any]:
@@ -231,31 +196,41 @@ def build_settings(
     user_config: bool = True,
     **overrides: Any,
 ) -> Settings:
-    """Defaults, then the config file (``find_config``), then explicit overrides (CLI flags
-    win). A config file found by looking may say where data goes only once trusted."""
+    """Defaults, then each config file in effect (``config_layers``: the user's, then a
+    found one over it), then explicit overrides (CLI flags win): one merge, in which a
+    layer changes only the keys it names. A config file found by looking may say where
+    data goes only once trusted."""
+    layers = config_layers(config_file, cwd, kb_path=overrides.get("kb_path"), env=env,
+                           user_config=user_config)
+    parsed = [parse_config(layer.path, layer.read.data) for layer in layers]
     values: dict[str, Any] = {}
-    path, found_by = find_config(config_file, cwd, kb_path=overrides.get("kb_path"), env=env,
-                                 user_config=user_config)
-    origin, from_file, changed = ConfigOrigin(), {}, False
+    for layer_values in parsed:
+        values.update(layer_values)
+    origin, from_found, refusal = ConfigOrigin(), {}, ""
     unreadable: ConfigError | None = None  # a trust list that cannot be read trusts nothing
-    if path is not None:
-        data = trust.read_bytes(path, "config")  # the bytes parsed are the bytes trusted
-        from_file = parse_config(path, data)
-        origin = ConfigOrigin(path, found_by)
-        if origin.implicit:
+    if layers:
+        top = layers[-1]
+        origin = ConfigOrigin(top.path, top.found_by,
+                              over=layers[0].path if len(layers) > 1 else None)
+        if top.found:
+            from_found = parsed[-1]
+            digest = hashlib.sha256(top.read.data).hexdigest()  # the bytes parsed
             try:
-                recorded = trust.trusted_digest(path, env)
+                refusal = trust.why_untrusted(top.path, top.read, digest, env) or ""
             except ConfigError as exc:
-                recorded, unreadable = None, exc
-            origin = replace(origin, trusted=recorded == hashlib.sha256(data).hexdigest())
-            changed = recorded is not None and not origin.trusted
-        values.update(from_file)
+                refusal, unreadable = "is not trusted", exc
+            origin = replace(origin, trusted=not refusal)
+            if top.found_by == IN_WORKING_FOLDER and "kb_path" not in from_found:
+                values.pop("kb_path", None)  # the working folder's file must name its kb
     log.info("config: %s", origin.describe())  # shown by -v, before anything can fail
     values.update({k: v for k, v in overrides.items() if v is not None})
     if "embedding_model" not in values and values.get("embedding_provider") != SERVICE_PROVIDER:
         values["embedding_model_follows_index"] = True  # decision 0046 (app/index_model)
-    if values.get("collections") and "kb_path" not in values and path is not None:
-        values["kb_path"] = path.parent  # the folder the collections' index folder is in
+    if values.get("collections") and "kb_path" not in values:
+        # the folder the collections' index folder is in: that of the file naming them
+        values["kb_path"] = next(layer.path.parent for layer, named in
+                                 zip(reversed(layers), reversed(parsed), strict=True)
+                                 if "collections" in named)
     unknown = set(values) - set(Settings.__dataclass_fields__)
     if unknown:
         raise ConfigError(f"unknown setting(s): {', '.join(sorted(unknown))}")
@@ -268,11 +243,11 @@ def build_settings(
     index_dir = Path(values.pop("index_dir", INDEX_DIR_NAME)).expanduser()
     if not index_dir.is_absolute():
         index_dir = kb_path / index_dir
-    if not origin.trusted:
-        unchosen = {k: v for k, v in from_file.items() if overrides.get(k) is None}
-        gated = gated_keys(unchosen, kb_path)
+    if not origin.trusted and origin.path is not None:
+        unchosen = {k: v for k, v in from_found.items() if overrides.get(k) is None}
+        gated = gated_keys(unchosen, kb_path, origin.path.parent)
         if gated:
-            raise unreadable or _untrusted(origin, gated, changed)
+            raise unreadable or _untrusted(origin, gated, refusal)
     if values.get("collections"):
         values["collections"] = collection_folders(values["collections"])
     for name in _TUPLE_FIELDS & values.keys():
@@ -301,10 +276,14 @@ def _dotted(name: str) -> str:
     return name
 
 
-def gated_keys(values: Mapping[str, Any], kb_path: Path) -> list[str]:
-    """The keys among ``values`` (read from a config file nobody named) that say where
-    data goes or comes from."""
+def gated_keys(values: Mapping[str, Any], kb_path: Path, folder: Path) -> list[str]:
+    """The keys among ``values`` (read from a config file nobody named, in ``folder``)
+    that say where data goes or comes from. ``kb_path`` is gated as ``[[collections]]``
+    is, since it names the folder served: unless it is ``folder`` or inside it."""
     gated = [_dotted(name) for name in _GATED_FIELDS if name in values]
+    if "kb_path" in values and not Path(values["kb_path"]).resolve().is_relative_to(
+            folder.resolve()):
+        gated.insert(0, "kb_path")
     if "index_dir" in values and not Path(values["index_dir"]).resolve().is_relative_to(
             kb_path):
         gated.append("index_dir")
@@ -342,10 +321,10 @@ def _loosened_parser_limits(values: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _untrusted(origin: ConfigOrigin, keys: list[str], changed: bool) -> ConfigError:
-    """The one-sentence refusal of an untrusted config file that says where data goes."""
+def _untrusted(origin: ConfigOrigin, keys: list[str], state: str) -> ConfigError:
+    """The one-sentence refusal of an untrusted config file that says where data goes;
+    ``state`` says why it is not trusted (``trust.why_untrusted``)."""
     names = keys[0] if len(keys) == 1 else f"{', '.join(keys[:-1])} and {keys[-1]}"
-    state = "has changed since you trusted it" if changed else "is not trusted"
     command = f"kb-mcp trust {shlex.quote(str(origin.path))}"
     return ConfigError(f"the config file {origin.path}, {origin.found_by}, sets {names} "
                        "(where data goes or comes from, or how hostile files are kept in "

@@ -1,7 +1,7 @@
 """Which config file a command uses, and what a file nobody named may say (decision 0021):
-``--config`` > ``$KB_MCP_CONFIG`` > the knowledge base's ``kb-mcp.toml`` > the user's
-config; a file found by looking says where data goes only once ``kb-mcp trust`` trusted
-its bytes."""
+``--config`` > ``$KB_MCP_CONFIG`` > the knowledge base's ``kb-mcp.toml`` (layered over the
+user's config: decision 0047) > the user's config; a file found by looking says where data
+goes only once ``kb-mcp trust`` trusted its bytes."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def test_a_team_config_in_the_working_folder_leaves_another_kb_alone(
     assert f"store: {notes / '.kb-mcp' / 'index.db'}\n" in status.stdout
     data = json.loads(kb_mcp("status", "--kb-path", str(notes), "--format", "json").stdout)
     assert data["documents"] == 1 and data["store"] == str(notes / ".kb-mcp" / "index.db")
-    assert data["config"] == {"file": None, "found_by": None, "trusted": True,
+    assert data["config"] == {"file": None, "found_by": None, "trusted": True, "over": None,
                               "summary": "no config file"}
 
     copied = kb_mcp("migrate-store", "--kb-path", str(notes), "--to",
@@ -199,7 +199,7 @@ def test_kb_mcp_config_and_config_win_in_that_order(
     assert "kb-mcp trust" not in other.stderr
 
 
-def test_the_user_config_is_a_fallback_not_merged(
+def test_the_user_config_applies_to_a_kb_without_a_file_of_its_own(
         kb_mcp: Invoke, tmp_path: Path, user_config_home: Path) -> None:
     mine = user_config_home / "kb-mcp" / "config.toml"
     mine.parent.mkdir()
@@ -208,13 +208,7 @@ def test_the_user_config_is_a_fallback_not_merged(
     status = kb_mcp("status", "--kb-path", str(bare), "-v")
     assert f"config: {mine} (your user config; trusted)" in status.stderr
     assert "mine.db" in status.stderr  # its database_url applies: no index there yet
-    own = kb_with(tmp_path / "own", '[parsers]\nenabled = ["md"]\n')
-    assert kb_mcp("index", "--kb-path", str(own), "-q").exit_code == 0
-    status = kb_mcp("status", "--kb-path", str(own))
-    assert status.exit_code == 0, status.output
-    assert f"config: {own / 'kb-mcp.toml'} (found in the knowledge base; not trusted" \
-        in status.stdout
-    assert f"store: {own / '.kb-mcp' / 'index.db'}\n" in status.stdout
+    # a knowledge base's own file layers over it: tests/cli/test_config_layers.py
 
 
 #: Arguments that let each command get as far as reading its configuration.

@@ -117,17 +117,18 @@ def test_init_keeps_an_existing_config_byte_for_byte(kb_mcp: Invoke, kb: Path) -
     assert "0 added" in again.stdout
 
 
-def test_init_says_when_the_file_it_writes_replaces_a_user_config(
+def test_init_says_the_file_it_writes_is_laid_over_a_user_config(
         kb_mcp: Invoke, kb: Path, user_config_home: Path) -> None:
     mine = user_config_home / "kb-mcp" / "config.toml"
     mine.parent.mkdir()
     mine.write_text("[search]\ndefault_limit = 3\n", encoding="utf-8")
     result = kb_mcp("init", "--kb-path", str(kb))
     assert result.exit_code == 0, result.output
-    assert f"it replaces your user config {mine}" in result.stderr
-    settings = build_settings(None, cwd=kb, kb_path=kb)  # one file is read: the new one
+    assert f"it is laid over your user config {mine}" in result.stderr
+    settings = build_settings(None, cwd=kb, kb_path=kb)  # both: the new one over the user's
     assert settings.config_origin.path == kb / "kb-mcp.toml"
-    assert settings.search_default_limit == 5
+    assert settings.config_origin.over == mine
+    assert settings.search_default_limit == 3  # the written file does not name it
 
 
 def test_init_with_a_named_config_passes_it_on_to_the_client_lines(

@@ -72,7 +72,7 @@ def test_revoking_the_last_token_says_what_that_means(kb_mcp: Invoke, tmp_path: 
     assert last.exit_code == 0
     assert "warning: that was the last token" in last.stderr
     assert "keeps refusing every request" in last.stderr
-    assert "WITHOUT authentication" in last.stderr
+    assert "unless `kb-mcp serve --no-auth` says so" in last.stderr  # decision 0047
 
 
 def test_the_config_can_name_the_tokens_file(kb_mcp: Invoke, kb: Path, tmp_path: Path) -> None:
@@ -86,3 +86,11 @@ def test_the_config_can_name_the_tokens_file(kb_mcp: Invoke, kb: Path, tmp_path:
     listed = kb_mcp("token", "list", "--config", str(config))
     assert listed.stdout.startswith("ci\t")
     assert not (kb / ".kb-mcp" / "tokens.json").exists()
+
+
+def test_creating_a_token_records_that_the_kb_has_had_tokens(
+        kb_mcp: Invoke, kb: Path, user_config_home: Path) -> None:
+    assert kb_mcp("token", "create", "ci", "--kb-path", str(kb)).exit_code == 0
+    record = user_config_home / "kb-mcp" / "had-tokens.json"
+    assert stat.S_IMODE(record.stat().st_mode) == 0o600
+    assert list(json.loads(record.read_text(encoding="utf-8"))["knowledge_bases"]) == [str(kb)]
