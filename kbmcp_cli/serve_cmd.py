@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -203,7 +204,9 @@ def serve(
     M files"; search answers by keywords once every file is read.
 
     Over HTTP, /mcp needs a bearer token whenever one is configured, and always beyond
-    loopback (see `kb-mcp token`); /healthz stays open.
+    loopback (see `kb-mcp token`); /healthz stays open. Started by systemd socket
+    activation (LISTEN_FDS, as `kb-mcp service install --http` sets up), it serves the
+    socket systemd passed, at that socket's address, instead of --host and --port.
     """
     from kbmcp_adapters.app.bootstrap import settings_for
 
@@ -229,8 +232,13 @@ def serve(
     signals.install()
     index_on_start = settings.server_index_on_start and not no_index and not read_only
     verifier = None
+    listening = None
     if transport == "http":
         verifier = token_verifier(settings, tokens_file, token_hashes)
+        from kbmcp_adapters.mcp_server.socket_activation import inherited_socket
+
+        # systemd's socket (`kb-mcp service install --http`): --host and --port give way
+        listening = inherited_socket(os.environ, os.getpid())
     runtime: KbRuntime | RuntimeSet
     background: list[BackgroundTask]
     if settings.collections:  # several folders under names (decision 0042)
@@ -284,6 +292,7 @@ def serve(
             runtime, host=host, port=port, allow_remote=allow_remote,
             extra_hosts=allowed_hosts, background=background, limits=limits,
             verifier=verifier, insecure_no_auth=insecure_no_auth, trusted_proxies=proxies,
+            listening=listening,
         )
     else:
         serve_stdio(runtime, wire=wire, background=background)
