@@ -92,7 +92,8 @@ def _plan(settings: Settings, unit: str, config: Path | None, http_port: int | N
     return build_plan(settings, name=unit, program=server_command(),
                       config=Path(named).expanduser() if named else None,
                       listen=None if http_port is None else Listen(host, http_port),
-                      user_manager=user_manager, environ=os.environ)
+                      user_manager=user_manager, environ=os.environ,
+                      allow_remote=not is_loopback(host))
 
 
 def _systemctl_words(user_manager: bool) -> str:

@@ -47,8 +47,9 @@ def owner_of(folder: Path) -> tuple[str | None, Path]:
 
 def build_plan(settings: Settings, *, name: str, program: Sequence[str],
                config: Path | None, listen: Listen | None, user_manager: bool,
-               environ: Mapping[str, str]) -> ServicePlan:
-    """The units' content for this knowledge base. A path with a line break or a control
+               environ: Mapping[str, str], allow_remote: bool = False) -> ServicePlan:
+    """The units' content for this knowledge base (``allow_remote``: the socket is not on
+    loopback, so the server needs ``--allow-remote``). A path with a line break or a control
     character cannot be written into a unit line: ``ConfigError``."""
     kb = settings.kb_path.resolve()
     if user_manager:
@@ -61,8 +62,6 @@ def build_plan(settings: Settings, *, name: str, program: Sequence[str],
                 (settings.model_cache_dir or cache_home / "kb-mcp").resolve()]
     if settings.vectors_uri is not None and not settings.vectors_remote:
         writable.append(Path(settings.vectors_location).resolve())
-    from kbmcp_adapters.mcp_server.http import is_loopback
-
     plan = ServicePlan(
         name=name, kb_path=kb, program=tuple(program),
         config=config.resolve() if config is not None else None,
@@ -70,7 +69,7 @@ def build_plan(settings: Settings, *, name: str, program: Sequence[str],
         environment=(("XDG_CONFIG_HOME", str(config_home)),
                      ("XDG_CACHE_HOME", str(cache_home))),
         listen=listen,
-        allow_remote=listen is not None and not is_loopback(listen.host),
+        allow_remote=listen is not None and allow_remote,
         user_manager=user_manager, run_as=run_as,
         private_tmp=not any(_in_tmp(p) for p in (kb, *writable)))
     words = [str(kb), *program, *(str(p) for p in plan.writable), str(plan.config or ""),
