@@ -85,9 +85,9 @@ def docs(topic: str | None) -> None:
         click.echo(f"\n{records} decision records: `kb-mcp docs decisions` lists them, "
                    "`kb-mcp docs NNNN` prints one.")
         return
-    path = resolve(topic, found)
-    if path is None:
+    page = resolve(topic, found)
+    if page is None:
         close = difflib.get_close_matches(topic, [n for n in found if "/" not in n], n=1)
         hint = f" (did you mean `kb-mcp docs {close[0]}`?)" if close else ""
         raise click.UsageError(f"no topic {topic!r}{hint}; `kb-mcp docs` lists them")
-    click.echo(path.read_text(encoding="utf-8"), nl=False)
+    click.echo(page.read_text(encoding="utf-8"), nl=False)

@@ -88,7 +88,8 @@ def prepare_folders(plan: ServicePlan) -> None:
         missing = [p for p in (folder, *folder.parents) if not p.exists()]
         try:
             folder.mkdir(parents=True, mode=0o700, exist_ok=True)
-            for made in missing if owner is not None else ():
-                os.chown(made, owner.pw_uid, owner.pw_gid)
+            if owner is not None:
+                for made in missing:
+                    os.chown(made, owner.pw_uid, owner.pw_gid)
         except OSError as exc:
             raise ConfigError(f"cannot create {folder}: {exc.strerror or exc}") from None

@@ -16,7 +16,7 @@ import anyio
 import pytest
 
 from kbmcp_adapters.mcp_server.tokens import add_token
-from tests.e2e.conftest import DEADLINE, Env, LineReader, kb_mcp_command, stop
+from tests.e2e.conftest import Env, LineReader, kb_mcp_command, stop
 from tests.e2e.http_support import Served, environment
 from tests.e2e.test_http_auth import assert_refused, search_with
 
