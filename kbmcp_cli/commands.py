@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from kbmcp_cli.collections_cmd import collections_cmd
+from kbmcp_cli.docs_cmd import docs
 from kbmcp_cli.doctor_cmd import doctor
 from kbmcp_cli.eval_cmd import eval_cmd
 from kbmcp_cli.get_cmd import get
@@ -22,6 +23,7 @@ from kbmcp_cli.migrate_cmd import migrate_store
 from kbmcp_cli.options import EXIT_CANNOT_RUN, EXIT_STOPPED, stopped_message
 from kbmcp_cli.search_cmd import search
 from kbmcp_cli.serve_cmd import serve
+from kbmcp_cli.service_cmd import service
 from kbmcp_cli.status_cmd import status
 from kbmcp_cli.token_cmd import token
 from kbmcp_cli.trust_cmd import trust
@@ -32,7 +34,7 @@ from kbmcp_core.errors import ConfigError, IndexNotFound, InvalidQuery, KbError,
 
 class KbGroup(click.Group):
     """Turns every ``KbError`` into one line on stderr and an exit code, in one place
-    (the table is in docs/usage.md; decision 0027): 2 for what the command line or the
+    (the table is in `kb-mcp docs usage`; decision 0027): 2 for what the command line or the
     set-up must change (a bad argument or query, the configuration, no index yet, another
     model), 1 for a failure while running (an unreachable database included), 130 for
     Ctrl-C."""
@@ -60,11 +62,12 @@ def cli() -> None:
     reStructuredText, AsciiDoc and Jupyter notebook files and source code (each format but
     Markdown turned on in [parsers].enabled), search it from the command
     line, or serve it to an MCP client with `kb-mcp serve`: over stdio, or over HTTP with
-    bearer tokens (`kb-mcp token`) and a search page at /ui. Start with `kb-mcp init`.
+    bearer tokens (`kb-mcp token`) and a search page at /ui. Start with `kb-mcp init`;
+    `kb-mcp docs` prints the documentation that came with it.
     """
 
 
 for _command in (init, index, status, search, get, doctor, eval_cmd, serve, watch, migrate_store,
-                 token, trust, graph, tune, collections_cmd):
+                 token, trust, graph, tune, collections_cmd, service, docs):
     cli.add_command(_command)
 

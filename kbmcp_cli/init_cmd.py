@@ -127,14 +127,14 @@ def config_text(formats: list[str] | None = None) -> str:
 # kb-mcp.toml: the settings of this knowledge base, written by `kb-mcp init`.
 # Every key is optional; a commented line shows its default (or an example).
 # Unknown keys are errors.
-# Every key: docs/configuration.md. Check what is in effect with `kb-mcp status`.
+# Every key: `kb-mcp docs configuration`. Check what is in effect with `kb-mcp status`.
 #
 # This file sits in the knowledge base, so kb-mcp reads it without asking, and it is not
 # trusted: it may change what is indexed and how search answers, not where data goes.
 # Keys that say where data goes or comes from, or that loosen the parser limits, are
 # refused until you run `kb-mcp trust` on this file, and again after each edit:
 {_wrapped(gated)}.
-# For example (team mode, docs/team-mode.md):
+# For example (team mode, `kb-mcp docs team-mode`):
 # database_url = "postgresql+psycopg://kb@db.internal:5432/kb"   # needs `kb-mcp trust`
 # index_dir = "{INDEX_DIR_NAME}"          # inside this folder needs no trust
 
@@ -142,7 +142,7 @@ def config_text(formats: list[str] | None = None) -> str:
 # The formats to index and serve. kb-mcp alone indexes Markdown only; `kb-mcp init` lists
 # the formats it found here. Others: "txt" (also README, NEWS, ...), "pdf", "html", "docx",
 # "pptx", "xlsx", "epub", "rst", "adoc", "ipynb", "code" (source files; needs
-# pip install 'kb-mcp[code]') (docs/configuration.md). `kb-mcp index` counts the files it
+# pip install 'kb-mcp[code]') (`kb-mcp docs configuration`). `kb-mcp index` counts the files it
 # skipped as "format not enabled".
 enabled = {_toml(enabled)}
 {_commented(_PARSERS, d)}
@@ -165,7 +165,8 @@ enabled = {_toml(enabled)}
 [fields]
 # Front-matter keys to filter searches on (`kb-mcp search --field status=draft`, the
 # search tool's `fields`), each with its type: "string", "number", "date" or "list".
-# Only these keys are indexed; adding one later needs no re-embedding (docs/configuration.md).
+# Only these keys are indexed; adding one later needs no re-embedding
+# (`kb-mcp docs configuration`).
 # status = "string"
 # year = "number"
 """
@@ -212,7 +213,8 @@ def init(ctx: click.Context, kb_path: Path | None, config: Path | None, name: st
         click.echo(f"kb-mcp: kept the existing {kb / CONFIG_FILE_NAME} (init never "
                    "replaces it; delete it to get a fresh commented one)", err=True)
     else:
-        click.echo(f"kb-mcp: wrote {written} (commented; every key is in docs/configuration.md)",
+        click.echo(f"kb-mcp: wrote {written} (commented; every key: `kb-mcp docs "
+                   "configuration`)",
                    err=True)
         click.echo("kb-mcp: formats found and enabled: "
                    + ", ".join(f"{name} ({count})" for name, count in found.items()

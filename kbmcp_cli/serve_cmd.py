@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -228,6 +229,9 @@ def serve(
     Over HTTP, /mcp needs a bearer token whenever one is configured, and always beyond
     loopback (see `kb-mcp token`); /healthz stays open. Once a knowledge base has had
     tokens, it is never served without one unless --no-auth is given, loopback too.
+    Started by systemd socket activation (LISTEN_FDS, as `kb-mcp service install --http`
+    sets up), it serves the socket systemd passed, at that socket's address, instead of
+    --host and --port.
     """
     from kbmcp_adapters.app.bootstrap import settings_for
 
@@ -253,11 +257,16 @@ def serve(
     signals.install()
     index_on_start = settings.server_index_on_start and not no_index and not read_only
     verifier = None
+    listening = None
     if transport == "http":
         verifier = token_verifier(settings, tokens_file, token_hashes)
         from kbmcp_adapters.mcp_server.had_tokens import tokens_stay_on
 
         tokens_stay_on(settings.kb_path, verifier, insecure_no_auth)  # decision 0047
+        from kbmcp_adapters.mcp_server.socket_activation import inherited_socket
+
+        # systemd's socket (`kb-mcp service install --http`): --host and --port give way
+        listening = inherited_socket(os.environ, os.getpid())
     runtime: KbRuntime | RuntimeSet
     background: list[BackgroundTask]
     if settings.collections:  # several folders under names (decision 0042)
@@ -313,6 +322,7 @@ def serve(
             runtime, host=host, port=port, allow_remote=allow_remote,
             extra_hosts=allowed_hosts, background=background, limits=limits,
             verifier=verifier, insecure_no_auth=insecure_no_auth, trusted_proxies=proxies,
+            listening=listening,
         )
     else:
         serve_stdio(runtime, wire=wire, background=background)

@@ -311,6 +311,7 @@ def serve_http(
     verifier: HashedTokenVerifier | None = None,
     insecure_no_auth: bool = False,
     trusted_proxies: tuple[Network, ...] = (),
+    listening: socket.socket | None = None,
 ) -> None:
     """Serve MCP over streamable HTTP until interrupted (SIGINT or SIGTERM).
 
@@ -318,7 +319,14 @@ def serve_http(
 
     With a ``verifier``, /mcp needs one of its tokens whenever it has any; beyond
     loopback it must have one unless ``insecure_no_auth``.
+
+    ``listening``: a socket already listening (socket activation); its address replaces
+    ``host`` and ``port`` and goes through the same checks.
     """
+    if listening is not None:
+        from kbmcp_adapters.mcp_server.socket_activation import listening_address
+
+        host, port = listening_address(listening)
     check_bind(host, allow_remote)
     verifier = verifier or HashedTokenVerifier(None)
     open_without_tokens = check_auth(host, verifier, insecure_no_auth,
@@ -330,7 +338,7 @@ def serve_http(
             "`kb-mcp token create` (the server requires it from then on)",
             verifier.tokens_file or "none",
         )
-    sock = bind_socket(host, port)
+    sock = listening or bind_socket(host, port)
     bound_port = int(sock.getsockname()[1])
     app = build_http_app(rt, host=host, port=bound_port, extra_hosts=extra_hosts,
                          limits=limits, verifier=verifier,
@@ -341,7 +349,7 @@ def serve_http(
                  ", ".join(str(n) for n in trusted_proxies))
     shown = f"[{host.strip('[]')}]" if ":" in host else host
     log.info(
-        "serving MCP over streamable HTTP at http://%s:%d%s (health: %s, page: %s)%s%s",
+        "serving MCP over streamable HTTP at http://%s:%d%s (health: %s, page: %s)%s%s%s",
         shown,
         bound_port,
         MCP_PATH,
@@ -349,6 +357,7 @@ def serve_http(
         UI_PATH,
         "; bearer tokens required" if verifier.required() else "",
         "; read-only, stateless" if rt.read_only else "",
+        "; on the socket systemd passed" if listening is not None else "",
     )
     try:
         anyio.run(_serve_http, rt, app, sock, tuple(background), limits or HttpLimits())

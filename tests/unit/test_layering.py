@@ -6,7 +6,7 @@
   plumbing (package lookup, sha256 check, onnxruntime session) of ``embedding``.
 - ``app/`` wires them and may import every driven adapter folder; it alone holds the
   Container.
-- Driving adapters (live, mcp_server, local_search, evaluation) import the core, ``app/``
+- Driving adapters (live, mcp_server, local_search, evaluation, service) import the core, ``app/``
   and their own folder, never each other; evaluation also uses the parsers' heading
   clean-up, to compare headings as the index stores them.
 - ``kbmcp_cli`` imports the core, ``app/`` and every driving adapter folder.
@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 DRIVEN = frozenset({"store", "vectors", "embedding", "filesystem", "parsers", "rerank"})
-DRIVING = frozenset({"live", "mcp_server", "local_search", "evaluation"})
+DRIVING = frozenset({"live", "mcp_server", "local_search", "evaluation", "service"})
 #: Which layers each layer may import (besides the standard library and third parties).
 ALLOWED: dict[str, frozenset[str]] = {
     "core": frozenset({"core"}),
