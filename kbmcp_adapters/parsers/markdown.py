@@ -55,9 +55,10 @@ from kbmcp_adapters.parsers.headings import clean_heading, title_from_path
 from kbmcp_adapters.parsers.markdown_noise import blank_noise
 from kbmcp_adapters.parsers.sections import Heading, chunk_sections, sections_of
 from kbmcp_core.models import ChunkDraft, ParsedDocument
+from kbmcp_core.outline import HeadingMark
 from kbmcp_core.ports import ChunkBudget
 
-__all__ = ["MarkdownParser", "markdown_chunks", "normalise_date"]
+__all__ = ["MarkdownParser", "markdown_chunks", "markdown_headings", "normalise_date"]
 
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?=[ \t]|$)(.*)$")
@@ -155,6 +156,9 @@ class MarkdownParser:
     def extract_text(self, path: str, data: bytes) -> str:
         return decode_text(data)
 
+    def headings(self, path: str, text: str) -> tuple[HeadingMark, ...]:
+        return markdown_headings(text, frontmatter=True)
+
     def parse(self, path: str, data: bytes, budget: ChunkBudget) -> ParsedDocument:
         text, text_warnings = indexed_text(data)
         lines = split_lines(text)
@@ -190,6 +194,16 @@ def markdown_chunks(
     sections = sections_of(lines, 0, headings, budget)
     chunks = chunk_sections(lines, fenced, sections, budget)
     return chunks, next((h.text for h in headings if h.level == 1 and h.text), None)
+
+
+def markdown_headings(text: str, *, frontmatter: bool = False) -> tuple[HeadingMark, ...]:
+    """The headings of Markdown ``text`` as ``parse`` (``frontmatter``: a file's, with its
+    block skipped) or ``markdown_chunks`` (a converted format's text) finds them, each at
+    its 1-based line of ``text``."""
+    lines = split_lines(text.replace("\x00", " ") if "\x00" in text else text)
+    first = _frontmatter_end(lines) if frontmatter else 0
+    _, headings = _scan(blank_noise(lines, first), first)
+    return tuple(HeadingMark(h.line + 1, h.level, h.text) for h in headings)
 
 
 # -- frontmatter --------------------------------------------------------------------------
@@ -238,6 +252,15 @@ def normalise_date(value: object) -> str | None:
         except ValueError:
             return None
     return None
+
+
+def _frontmatter_end(lines: Sequence[str]) -> int:
+    """The index of the first line after a closed frontmatter block (0 without one), as
+    ``_read_frontmatter`` finds it."""
+    if not lines or lines[0].rstrip() != "---":
+        return 0
+    close = next((j for j in range(1, len(lines)) if lines[j].rstrip() in ("---", "...")), None)
+    return 0 if close is None else close + 1
 
 
 def _read_frontmatter(lines: Sequence[str]) -> tuple[_Frontmatter, int]:

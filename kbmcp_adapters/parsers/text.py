@@ -12,6 +12,7 @@ from kbmcp_adapters.parsers.chunking import (
 )
 from kbmcp_adapters.parsers.headings import title_from_path
 from kbmcp_core.models import ChunkDraft, ParsedDocument
+from kbmcp_core.outline import HeadingMark
 from kbmcp_core.ports import ChunkBudget
 
 __all__ = ["TextParser"]
@@ -29,6 +30,9 @@ class TextParser:
 
     def extract_text(self, path: str, data: bytes) -> str:
         return decode_text(data)
+
+    def headings(self, path: str, text: str) -> tuple[HeadingMark, ...]:
+        return ()  # plain text has no headings
 
     def parse(self, path: str, data: bytes, budget: ChunkBudget) -> ParsedDocument:
         text, warnings = indexed_text(data)

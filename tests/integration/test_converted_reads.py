@@ -7,7 +7,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -21,6 +21,7 @@ from kbmcp_adapters.parsers.registry import FormatRegistry, build_registry
 from kbmcp_core.errors import ReadBusy
 from kbmcp_core.meta_keys import META_CONVERSIONS
 from kbmcp_core.models import ParsedDocument
+from kbmcp_core.outline import HeadingMark
 from kbmcp_core.ports import ChunkBudget, Parser
 from kbmcp_core.reading import (
     CONVERTED_FORMATS,
@@ -52,6 +53,10 @@ class CountingParser:
     def extract_text(self, path: str, data: bytes) -> str:
         self.calls.append(("extract_text", path))
         return self.inner.extract_text(path, data)
+
+    def headings(self, path: str, text: str) -> Sequence[HeadingMark] | None:
+        self.calls.append(("headings", path))
+        return self.inner.headings(path, text)
 
 
 class CountingRegistry:
@@ -189,6 +194,9 @@ class SlowParser:
         finally:
             with self.lock:
                 self.running -= 1
+
+    def headings(self, path: str, text: str) -> tuple[HeadingMark, ...]:
+        return ()
 
 
 class SlowRegistry:
