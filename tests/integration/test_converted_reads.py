@@ -133,7 +133,8 @@ def test_reads_of_an_indexed_converted_document_call_no_parser_and_serve_its_con
         assert first.truncated is second.truncated is truncated
         body = kb.read_resource(doc_uri(path))
         assert body.text.startswith(text)
-    assert registry.calls == []
+    # no conversion; a long one's outline is its served Markdown's headings, scanned
+    assert [call for call in registry.calls if call[0] != "headings"] == []
     assert kb.get_document("big/ledger.html").truncated is True
 
 

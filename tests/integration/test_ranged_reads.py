@@ -247,3 +247,37 @@ def test_bad_range_requests_are_invalid_arguments(kb: KnowledgeBase) -> None:
                 {"start_line": 2, "page": 1}, {"section": "  "}):
         with pytest.raises(InvalidRange):
             kb.get_document("notes/guide.md", **bad)
+
+
+FORMAT_GUIDES = {
+    "g.rst": ("Guide\n=====\n\nIntro text.\n\nSetup\n-----\n\nInstall it.\n\nUsage\n-----\n\n"
+              "Use it.\n", "Setup\n-----\n\nInstall it.\n"),
+    "g.adoc": ("= Guide\n\nIntro text.\n\n== Setup\n\nInstall it.\n\n== Usage\n\nUse it.\n",
+               "== Setup\n\nInstall it.\n"),
+    "g.html": ("<html><body><main><h1>Guide</h1><p>Intro text.</p><h2>Setup</h2>"
+               "<p>Install it.</p><h2>Usage</h2><p>Use it.</p></main></body></html>",
+               "## Setup\n\nInstall it.\n"),
+}
+
+
+def test_sections_of_html_rst_and_asciidoc_come_from_their_headings(tmp_path: Path) -> None:
+    """Each format's parser finds the headings in what a read serves (the file, or the
+    Markdown it converts to): the same outline indexed or not."""
+    from tests.fakes import FakeEmbedder, FakeIndexStore, FakeVectorStore
+
+    root = tmp_path / "kb"
+    write_files(root, {name: text for name, (text, _) in FORMAT_GUIDES.items()})
+    settings = build_settings(None, cwd=root, kb_path=root,
+                              enabled_formats=("md", "rst", "adoc", "html"))
+    k = KnowledgeBase(bootstrap(settings, store=FakeIndexStore(), vectors=FakeVectorStore(),
+                                embedder=FakeEmbedder()))
+    try:
+        for indexed in (False, True):
+            if indexed:
+                k.index()
+            for name, (_, setup) in FORMAT_GUIDES.items():
+                assert k.get_document(name, section="Guide > Setup").content == setup, name
+                trails = [e["trail"] for e in outline_of(k.get_document(name, outline=True))]
+                assert trails == [["Guide"], ["Guide", "Setup"], ["Guide", "Usage"]], name
+    finally:
+        k.close()
