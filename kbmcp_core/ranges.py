@@ -222,9 +222,10 @@ def _outline(path: str, parser: Parser, digest: str | None, text: str,
     if marks is not None:
         entries = heading_outline(marks, text.split("\n"))
     else:
-        entries, note = _pages(path, digest, text, index, total)
-        if entries is None:
+        pages, note = _pages(path, digest, text, index, total)
+        if pages is None:
             return None, note
+        entries = pages
     if len(entries) == OUTLINE_MAX_ENTRIES:
         return entries, f"the first {OUTLINE_MAX_ENTRIES} headings only"
     return entries, None
