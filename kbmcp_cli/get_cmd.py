@@ -61,9 +61,10 @@ def get(kb_path: Path | None, config: Path | None, fmt: str, path: str,
         section: str | None, page: int | None, max_chars: int | None, outline: bool,
         collection: str | None) -> None:
     """Print one document of the knowledge base, by its path relative to it, or part of
-    it. A document over 1 MiB is read in parts: without --lines it prints its first
-    part, and on stderr how many lines it has, its outline and the --lines of the next
-    part; each part says where the next one starts (on stderr with text output)."""
+    it. A document over 1 MiB is read in parts: with no --lines, --section or --page it
+    prints its first part, and on stderr how many lines it has, its outline and the
+    --lines of the next part; each part says where the next one starts (on stderr with
+    text output)."""
     chosen = [n for n, v in (("--lines", lines), ("--section", section), ("--page", page))
               if v is not None]
     if len(chosen) > 1:

@@ -65,6 +65,9 @@ class RangeRequest:
     #: a whole read that serves the first lines of a document past the read cap (with a
     #: notice) instead of refusing it: what ``kb://doc/<path>`` does
     whole_or_first: bool = False
+    #: the outline of a long document comes with its first lines unasked; a reader that
+    #: shows none (a resource body) turns that off, so no headings are looked for
+    outline_unasked: bool = True
 
     @property
     def names_part(self) -> bool:
@@ -143,7 +146,8 @@ def read_range(path: RequestPath, ask: RangeRequest, fs: FileSystem, registry: P
     loaded = load_clean(path, fs, registry, conversions, gate, whole=not ranged)
     breaks = loaded.text.count("\n")  # line ``k`` ends in a line break when k <= breaks
     total = breaks if loaded.text.endswith("\n") or not loaded.text else breaks + 1
-    show = ask.outline or (total > LONG_DOCUMENT_LINES and first == 1 and not by_part)
+    show = ask.outline or (ask.outline_unasked and total > LONG_DOCUMENT_LINES
+                           and first == 1 and not by_part)
     entries: tuple[OutlineEntry, ...] | None = None
     note: str | None = None
     parser = registry.parser_for(extension_of(path))

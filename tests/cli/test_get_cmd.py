@@ -58,7 +58,7 @@ def test_get_prints_the_first_part_of_a_document_over_the_read_cap_and_how_to_go
 
 def test_get_help_says_what_a_big_document_prints(kb_mcp: Invoke) -> None:
     shown = " ".join(kb_mcp("get", "--help").stdout.split())
-    assert "without --lines it prints its first part" in shown
+    assert "with no --lines, --section or --page it prints its first part" in shown
     assert "its outline and the --lines of the next part" in shown
 
 
