@@ -6,6 +6,7 @@ answered by a running server before click is even imported).
 
 from __future__ import annotations
 
+import logging
 import sys
 from typing import Any
 
@@ -29,7 +30,14 @@ from kbmcp_cli.token_cmd import token
 from kbmcp_cli.trust_cmd import trust
 from kbmcp_cli.tune_cmd import tune
 from kbmcp_cli.watch_cmd import watch
-from kbmcp_core.errors import ConfigError, IndexNotFound, InvalidQuery, KbError, ModelMismatch
+from kbmcp_core.errors import (
+    ConfigError,
+    IndexNotFound,
+    InvalidQuery,
+    KbError,
+    ModelMismatch,
+    NoSuchDocument,
+)
 
 
 class KbGroup(click.Group):
@@ -46,6 +54,8 @@ class KbGroup(click.Group):
             click.echo(f"kb-mcp: error: {exc}", err=True)
             sys.exit(EXIT_CANNOT_RUN)
         except KbError as exc:
+            if isinstance(exc, NoSuchDocument):  # why, with -v: the answer is a missing name's
+                logging.getLogger(__name__).info("%r is not served: %s", exc.path, exc.why)
             click.echo(f"kb-mcp: error: {exc}", err=True)
             sys.exit(1)
         except KeyboardInterrupt:

@@ -43,8 +43,9 @@ def parse_lines(_ctx: click.Context, _param: click.Parameter, value: str | None
               help="Only lines A to B (1-based, both included), e.g. 40-58 as a search hit "
                    "cites them; a single number reads one line.")
 @click.option("--section", default=None, metavar="HEADING",
-              help="Only the section under this heading, with its subsections; name a "
-                   "heading that occurs twice by its trail, e.g. 'Guide > Setup'.")
+              help="Only the section under this heading, with its subsections, as the "
+                   "file's headings mark it; name a heading that occurs twice by its "
+                   "trail, e.g. 'Guide > Setup'.")
 @click.option("--page", type=click.IntRange(1), default=None,
               help="Only this page of a PDF.")
 @click.option("--max-chars", type=click.IntRange(1), default=None,
@@ -60,8 +61,10 @@ def get(kb_path: Path | None, config: Path | None, fmt: str, path: str,
         section: str | None, page: int | None, max_chars: int | None, outline: bool,
         collection: str | None) -> None:
     """Print one document of the knowledge base, by its path relative to it, or part of
-    it. A document over 1 MiB is read in parts: the first reply says how many lines it
-    has, and each part says where the next one starts (on stderr with text output)."""
+    it. A document over 1 MiB is read in parts: with no --lines, --section or --page it
+    prints its first part, and on stderr how many lines it has, its outline and the
+    --lines of the next part; each part says where the next one starts (on stderr with
+    text output)."""
     chosen = [n for n, v in (("--lines", lines), ("--section", section), ("--page", page))
               if v is not None]
     if len(chosen) > 1:
@@ -79,10 +82,12 @@ def get(kb_path: Path | None, config: Path | None, fmt: str, path: str,
         collections, kb = one_collection(settings, collection)
     else:
         kb = KnowledgeBase.from_settings(settings)
-    try:
+    try:  # no part named: a document past the read cap prints its first part, as a
+        # resource read of it does (decision 0033)
         view = kb.get_document(path, start_line=span[0] if span else None,
                                max_lines=span[1] if span else None, section=section,
-                               page=page, max_chars=max_chars, outline=outline or None)
+                               page=page, max_chars=max_chars, outline=outline or None,
+                               whole_or_first=not chosen or None)
     finally:
         (collections or kb).close()
     data = view.as_dict()
@@ -95,10 +100,13 @@ def get(kb_path: Path | None, config: Path | None, fmt: str, path: str,
     sys.stdout.write(str(data["content"]))
     sys.stdout.flush()
     if data.get("is_range"):
+        if data.get("outline") is not None or data.get("outline_note") is not None:
+            click.echo("kb-mcp: outline:", err=True)
+            _print_outline(data, err=True)
         click.echo(_where(data), err=True)
 
 
-def _print_outline(data: dict[str, Any]) -> None:
+def _print_outline(data: dict[str, Any], *, err: bool = False) -> None:
     entries = data.get("outline")
     if entries is None:
         click.echo(f"kb-mcp: no outline: {data.get('outline_note', 'none available')}",
@@ -106,12 +114,20 @@ def _print_outline(data: dict[str, Any]) -> None:
         return
     for e in entries:
         indent = "  " * (int(e["level"]) - 1)
-        click.echo(f"{indent}{e['heading']}  (lines {e['start_line']}-{e['end_line']})")
+        click.echo(f"{indent}{e['heading']}  (lines {e['start_line']}-{e['end_line']})",
+                   err=err)
+    if data.get("outline_note"):
+        click.echo(f"kb-mcp: {data['outline_note']}", err=True)
 
 
 def _where(data: dict[str, Any]) -> str:
+    """Where this part sits, and the --lines of the next one: a part as long as this
+    one (as the next URI of a resource read names it), at least 1,000 lines."""
     total = data.get("total_lines")
     of = f" of {total}" if total is not None else ""
     nxt = data.get("next_start_line")
-    then = f"; next: --lines {nxt}-{int(nxt) + 999}" if nxt else "; that is the end"
+    span = max(int(data["end_line"]) - int(data["start_line"]) + 1, 1000)
+    last = min(int(nxt) + span - 1, int(total)) if nxt and total else (
+        int(nxt) + span - 1 if nxt else 0)
+    then = f"; next: --lines {nxt}-{last}" if nxt else "; that is the end"
     return f"kb-mcp: lines {data['start_line']}-{data['end_line']}{of}{then}"

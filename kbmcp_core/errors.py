@@ -20,6 +20,7 @@
     ├── ReadBusy                every conversion slot of the server stayed taken
     ├── ParseError              a file could not be parsed (kept per file, never fatal)
     ├── PathRefused             a read was refused by the guard chain
+    │   ├── NoSuchDocument      no document kb-mcp serves by that name (why: log only)
     │   └── NotOffered          the index does not offer the document as a resource
     └── InvalidQuery            a search request is malformed
         ├── InvalidRange        a line range, section or page the document does not have
@@ -244,7 +245,9 @@ class ParseError(KbError):
 
 
 class PathRefused(KbError):
-    """A read refused by the guard chain. ``reason`` never contains a server path."""
+    """A read refused by the guard chain. ``reason`` never contains a server path; it is
+    what a client is told. ``detail`` is why, for the server's log and the index run's
+    warnings: the same as ``reason`` unless a subclass keeps it from clients."""
 
     code = "path_refused"
 
@@ -252,6 +255,29 @@ class PathRefused(KbError):
         super().__init__(f"{path!r} refused: {reason}")
         self.path = path
         self.reason = reason
+
+    @property
+    def detail(self) -> str:
+        return self.reason
+
+
+class NoSuchDocument(PathRefused):
+    """No document kb-mcp serves has that name: nothing by it, or something that is not
+    served (a folder, a symbolic link on the way or at the end, a FIFO or device, a second
+    hard link, a format that is not enabled, a file that cannot be opened). Every one of
+    them answers the same ``reason``, so a client cannot tell ``.env`` or ``.git/config``
+    that exist from names that do not; ``why`` (``detail``) says which, for the server's
+    log and the index run's warnings only."""
+
+    REASON = "no such document"
+
+    def __init__(self, path: str, why: str = REASON) -> None:
+        super().__init__(path, self.REASON)
+        self.why = why
+
+    @property
+    def detail(self) -> str:
+        return self.why
 
 
 class NotOffered(PathRefused):

@@ -546,7 +546,7 @@ class IndexRun:
         except KbError as exc:
             refused = isinstance(exc, PathRefused)
             self.summary.fail(SKIP_UNREADABLE if refused else FAIL_PARSE, path)
-            self._warn(f"{path}: {exc.reason if isinstance(exc, PathRefused) else exc}")
+            self._warn(f"{path}: {exc.detail if isinstance(exc, PathRefused) else exc}")
             return
         except Exception as exc:  # a hostile file must never abort the run
             self.summary.fail(FAIL_PARSE, path)

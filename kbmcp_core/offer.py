@@ -169,9 +169,10 @@ def read_resource(uri: str, rules: OfferRules, fs: FileSystem,
         raise NotOffered(target.path, "not offered by this knowledge base")
     if isinstance(target, DocRangeUri):
         ask = RangeRequest(start_line=target.start_line,
-                           max_lines=target.end_line - target.start_line + 1)
+                           max_lines=target.end_line - target.start_line + 1,
+                           outline_unasked=False)
     else:
-        ask = RangeRequest(whole_or_first=True)
+        ask = RangeRequest(whole_or_first=True, outline_unasked=False)
     got = read_range(target.path, ask, fs, rules.registry, conversions, gate)
     return ResourceBody(uri, resource_text(got, collection=collection), got.media_type)
 

@@ -1,5 +1,6 @@
-"""A document's outline from the chunks its parser made: headings (or PDF pages) with the
-line ranges a ranged read (``ranges``) cuts, and the lookup of one section or page."""
+"""A document's outline: its headings from the file's own structure (the parser finds them
+in the text a read serves), or a PDF's pages from the chunks the index holds, each with
+the line range a ranged read (``ranges``) cuts; and the lookup of one section or page."""
 
 from __future__ import annotations
 
@@ -13,13 +14,25 @@ from kbmcp_core.models import StoredChunk
 OUTLINE_MAX_ENTRIES = 500
 #: Characters of a PDF chunk's first line used to find its page in the served text.
 _ANCHOR_CHARS = 60
-#: Trails shown when a section name is ambiguous.
-_SHOWN_TRAILS = 5
+#: Sections an ambiguous or unknown section name lists.
+_SHOWN_SECTIONS = 20
+#: How a section's trail is written: its headings from the top, joined by this.
+TRAIL_SEPARATOR = " > "
+
+
+@dataclass(frozen=True, slots=True)
+class HeadingMark:
+    """One heading of a document as its parser finds it in the served text: the 1-based
+    ``line`` it starts on, its ``level`` (1 = outermost) and its text."""
+
+    line: int
+    level: int
+    text: str
 
 
 @dataclass(frozen=True, slots=True)
 class OutlineEntry:
-    """One heading (its trail from the top, its level) or one PDF page, with the lines of
+    """One heading (its trail from the top, its depth) or one PDF page, with the lines of
     the served text it spans (1-based, inclusive)."""
 
     heading: str
@@ -38,30 +51,51 @@ class OutlineEntry:
         return out
 
 
-def outline_of(chunks: Sequence[StoredChunk], text: str, total: int
-               ) -> tuple[OutlineEntry, ...]:
-    """Headings with line ranges when the chunks carry lines (Markdown, text, the
-    converted formats); pages located in ``text`` when they carry pages only (PDF).
-    ``chunks``: the document's chunks in document order."""
-    if any(c.start_line is not None for c in chunks):
-        return _headings(chunks, total)[:OUTLINE_MAX_ENTRIES]
-    return _pages(chunks, text, total)[:OUTLINE_MAX_ENTRIES]
+def heading_outline(marks: Sequence[HeadingMark], lines: Sequence[str]
+                    ) -> tuple[OutlineEntry, ...]:
+    """Every heading of ``marks`` (in document order) with the lines its section spans:
+    from its heading line to the last non-blank line before the next heading of the same
+    or a higher level (so with its subsections, never with a neighbour's text).
+    ``lines``: the served text's lines. A heading with no text closes the section above
+    it but is not an entry of its own."""
+    total = len(lines)
+    opened: list[tuple[HeadingMark, tuple[str, ...], int]] = []  # the stack: mark, trail, slot
+    spans: list[tuple[HeadingMark, tuple[str, ...], int] | None] = []
+    ends: list[int] = []
 
+    def close(until: int) -> None:
+        _, _, slot = opened.pop()
+        ends[slot] = until
 
-def _headings(chunks: Sequence[StoredChunk], total: int) -> tuple[OutlineEntry, ...]:
-    """Every heading trail (and each of its parents) in document order; a section spans
-    its own chunks and those of its subsections."""
-    spans: dict[tuple[str, ...], list[int]] = {}
-    for c in chunks:
-        if c.start_line is None:
+    for mark in marks:
+        if not 1 <= mark.line <= total:
             continue
-        end = min(c.end_line if c.end_line is not None else c.start_line, total)
-        trail = tuple(h for h in c.heading_path if h)
-        for depth in range(1, len(trail) + 1):
-            span = spans.setdefault(trail[:depth], [c.start_line, end])
-            span[0], span[1] = min(span[0], c.start_line), max(span[1], end)
-    return tuple(OutlineEntry(t[-1], len(t), t, s, e)
-                 for t, (s, e) in sorted(spans.items(), key=lambda kv: (kv[1][0], len(kv[0]))))
+        while opened and opened[-1][0].level >= mark.level:
+            close(mark.line - 1)
+        trail = (opened[-1][1] if opened else ()) + ((mark.text,) if mark.text else ())
+        opened.append((mark, trail, len(spans)))
+        spans.append((mark, trail, len(spans)) if mark.text else None)
+        ends.append(total)
+    while opened:
+        close(total)
+    entries: list[OutlineEntry] = []
+    for span, end in zip(spans, ends, strict=True):
+        if span is None:
+            continue
+        mark, trail, _ = span
+        while end > mark.line and not lines[end - 1].strip():
+            end -= 1
+        entries.append(OutlineEntry(mark.text, len(trail), trail, mark.line, end))
+        if len(entries) == OUTLINE_MAX_ENTRIES:
+            break
+    return tuple(entries)
+
+
+def page_outline(chunks: Sequence[StoredChunk], text: str, total: int
+                 ) -> tuple[OutlineEntry, ...]:
+    """A PDF's pages, located in ``text`` from the chunks the index holds (``chunks``: the
+    document's chunks in document order)."""
+    return _pages(chunks, text, total)[:OUTLINE_MAX_ENTRIES]
 
 
 def _pages(chunks: Sequence[StoredChunk], text: str, total: int) -> tuple[OutlineEntry, ...]:
@@ -96,20 +130,42 @@ def _norm(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
+def _written(entry: OutlineEntry) -> str:
+    return TRAIL_SEPARATOR.join(entry.trail)
+
+
 def section_lines(path: str, entries: Sequence[OutlineEntry], name: str, total: int
                   ) -> tuple[int, int]:
-    """The lines of the section ``name``: a heading, or a trail written ``A > B``."""
+    """The lines of the section ``name``, looked for in this order, the first that names
+    any section deciding: a heading's own text (even one holding `` > ``), its whole
+    trail written ``A > B > C``, the last parts of its trail (``B > C``). Letter case and
+    runs of spaces do not count. None, or more than one in that step, is
+    ``InvalidRange`` naming the sections (with their lines, so any can be read)."""
     want = _norm(name)
-    by_trail = [e for e in entries if e.trail and _norm(" > ".join(e.trail)) == want]
-    found = by_trail or [e for e in entries if e.trail and _norm(e.heading) == want]
-    if not found:
-        raise InvalidRange(f"{path!r} has no section {name!r}; outline=true lists its "
-                           "headings", total)
-    if len(found) > 1:
-        trails = "; ".join(" > ".join(e.trail) for e in found[:_SHOWN_TRAILS])
-        raise InvalidRange(f"{len(found)} sections of {path!r} are called {name!r}: name one "
-                           f"by its trail, e.g. {trails}", total)
-    return found[0].start_line, found[0].end_line
+    headed = [e for e in entries if e.trail]
+    for found in ([e for e in headed if _norm(e.heading) == want],
+                  [e for e in headed if _norm(_written(e)) == want],
+                  [e for e in headed if len(e.trail) > 1 and any(
+                      _norm(TRAIL_SEPARATOR.join(e.trail[k:])) == want
+                      for k in range(1, len(e.trail) - 1))]):
+        if len(found) == 1:
+            return found[0].start_line, found[0].end_line
+        if found:
+            raise InvalidRange(f"{len(found)} sections of {path!r} are called {name!r}: "
+                               f"{_listed(found)}; name one by its trail, or read its "
+                               "lines", total)
+    if not headed:
+        raise InvalidRange(f"{path!r} has no sections (no headings); read it by lines",
+                           total)
+    raise InvalidRange(f"{path!r} has no section {name!r}; its sections: "
+                       f"{_listed(headed)}", total)
+
+
+def _listed(entries: Sequence[OutlineEntry]) -> str:
+    shown = "; ".join(f"{_written(e)} (lines {e.start_line}-{e.end_line})"
+                      for e in entries[:_SHOWN_SECTIONS])
+    more = len(entries) - _SHOWN_SECTIONS
+    return shown + (f"; and {more} more (outline=true lists them all)" if more > 0 else "")
 
 
 def page_lines(path: str, entries: Sequence[OutlineEntry], page: int, total: int

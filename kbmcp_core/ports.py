@@ -21,6 +21,7 @@ from kbmcp_core.models import (
     StoredDocument,
     Vector,
 )
+from kbmcp_core.outline import HeadingMark
 
 
 class Clock(Protocol):
@@ -101,6 +102,13 @@ class Parser(Protocol):
 
     def extract_text(self, path: str, data: bytes) -> str:
         """The text served to clients for this file."""
+        ...
+
+    def headings(self, path: str, text: str) -> Sequence[HeadingMark] | None:
+        """The headings of ``text`` (what a read of this file serves), found as an index
+        run finds them, in document order: the structure a section read cuts. () for a
+        text with none; None for a format whose outline is not in its text (PDF: pages,
+        from the index). Raises ``ParseError`` as ``parse`` would."""
         ...
 
 

@@ -2,8 +2,10 @@
 read cap, and the outline (headings or pages with their line ranges) that finds them.
 
 A range is cut from the text the guard chain loaded (``reading.load_clean``, once per
-read); the outline comes from the chunks the parsers already made (heading trails, line
-ranges, page numbers), never from parsing the document again (decision 0033).
+read). The outline's headings come from that text's own structure, found by the format's
+parser as an index run finds them (``Parser.headings``), so a section is exactly its
+heading's lines whatever the chunks merged; a PDF's pages come from the chunks the index
+holds (decision 0033 and its addendum).
 """
 
 from __future__ import annotations
@@ -12,16 +14,17 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from kbmcp_core.errors import IndexNotFound, InvalidRange
+from kbmcp_core.errors import IndexNotFound, InvalidRange, KbError
 from kbmcp_core.models import MIB, StoredChunk, StoredDocument, extension_of
 from kbmcp_core.outline import (
     OUTLINE_MAX_ENTRIES,
     OutlineEntry,
-    outline_of,
+    heading_outline,
     page_lines,
+    page_outline,
     section_lines,
 )
-from kbmcp_core.ports import ConvertedTexts, FileSystem, ParserRegistry
+from kbmcp_core.ports import ConvertedTexts, FileSystem, Parser, ParserRegistry
 from kbmcp_core.reading import (
     BINARY_FORMATS,
     EXTRACTED_TEXT_CAP,
@@ -62,6 +65,9 @@ class RangeRequest:
     #: a whole read that serves the first lines of a document past the read cap (with a
     #: notice) instead of refusing it: what ``kb://doc/<path>`` does
     whole_or_first: bool = False
+    #: the outline of a long document comes with its first lines unasked; a reader that
+    #: shows none (a resource body) turns that off, so no headings are looked for
+    outline_unasked: bool = True
 
     @property
     def names_part(self) -> bool:
@@ -137,18 +143,17 @@ def read_range(path: RequestPath, ask: RangeRequest, fs: FileSystem, registry: P
         ask.whole_or_first and extension_of(path) not in BINARY_FORMATS)  # those are cut
     by_part = ask.section is not None or ask.page is not None
     first = ask.start_line or 1
-    may_outline = ask.outline or by_part or first == 1  # only then is the hash compared
-    loaded = load_clean(path, fs, registry, conversions, gate, whole=not ranged,
-                        digest=index is not None and may_outline)
+    loaded = load_clean(path, fs, registry, conversions, gate, whole=not ranged)
     breaks = loaded.text.count("\n")  # line ``k`` ends in a line break when k <= breaks
     total = breaks if loaded.text.endswith("\n") or not loaded.text else breaks + 1
-    show = ask.outline or (total > LONG_DOCUMENT_LINES and first == 1 and not by_part)
+    show = ask.outline or (ask.outline_unasked and total > LONG_DOCUMENT_LINES
+                           and first == 1 and not by_part)
     entries: tuple[OutlineEntry, ...] | None = None
     note: str | None = None
-    if index is not None and (show or by_part):
-        entries, note = _outline(path, loaded.content_hash, loaded.text, index, total)
-    elif show:
-        note = "read without an index: outlines, sections and pages come from the index"
+    parser = registry.parser_for(extension_of(path))
+    if parser is not None and (show or by_part):
+        entries, note = _outline(path, parser, loaded.content_hash, loaded.text, index,
+                                 total)
     if by_part:
         first, last = _part_lines(path, ask, entries, note, total)
         if ask.max_lines is not None:
@@ -209,23 +214,43 @@ def _cut(lines: Sequence[str], breaks: int, first: int, last: int, max_chars: in
     return "".join(out), end
 
 
-def _outline(path: str, digest: str | None, text: str, index: OutlineIndex, total: int
+def _outline(path: str, parser: Parser, digest: str | None, text: str,
+             index: OutlineIndex | None, total: int
              ) -> tuple[tuple[OutlineEntry, ...] | None, str | None]:
+    """The headings ``parser`` finds in ``text``; for a format without them in its text
+    (PDF), the pages the index holds, when it holds this version of the file."""
+    try:
+        marks = parser.headings(path, text)
+    except KbError as exc:
+        return None, f"its headings cannot be read ({exc})"
+    if marks is not None:
+        entries = heading_outline(marks, text.split("\n"))
+    else:
+        pages, note = _pages(path, digest, text, index, total)
+        if pages is None:
+            return None, note
+        entries = pages
+    if len(entries) == OUTLINE_MAX_ENTRIES:
+        return entries, f"the first {OUTLINE_MAX_ENTRIES} headings only"
+    return entries, None
+
+
+def _pages(path: str, digest: str | None, text: str, index: OutlineIndex | None, total: int
+           ) -> tuple[tuple[OutlineEntry, ...] | None, str | None]:
+    if index is None:
+        return None, "read without an index: a PDF's pages come from the index"
     try:
         row = index.get_document(path)
     except IndexNotFound:
         row = None
     if row is None:
-        return None, "not indexed: outlines, sections and pages come from the index"
+        return None, "not indexed: a PDF's pages come from the index"
     if digest is not None and digest != row.content_hash:
         return None, ("changed since it was indexed: run `kb-mcp index` (or rebuild_index) "
-                      "for an outline of this version")
+                      "for the pages of this version")
     ids = index.chunk_ids_for([path])
     in_order = index.chunk_windows(ids[:1], len(ids)).get(ids[0], []) if ids else []
-    entries = outline_of(in_order, text, total)
-    if len(entries) == OUTLINE_MAX_ENTRIES:
-        return entries, f"the first {OUTLINE_MAX_ENTRIES} headings only"
-    return entries, None
+    return page_outline(in_order, text, total), None
 
 
 def _part_lines(path: str, ask: RangeRequest, entries: tuple[OutlineEntry, ...] | None,

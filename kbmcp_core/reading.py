@@ -11,7 +11,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import NewType
 
-from kbmcp_core.errors import IndexNotFound, KbError, PathRefused, ReadBusy, StoreError
+from kbmcp_core.errors import (
+    IndexNotFound,
+    KbError,
+    NoSuchDocument,
+    PathRefused,
+    ReadBusy,
+    StoreError,
+)
 from kbmcp_core.models import INDEX_CAP_BYTES, MIB, extension_of
 from kbmcp_core.ports import ConvertedText, ConvertedTexts, FileSystem, ParserRegistry
 
@@ -179,11 +186,16 @@ def load_document(path: str, fs: FileSystem, registry: ParserRegistry,
     as ``uris.parse_uri`` decodes its URI, then ``load_clean``: once per read, not twice).
 
     1. Path syntax: no NUL or control characters, backslash, absolute path or ``..``.
-    2. One open bound to the root (see ``FileSystem``): refuses a link anywhere on the
+       These refusals name what is wrong with the name's form, whatever is on disk.
+    2. The extension must be an enabled format: a name of any other is never opened.
+    3. One open bound to the root (see ``FileSystem``): refuses a link anywhere on the
        path, a missing path, a folder, a special file and more than one hard link.
-    3. On that same handle: the extension must be registered, the size (``fstat``) must
-       fit ``max_bytes_for(ext)``, and at most cap+1 bytes are read.
-    4. A converted format (``BINARY_FORMATS``): the sha256 of those bytes finds the text
+       Step 2 and 3 refuse alike (``NoSuchDocument``: "no such document", the real
+       reason in ``why`` for the server's log), so no answer tells a client whether a
+       name it may not read exists.
+    4. On that same handle: the size (``fstat``) must fit ``max_bytes_for(ext)``, and at
+       most cap+1 bytes are read.
+    5. A converted format (``BINARY_FORMATS``): the sha256 of those bytes finds the text
        the index run kept for exactly them in ``conversions``; only without one is the
        file converted, inside one of ``gate``'s slots. A read never writes the index.
 
@@ -205,12 +217,12 @@ def load_clean(rel: RequestPath, fs: FileSystem, registry: ParserRegistry,
     never cut (a kept conversion that was cut is converted again, in a gate slot), since
     the range, not the load, keeps the reply under the read cap. ``digest=True`` records
     the sha256 of the bytes read (``LoadedDocument.content_hash``)."""
+    ext = extension_of(rel)
+    parser = registry.parser_for(ext)
+    if parser is None:
+        raise NoSuchDocument(rel, not_read_reason(ext, registry.supports(ext)))
+    cap = max_bytes_for(ext) if whole else readable_bytes_for(ext)
     with fs.open_file(rel) as handle:
-        ext = extension_of(rel)
-        parser = registry.parser_for(ext)
-        if parser is None:
-            raise PathRefused(rel, not_read_reason(ext, registry.supports(ext)))
-        cap = max_bytes_for(ext) if whole else readable_bytes_for(ext)
         data = handle.read(cap)
     if data is None:
         hint = RANGE_HINT if whole and cap < readable_bytes_for(ext) else ""

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from kbmcp_core.cjk import is_cjk
-from kbmcp_core.errors import ParseError, PathRefused, StoreError, VectorsUnreadable
+from kbmcp_core.errors import NoSuchDocument, ParseError, StoreError, VectorsUnreadable
 from kbmcp_core.fields import FieldValue
 from kbmcp_core.index_run import IndexDeps
 from kbmcp_core.meta_keys import META_DIMENSION, META_LAST_RUN, META_MODEL
@@ -30,6 +30,7 @@ from kbmcp_core.models import (
     StoredDocument,
     Vector,
 )
+from kbmcp_core.outline import HeadingMark
 from kbmcp_core.ports import (
     ChunkBudget,
     Clock,
@@ -101,6 +102,11 @@ class FakeParser:
     def extract_text(self, path: str, data: bytes) -> str:
         return data.decode("utf-8")
 
+    def headings(self, path: str, text: str) -> tuple[HeadingMark, ...]:
+        """Each ``# `` line, as ``parse`` cuts sections at them."""
+        return tuple(HeadingMark(n, 1, line[2:]) for n, line in
+                     enumerate(text.split("\n"), 1) if line.startswith("# "))
+
 
 class FakeRegistry:
     def __init__(self, parser: FakeParser | None = None) -> None:
@@ -141,7 +147,7 @@ class FakeFileSystem:
     def open_file(self, rel_path: str) -> Iterator[FakeOpenFile]:
         self.reads.append(rel_path)
         if rel_path not in self.files:
-            raise PathRefused(rel_path, "no such document")
+            raise NoSuchDocument(rel_path)
         yield FakeOpenFile(self.files[rel_path])
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from kbmcp_core.errors import PathRefused
+from kbmcp_core.errors import NoSuchDocument, PathRefused
 from kbmcp_core.models import MIB
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -35,6 +35,7 @@ NO_SUCH_DOCUMENT = "no such document"
 IS_A_LINK = "is a symbolic link; links are never followed"
 NOT_A_REGULAR_FILE = "not a regular file (FIFO, socket or device)"
 MORE_THAN_ONE_LINK = "has more than one hard link"
+IS_A_FOLDER = "is a folder, not a document"
 
 EntryKind = Literal["file", "folder", "link", "link_to_folder", "other"]
 
@@ -49,14 +50,14 @@ class Entry:
     size: int
 
 
-class NoSuchPath(PathRefused):
+class NoSuchPath(NoSuchDocument):
     """Nothing by that name (this adapter tells it apart from the other refusals)."""
 
     def __init__(self, rel_path: str) -> None:
         super().__init__(rel_path, NO_SUCH_DOCUMENT)
 
 
-class LinkOnTheWay(PathRefused):
+class LinkOnTheWay(NoSuchDocument):
     """A folder on the path is a symbolic link."""
 
     def __init__(self, rel_path: str) -> None:
@@ -144,7 +145,10 @@ class LocalFileSystem:
     @contextmanager
     def open_file(self, rel_path: str) -> Iterator[OpenedFile]:
         """Open a document under the root; refuses anything that is not a regular file with
-        one link, reached without following a link. Every refusal is a ``PathRefused``."""
+        one link, reached without following a link. Every refusal is a ``PathRefused``;
+        each that would tell a thing that exists from nothing (a link, a folder, a FIFO,
+        a second hard link, a file it cannot open) is a ``NoSuchDocument``, whose client
+        message is that of a missing name."""
         fd, size = self._open_document(rel_path)
         try:
             yield OpenedFile(fd, rel_path, size)
@@ -165,11 +169,11 @@ class LocalFileSystem:
         try:
             st = os.fstat(fd)
             if stat.S_ISDIR(st.st_mode):
-                raise PathRefused(rel_path, "is a folder, not a document")
+                raise NoSuchDocument(rel_path, IS_A_FOLDER)
             if not stat.S_ISREG(st.st_mode):
-                raise PathRefused(rel_path, NOT_A_REGULAR_FILE)
+                raise NoSuchDocument(rel_path, NOT_A_REGULAR_FILE)
             if st.st_nlink > 1:
-                raise PathRefused(rel_path, MORE_THAN_ONE_LINK)
+                raise NoSuchDocument(rel_path, MORE_THAN_ONE_LINK)
         except OSError as exc:
             os.close(fd)
             raise PathRefused(rel_path, f"cannot read ({exc.strerror})") from None
@@ -261,14 +265,14 @@ def _refusal_on_the_way(rel_path: str, name: str, parent: int, exc: OSError) -> 
         return NoSuchPath(rel_path)
     if exc.errno == errno.ENOENT:
         return NoSuchPath(rel_path)
-    return PathRefused(rel_path, f"a folder on the way cannot be opened ({exc.strerror})")
+    return NoSuchDocument(rel_path, f"a folder on the way cannot be opened ({exc.strerror})")
 
 
 def _refusal_at_the_end(rel_path: str, exc: OSError) -> PathRefused:
     if exc.errno in (errno.ELOOP, getattr(errno, "EMLINK", -1)):
-        return PathRefused(rel_path, IS_A_LINK)
+        return NoSuchDocument(rel_path, IS_A_LINK)
     if exc.errno in (errno.ENOENT, errno.ENOTDIR):
         return NoSuchPath(rel_path)
     if exc.errno == errno.ENXIO:  # a socket, or a device with nothing behind it
-        return PathRefused(rel_path, NOT_A_REGULAR_FILE)
-    return PathRefused(rel_path, f"cannot open ({exc.strerror})")
+        return NoSuchDocument(rel_path, NOT_A_REGULAR_FILE)
+    return NoSuchDocument(rel_path, f"cannot open ({exc.strerror})")

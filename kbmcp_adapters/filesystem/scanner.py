@@ -123,7 +123,7 @@ def classify(
     except NoSuchPath:
         return None
     except PathRefused as exc:  # changed since the listing, or unreadable: keep old rows
-        return Refusal(rel_path, exc.reason, "failed", SKIP_UNREADABLE)
+        return Refusal(rel_path, exc.detail, "failed", SKIP_UNREADABLE)
     if data is None:
         return DiskFile(rel_path, size, None, oversize=True)
     return DiskFile(rel_path, len(data), hashlib.sha256(data).hexdigest())
@@ -185,10 +185,10 @@ class DiskScanner:
             try:
                 entry = self.fs.entry(rel)
             except LinkOnTheWay as exc:
-                found.refused.append(Refusal(shown(rel), exc.reason, "absent", SKIP_LINK))
+                found.refused.append(Refusal(shown(rel), exc.detail, "absent", SKIP_LINK))
                 continue
             except PathRefused as exc:
-                found.refused.append(Refusal(shown(rel), exc.reason, "failed"))
+                found.refused.append(Refusal(shown(rel), exc.detail, "failed"))
                 continue
             if entry is not None:
                 self._visit(rel, entry, found)
@@ -203,10 +203,10 @@ class DiskScanner:
             except NoSuchPath:
                 continue
             except LinkOnTheWay as exc:
-                found.refused.append(Refusal(rel_dir, exc.reason, "absent", SKIP_LINK))
+                found.refused.append(Refusal(rel_dir, exc.detail, "absent", SKIP_LINK))
                 continue
             except PathRefused as exc:
-                found.refused.append(Refusal(rel_dir or ".", exc.reason))
+                found.refused.append(Refusal(rel_dir or ".", exc.detail))
                 continue
             for entry in entries:
                 self._visit(f"{rel_dir}/{entry.name}" if rel_dir else entry.name, entry, found)

@@ -9,7 +9,7 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
 from kbmcp_adapters.mcp_server.runtime import KbRuntime
-from kbmcp_adapters.mcp_server.tools import printable
+from kbmcp_adapters.mcp_server.tools import log_not_served, printable
 from kbmcp_core.errors import (
     IndexNotFound,
     InvalidQuery,
@@ -122,6 +122,7 @@ def read_error(exc: BaseException, uri: str) -> MCPError:
                             if isinstance(exc, InvalidRange) and exc.total_lines is not None
                             else {})})
     if isinstance(exc, PathRefused):
+        log_not_served(exc)
         return MCPError(
             RESOURCE_NOT_FOUND,
             "Resource not found",

@@ -28,7 +28,14 @@ from kbmcp_adapters.mcp_server.schemas import (
     search_input,
 )
 from kbmcp_adapters.mcp_server.start_run import RETRY_HINT
-from kbmcp_core.errors import IndexNotFound, IndexNotReady, KbError, PathRefused, StoreError
+from kbmcp_core.errors import (
+    IndexNotFound,
+    IndexNotReady,
+    KbError,
+    NoSuchDocument,
+    PathRefused,
+    StoreError,
+)
 from kbmcp_core.graph import GraphBounds
 from kbmcp_core.search_request import needs_embedder
 from kbmcp_core.settings import Settings
@@ -293,11 +300,21 @@ def _escaped_bytes(value: str) -> bool:
     return all(not 0xD800 <= ord(c) <= 0xDFFF or 0xDC80 <= ord(c) <= 0xDCFF for c in value)
 
 
+def log_not_served(exc: PathRefused) -> None:
+    """The server's log line for a read answered "no such document" for another reason
+    (a link, a folder, a FIFO, a format not enabled): the one place that reason is told."""
+    if isinstance(exc, NoSuchDocument) and exc.why != NoSuchDocument.REASON:
+        log.warning("read of %s refused as \"%s\": %s", printable(repr(exc.path)),
+                    exc.reason, exc.why)
+
+
 def failure_result(exc: BaseException) -> types.CallToolResult:
     """THE place a tool failure becomes an ``isError`` result with a stable code.
 
     Any refusal of a path (the guard chain, a race it lost, a document not offered) is
-    ``path_refused``; anything no kb-mcp error describes is ``internal_error``.
+    ``path_refused``; anything no kb-mcp error describes is ``internal_error``. A name
+    that is not served for a reason a client must not learn (``NoSuchDocument``) is
+    answered as a missing one; the reason goes to the server's log.
     """
     if isinstance(exc, IndexNotReady):  # an index no run has read the folder into yet
         code, message = exc.code, exc.public_message
@@ -305,6 +322,7 @@ def failure_result(exc: BaseException) -> types.CallToolResult:
         code, message = exc.code, NO_INDEX_MESSAGE
     elif isinstance(exc, PathRefused):
         code, message = PathRefused.code, str(exc)
+        log_not_served(exc)
     elif isinstance(exc, IndexRunStopped):
         code, message = "server_stopping", STOPPING_MESSAGE
     elif isinstance(exc, StoreError):  # the server's failure: one line, a trace at debug

@@ -6,11 +6,12 @@ converted format's parser here, so neither imports the other to get one.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from kbmcp_adapters.parsers.budget import ParserLimits
 from kbmcp_core.models import ParsedDocument
+from kbmcp_core.outline import HeadingMark
 from kbmcp_core.ports import ChunkBudget
 
 __all__ = ["Convertible", "convertible"]
@@ -32,6 +33,8 @@ class Convertible(Protocol):
     def parse(self, path: str, data: bytes, budget: ChunkBudget) -> ParsedDocument: ...
 
     def extract_text(self, path: str, data: bytes) -> str: ...
+
+    def headings(self, path: str, text: str) -> Sequence[HeadingMark] | None: ...
 
 
 def convertible(fmt: str, limits: ParserLimits) -> Convertible:

@@ -38,10 +38,11 @@ from kbmcp_adapters.parsers.budget import DEFAULT_LIMITS, Meter, ParserLimits
 from kbmcp_adapters.parsers.epubpackage import html_entities, read_package, xml_root
 from kbmcp_adapters.parsers.epubtext import Block, chapter_blocks
 from kbmcp_adapters.parsers.headings import clean_heading, title_from_path
-from kbmcp_adapters.parsers.markdown import markdown_chunks
+from kbmcp_adapters.parsers.markdown import markdown_chunks, markdown_headings
 from kbmcp_adapters.parsers.zipguard import check_archive
 from kbmcp_core.errors import ParseError
 from kbmcp_core.models import ParsedDocument
+from kbmcp_core.outline import HeadingMark
 from kbmcp_core.ports import ChunkBudget
 
 __all__ = ["EpubBook", "EpubParser"]
@@ -72,6 +73,9 @@ class EpubParser:
 
     def extract_text(self, path: str, data: bytes) -> str:
         return self.text_of(self.convert(path, data))
+
+    def headings(self, path: str, text: str) -> tuple[HeadingMark, ...]:
+        return markdown_headings(text)  # the Markdown it was converted to
 
     def parse(self, path: str, data: bytes, budget: ChunkBudget) -> ParsedDocument:
         return self.document(path, self.convert(path, data), budget)

@@ -46,9 +46,10 @@ from kbmcp_adapters.parsers.htmlmain import (
     is_navigation,
     layout_cells,
 )
-from kbmcp_adapters.parsers.markdown import markdown_chunks
+from kbmcp_adapters.parsers.markdown import markdown_chunks, markdown_headings
 from kbmcp_core.errors import ParseError
 from kbmcp_core.models import ParsedDocument
+from kbmcp_core.outline import HeadingMark
 from kbmcp_core.ports import ChunkBudget
 
 __all__ = ["HtmlPage", "HtmlParser", "decode_html", "html_blocks", "html_to_markdown"]
@@ -116,6 +117,9 @@ class HtmlParser:
 
     def extract_text(self, path: str, data: bytes) -> str:
         return self.text_of(self.convert(path, data))
+
+    def headings(self, path: str, text: str) -> tuple[HeadingMark, ...]:
+        return markdown_headings(text)  # the Markdown it was converted to
 
     def parse(self, path: str, data: bytes, budget: ChunkBudget) -> ParsedDocument:
         return self.document(path, self.convert(path, data), budget)

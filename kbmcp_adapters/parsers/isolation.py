@@ -31,14 +31,17 @@ import subprocess
 import sys
 import threading
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
 from kbmcp_adapters.parsers.budget import ParserLimits
 from kbmcp_adapters.parsers.codelangs import GRAMMAR_MODULES
+from kbmcp_adapters.parsers.sourcechunks import SourceCitedParser
 from kbmcp_core.errors import ParseError
 from kbmcp_core.models import ParsedDocument
+from kbmcp_core.outline import HeadingMark
 from kbmcp_core.ports import ChunkBudget
 
 if TYPE_CHECKING:
@@ -265,6 +268,14 @@ class IsolatedParser:
 
     def extract_text(self, path: str, data: bytes) -> str:
         return self.inner.text_of(self.pool.convert(self.fmt, path, data))
+
+    def headings(self, path: str, text: str) -> Sequence[HeadingMark] | None:
+        """A source-cited format's headings come from its conversion, run in the pool;
+        the others' from their served text (Markdown), scanned here."""
+        if isinstance(self.inner, SourceCitedParser):
+            return self.inner.headings_of(
+                self.pool.convert(self.fmt, path, text.encode("utf-8")))
+        return self.inner.headings(path, text)
 
 
 # -- the child -------------------------------------------------------------------

@@ -104,6 +104,9 @@ class PdfParser:
     def extract_text(self, path: str, data: bytes) -> str:
         return self.text_of(self.convert(path, data))
 
+    def headings(self, path: str, text: str) -> None:
+        return None  # a PDF's outline is its pages, which the index holds
+
     def parse(self, path: str, data: bytes, budget: ChunkBudget) -> ParsedDocument:
         return self.document(path, self.convert(path, data), budget)
 

@@ -38,7 +38,7 @@ from typing import Any
 
 from kbmcp_adapters.parsers.budget import DEFAULT_LIMITS, Meter, ParserLimits
 from kbmcp_adapters.parsers.headings import title_from_path
-from kbmcp_adapters.parsers.markdown import markdown_chunks
+from kbmcp_adapters.parsers.markdown import markdown_chunks, markdown_headings
 from kbmcp_adapters.parsers.slidecharts import alt_text, chart_lines
 from kbmcp_adapters.parsers.word import (
     core_title_and_date,
@@ -50,6 +50,7 @@ from kbmcp_adapters.parsers.word import (
 from kbmcp_adapters.parsers.zipguard import check_archive
 from kbmcp_core.errors import ParseError
 from kbmcp_core.models import ChunkDraft, ParsedDocument
+from kbmcp_core.outline import HeadingMark
 from kbmcp_core.ports import ChunkBudget
 
 __all__ = ["PptxParser"]
@@ -86,6 +87,9 @@ class PptxParser:
 
     def extract_text(self, path: str, data: bytes) -> str:
         return self.text_of(self.convert(path, data))
+
+    def headings(self, path: str, text: str) -> tuple[HeadingMark, ...]:
+        return markdown_headings(text)  # the Markdown it was converted to
 
     def parse(self, path: str, data: bytes, budget: ChunkBudget) -> ParsedDocument:
         return self.document(path, self.convert(path, data), budget)

@@ -21,6 +21,7 @@ from kbmcp_adapters.parsers.budget import DEFAULT_LIMITS, ParserLimits
 from kbmcp_adapters.parsers.headings import title_from_path
 from kbmcp_adapters.parsers.sections import Heading, chunk_sections, sections_of
 from kbmcp_core.models import ChunkDraft, ParsedDocument
+from kbmcp_core.outline import HeadingMark
 from kbmcp_core.ports import ChunkBudget
 
 __all__ = ["Heading", "Outline", "SourceCitedParser", "outline_chunks"]
@@ -78,6 +79,15 @@ class SourceCitedParser(ABC):
 
     def extract_text(self, path: str, data: bytes) -> str:
         return self.text_of(self.convert(path, data))
+
+    def headings(self, path: str, text: str) -> tuple[HeadingMark, ...]:
+        """The headings of the file whose text ``text`` is (a read serves the file)."""
+        return self.headings_of(self.convert(path, text.encode("utf-8")))
+
+    def headings_of(self, outline: Outline) -> tuple[HeadingMark, ...]:
+        """Each heading at the line of the source file it sits on."""
+        return tuple(HeadingMark(outline.source_lines[h.line], h.level, h.text)
+                     for h in outline.headings if 0 <= h.line < len(outline.source_lines))
 
     def parse(self, path: str, data: bytes, budget: ChunkBudget) -> ParsedDocument:
         return self.document(path, self.convert(path, data), budget)

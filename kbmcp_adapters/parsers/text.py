@@ -18,6 +18,7 @@ from kbmcp_adapters.parsers.chunking import (
 from kbmcp_adapters.parsers.headings import title_from_path
 from kbmcp_core.errors import ParseError
 from kbmcp_core.models import ChunkDraft, ParsedDocument, is_text_name
+from kbmcp_core.outline import HeadingMark
 from kbmcp_core.ports import ChunkBudget
 
 __all__ = ["TextParser"]
@@ -35,6 +36,9 @@ class TextParser:
 
     def extract_text(self, path: str, data: bytes) -> str:
         return decode_text(data)
+
+    def headings(self, path: str, text: str) -> tuple[HeadingMark, ...]:
+        return ()  # plain text has no headings
 
     def parse(self, path: str, data: bytes, budget: ChunkBudget) -> ParsedDocument:
         if b"\x00" in data and is_text_name(path.rsplit("/", 1)[-1]):

@@ -209,7 +209,7 @@ def test_simple_frontmatter_is_read_as_the_yaml_loader_reads_it() -> None:
     lines, whatever the shortcut takes gives what the loader gives, value types included."""
     import yaml
 
-    from kbmcp_adapters.parsers.markdown import _FrontmatterLoader, _simple_block
+    from kbmcp_adapters.parsers.frontmatter import _FrontmatterLoader, _simple_block
 
     rng = random.Random(5)
     alphabet = [*"ab yZ09_-:,.'\"[]{}#&*!|>%@`~=+?<\\/\t", "yes", "null", "on", "1.5",

@@ -27,6 +27,15 @@ WORDS = " ".join(f"word{i}" for i in range(30))
 SETUP = f"## Setup\n\nInstall it: {WORDS}.\nRun it: {WORDS}.\n"
 GUIDE = (f"# Guide\n\nIntro: {WORDS}.\n\n{SETUP}\n"
          f"## Usage\n\nUse it daily: {WORDS}.\n")
+#: Sections so short that the parser merges them into one chunk: a section read must still
+#: be exactly its heading's lines, from the file's headings, not from the chunk.
+PART_ONE = "## Part one\n\nThe first part.\n"
+PART_TWO = "## Part two\n\nThe second part.\n"
+DUP = "# Dup\n\nThe dup section.\n"
+SMALL = f"# Intro\n\nA short note.\n\n{PART_ONE}\n{PART_TWO}\n{DUP}"
+#: Headings that hold the trail separator themselves.
+ARROWS = ("# Budget\n\n## Costs > Q1\n\nRent and power.\n\n# Costs\n\n## Q1\n\n"
+          "Nothing yet.\n")
 
 
 def ledger_text(size: int = 3 * MIB) -> str:
@@ -65,6 +74,8 @@ def kb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KnowledgeBase]:
         BIG: ledger_text(),
         "notes/guide.md": GUIDE,
         "notes/short.md": "one\ntwo\nthree\n",
+        "notes/small.md": SMALL,
+        "notes/arrows.md": ARROWS,
     })
     make_big_pdf(root / "papers/telemetry.pdf", pages=12)
     settings = build_settings(None, cwd=root, kb_path=root, enabled_formats=("md", "pdf"))
@@ -174,24 +185,59 @@ def test_a_document_over_the_read_cap_is_offered_and_its_uri_reads_its_start(
     assert any(h.path == BIG and h.uri is not None for h in hits)
 
 
-def test_an_unindexed_or_changed_document_says_why_it_has_no_outline(
+def test_sections_merged_into_one_chunk_still_read_as_their_own_lines(
+        kb: KnowledgeBase) -> None:
+    chunks = kb._container.store.chunk_ids_for(["notes/small.md"])
+    assert 1 <= len(chunks) < 4  # the four sections were merged
+    for name, text in (("Part two", PART_TWO), ("Part one", PART_ONE), ("Dup", DUP),
+                       ("Intro > Part two", PART_TWO)):
+        got = kb.get_document("notes/small.md", section=name).as_dict()
+        assert got["content"] == text, name
+    intro = kb.get_document("notes/small.md", section="Intro").as_dict()
+    assert intro["content"] == SMALL[:SMALL.index("# Dup")].rstrip("\n") + "\n"
+    assert [(e["trail"], e["start_line"], e["end_line"]) for e in outline_of(
+        kb.get_document("notes/small.md", outline=True))] == [
+        (["Intro"], 1, 11), (["Intro", "Part one"], 5, 7), (["Intro", "Part two"], 9, 11),
+        (["Dup"], 13, 15)]
+
+
+def test_a_heading_holding_the_trail_separator_can_be_named(kb: KnowledgeBase) -> None:
+    own = kb.get_document("notes/arrows.md", section="Costs > Q1").as_dict()
+    assert own["content"] == "## Costs > Q1\n\nRent and power.\n"  # its own text first
+    assert kb.get_document("notes/arrows.md", section="Budget > Costs > Q1").as_dict()[
+        "content"] == own["content"]
+    nested = kb.get_document("notes/arrows.md", section="Q1").as_dict()
+    assert nested["content"] == "## Q1\n\nNothing yet.\n"
+
+
+def test_an_unknown_section_is_an_invalid_argument_naming_the_sections(
+        kb: KnowledgeBase) -> None:
+    with pytest.raises(InvalidRange) as caught:
+        kb.get_document("notes/small.md", section="Part three")
+    assert caught.value.code == "invalid_argument"
+    assert str(caught.value) == (
+        "'notes/small.md' has no section 'Part three'; its sections: Intro (lines 1-11); "
+        "Intro > Part one (lines 5-7); Intro > Part two (lines 9-11); Dup (lines 13-15)")
+
+
+def test_an_unindexed_or_changed_document_has_the_outline_of_its_own_text(
     kb: KnowledgeBase, tmp_path: Path
 ) -> None:
     root = kb.settings.kb_path
     write_files(root, {"notes/new.md": "# New\n\n" + "line\n" * 500})
     try:
         got = kb.get_document("notes/new.md", start_line=1, max_lines=5).as_dict()
-        assert "outline" not in got and "not indexed" in str(got["outline_note"])
-        with pytest.raises(InvalidRange, match="not indexed"):
-            kb.get_document("notes/new.md", section="New")
+        assert got["outline"] == [{"heading": "New", "level": 1, "trail": ["New"],
+                                   "start_line": 1, "end_line": 502}]
+        assert kb.get_document("notes/new.md", section="New").as_dict()["end_line"] == 502
     finally:
         (root / "notes/new.md").unlink()
     guide = root / "notes/guide.md"
     before = guide.read_bytes()
     guide.write_bytes(before + b"\n## Added\n\nlater\n")
     try:
-        with pytest.raises(InvalidRange, match="changed since it was indexed"):
-            kb.get_document("notes/guide.md", section="Setup")
+        added = kb.get_document("notes/guide.md", section="Added").as_dict()
+        assert added["content"] == "## Added\n\nlater\n"
     finally:
         guide.write_bytes(before)
 
@@ -201,3 +247,37 @@ def test_bad_range_requests_are_invalid_arguments(kb: KnowledgeBase) -> None:
                 {"start_line": 2, "page": 1}, {"section": "  "}):
         with pytest.raises(InvalidRange):
             kb.get_document("notes/guide.md", **bad)
+
+
+FORMAT_GUIDES = {
+    "g.rst": ("Guide\n=====\n\nIntro text.\n\nSetup\n-----\n\nInstall it.\n\nUsage\n-----\n\n"
+              "Use it.\n", "Setup\n-----\n\nInstall it.\n"),
+    "g.adoc": ("= Guide\n\nIntro text.\n\n== Setup\n\nInstall it.\n\n== Usage\n\nUse it.\n",
+               "== Setup\n\nInstall it.\n"),
+    "g.html": ("<html><body><main><h1>Guide</h1><p>Intro text.</p><h2>Setup</h2>"
+               "<p>Install it.</p><h2>Usage</h2><p>Use it.</p></main></body></html>",
+               "## Setup\n\nInstall it.\n"),
+}
+
+
+def test_sections_of_html_rst_and_asciidoc_come_from_their_headings(tmp_path: Path) -> None:
+    """Each format's parser finds the headings in what a read serves (the file, or the
+    Markdown it converts to): the same outline indexed or not."""
+    from tests.fakes import FakeEmbedder, FakeIndexStore, FakeVectorStore
+
+    root = tmp_path / "kb"
+    write_files(root, {name: text for name, (text, _) in FORMAT_GUIDES.items()})
+    settings = build_settings(None, cwd=root, kb_path=root,
+                              enabled_formats=("md", "rst", "adoc", "html"))
+    k = KnowledgeBase(bootstrap(settings, store=FakeIndexStore(), vectors=FakeVectorStore(),
+                                embedder=FakeEmbedder()))
+    try:
+        for indexed in (False, True):
+            if indexed:
+                k.index()
+            for name, (_, setup) in FORMAT_GUIDES.items():
+                assert k.get_document(name, section="Guide > Setup").content == setup, name
+                trails = [e["trail"] for e in outline_of(k.get_document(name, outline=True))]
+                assert trails == [["Guide"], ["Guide", "Setup"], ["Guide", "Usage"]], name
+    finally:
+        k.close()

@@ -187,8 +187,10 @@ def test_a_symlink_swapped_in_just_before_the_open_is_refused_by_the_handle(
     monkeypatch.setattr(os, "open", swap_then_open)
     from kbmcp_adapters.parsers.registry import build_registry
 
-    with pytest.raises(PathRefused, match="symbolic link"):
+    with pytest.raises(PathRefused) as refused:
         load_document("a.md", fs, build_registry(["md"]))
+    assert refused.value.reason == "no such document"  # a client learns nothing more
+    assert "symbolic link" in refused.value.detail  # the server's log does
 
 
 def test_symlinked_folder_on_the_way_is_refused(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ import pytest
 
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 from kbmcp_adapters.filesystem.local import LocalFileSystem
-from kbmcp_core.errors import PathRefused
+from kbmcp_core.errors import NoSuchDocument, PathRefused
 from kbmcp_core.ports import FileSystem
 from kbmcp_core.uris import doc_uri
 from tests.conftest import OpenKb, write_files
@@ -201,27 +201,36 @@ def odd_kb(tmp_path: Path, open_kb: OpenKb) -> KnowledgeBase:
 
 
 def refusal(kb: KnowledgeBase, path: str) -> str:
+    """What a client is told; for a name that is not served, the log's reason follows."""
     with pytest.raises(PathRefused) as exc:
         kb.get_document(path)
     reason = exc.value.reason
     assert str(kb.settings.kb_path.parent) not in str(exc.value)
+    if isinstance(exc.value, NoSuchDocument) and exc.value.why != reason:
+        return f"{reason} (log: {exc.value.why})"
     return reason
 
 
-def test_a_folder_on_the_way_that_is_a_link_is_named_as_such(odd_kb: KnowledgeBase) -> None:
-    assert "folder on the way is a symbolic link" in refusal(odd_kb, "linked/x.md")
+def test_a_folder_on_the_way_that_is_a_link_is_named_as_such_in_the_log_only(
+        odd_kb: KnowledgeBase) -> None:
+    assert refusal(odd_kb, "linked/x.md") == (
+        "no such document (log: a folder on the way is a symbolic link; links are never "
+        "followed)")
 
 
-def test_the_document_itself_being_a_link_is_named_as_such(odd_kb: KnowledgeBase) -> None:
-    assert "symbolic link" in refusal(odd_kb, "notes/link.md")
+def test_the_document_itself_being_a_link_is_named_as_such_in_the_log_only(
+        odd_kb: KnowledgeBase) -> None:
+    assert refusal(odd_kb, "notes/link.md") == (
+        "no such document (log: is a symbolic link; links are never followed)")
 
 
 @pytest.mark.parametrize("path", ["notes", "guides.md"])
-def test_a_folder_asked_for_as_a_document_says_it_is_a_folder(
+def test_a_folder_asked_for_as_a_document_is_no_such_document_and_logged_as_a_folder(
     odd_kb: KnowledgeBase, path: str
 ) -> None:
-    reason = refusal(odd_kb, path)
-    assert "is a folder" in reason and "hard link" not in reason
+    assert refusal(odd_kb, path) in (
+        "no such document (log: is a folder, not a document)",
+        "no such document (log: the extension-less format is not enabled)")
 
 
 @pytest.mark.parametrize("path", ["notes/missing.md", "notes/plain.md/x.md", "nowhere/x.md"])

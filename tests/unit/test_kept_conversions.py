@@ -8,6 +8,7 @@ import pytest
 
 from kbmcp_core.errors import IndexNotFound, ReadBusy, StoreError
 from kbmcp_core.models import ParsedDocument
+from kbmcp_core.outline import HeadingMark
 from kbmcp_core.ports import ChunkBudget, ConvertedText
 from kbmcp_core.reading import EXTRACTED_TEXT_CAP, ConversionGate, conversion_of, load_document
 from tests.fakes import FakeFileSystem
@@ -27,6 +28,9 @@ class PageParser:
     def extract_text(self, path: str, data: bytes) -> str:
         self.converted.append(path)
         return data.decode("utf-8").upper()
+
+    def headings(self, path: str, text: str) -> tuple[HeadingMark, ...]:
+        return ()
 
 
 class Registry:

@@ -100,14 +100,18 @@ def test_a_resource_range_reads_exactly_its_lines_with_one_open() -> None:
         read_resource(doc_range_uri("b.md", 1, 1), rules, fs)
 
 
-def test_an_outline_and_a_section_come_from_the_chunks() -> None:
+def test_an_outline_and_a_section_come_from_the_files_headings() -> None:
     fs = FakeFileSystem({"a.md": b"# Alpha\nbody a\n# Beta\nbody b\n"})
     store = FakeIndexStore()
     run_index(fake_deps(fs, store=store))
-    got = read_range(RequestPath("a.md"), RangeRequest(outline=True), fs, FakeRegistry(),
-                     index=store)
-    # the fake parser's chunks carry no lines and no pages: no outline entries
-    assert got.outline == () and got.text == "# Alpha\nbody a\n# Beta\nbody b\n"
-    with pytest.raises(InvalidRange, match="no section"):
-        read_range(RequestPath("a.md"), RangeRequest(section="Beta"), fs, FakeRegistry(),
+    for index in (store, None):  # the parser's headings, indexed or not
+        got = read_range(RequestPath("a.md"), RangeRequest(outline=True), fs,
+                         FakeRegistry(), index=index)
+        assert [(e.trail, e.start_line, e.end_line) for e in got.outline or ()] == [
+            (("Alpha",), 1, 2), (("Beta",), 3, 4)]
+        beta = read_range(RequestPath("a.md"), RangeRequest(section="Beta"), fs,
+                          FakeRegistry(), index=index)
+        assert (beta.text, beta.start_line, beta.end_line) == ("# Beta\nbody b\n", 3, 4)
+    with pytest.raises(InvalidRange, match="no section 'Gamma'; its sections: Alpha"):
+        read_range(RequestPath("a.md"), RangeRequest(section="Gamma"), fs, FakeRegistry(),
                    index=store)
