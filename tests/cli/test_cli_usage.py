@@ -38,8 +38,9 @@ def assert_usage_error(result: object, *expected: str) -> None:
 
 
 def test_the_group_registers_every_command_on_import() -> None:
-    # `trust` opens no knowledge base (tests/cli/test_config_trust.py covers it)
-    assert sorted(cli.commands) == sorted((*COMMANDS, "trust"))
+    # `trust` and `docs` open no knowledge base (tests/cli/test_config_trust.py and
+    # test_docs_cmd.py cover them); `service` is a group (tests/cli/test_service_cmd.py)
+    assert sorted(cli.commands) == sorted((*COMMANDS, "trust", "docs", "service"))
 
 
 @pytest.mark.parametrize("command", COMMANDS)

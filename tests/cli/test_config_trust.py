@@ -215,14 +215,14 @@ def test_the_user_config_applies_to_a_kb_without_a_file_of_its_own(
 ARGS = {"index": [], "status": [], "search": ["tomatoes"], "doctor": [],
         "eval": ["--golden", "missing.yml"], "migrate-store": ["--to", "sqlite:////x/y.db"],
         "token": ["list"], "graph": ["--query", "tomatoes"], "tune": ["--golden", "missing.yml"],
-        "init": [], "get": ["notes.md"], "collections": []}
+        "init": [], "get": ["notes.md"], "collections": [], "service": ["status"]}
 
 
 def test_every_command_has_v_and_it_names_the_config(kb_mcp: Invoke, tmp_path: Path) -> None:
     kb = kb_with(tmp_path / "kb", '[parsers]\nenabled = ["md"]\n')
     config = kb / "kb-mcp.toml"
     ctx = click.Context(cli)
-    for name in sorted(set(cli.list_commands(ctx)) - {"trust", "serve", "watch"}):
+    for name in sorted(set(cli.list_commands(ctx)) - {"trust", "docs", "serve", "watch"}):
         result = kb_mcp(name, *ARGS[name], "--kb-path", str(kb), "-v")
         assert (f"kb-mcp: INFO: config: {config} (found in the knowledge base; not trusted"
                 in result.stderr), (name, result.output)

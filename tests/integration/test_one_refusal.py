@@ -28,12 +28,12 @@ DEADLINE = 30.0
 #: Names that exist in ``hostile_folder`` and that no read may serve, with the words the
 #: server's log gives as the reason.
 NOT_SERVED = {
-    ".env": "format is not enabled",
-    ".git/config": "format is not enabled",
-    "id_rsa": "format is not enabled",
-    ".ssh/id_ed25519": "format is not enabled",
+    ".env": "not a supported format",
+    ".git/config": "not a supported format",
+    "id_rsa": "not a supported format",
+    ".ssh/id_ed25519": "not a supported format",
     "report.pdf": "pdf format is not enabled",
-    "notes": "format is not enabled",
+    "notes": "not a supported format",
     "folder.md": "is a folder",
     "link.md": "symbolic link",
     "linked/x.md": "folder on the way is a symbolic link",

@@ -59,7 +59,10 @@ def test_extensionless_text_files_are_indexed_by_name_and_binary_ones_refused(
 def test_a_read_says_whether_a_format_can_be_enabled_at_all(
     kb_root: Path, open_kb: OpenKb, path: str, reason: str
 ) -> None:
+    # The client is told only "no such document" (issue 37 item 6: existence never leaks);
+    # the detail, for the server's log and `kb-mcp get -v`, says whether it can be enabled.
     kb = open_kb(kb_root, enabled_formats=("md",))
     with pytest.raises(PathRefused) as refused:
         kb.get_document(path)
-    assert refused.value.reason == reason
+    assert refused.value.reason == "no such document"
+    assert refused.value.detail == reason
