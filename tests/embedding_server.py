@@ -57,12 +57,16 @@ class EmbeddingServer:
         self.refuse: str | None = None
         #: every request answered with this redirect: (status, Location)
         self.redirect: tuple[int, str] | None = None
-        #: the whole answer (status line too) sent one byte at a time, this far apart
+        #: the whole answer (status line too) sent one byte at a time, this far apart; the
+        #: connection is closed when the answer is cut short (``release``)
         self.trickle_s: float | None = None
         #: this many bytes of whitespace before the answer's JSON (sent in pieces)
         self.pad_bytes = 0
         #: the answer sent chunked, with no Content-Length
         self.chunked = False
+        #: only the answer's first bytes sent (``raw[:truncate_to]`` of the whole answer,
+        #: status line and headers too), then the connection closed
+        self.truncate_to: int | None = None
         #: vectors stretched to this many numbers (zeros added)
         self.stretch_to: int | None = None
         #: the answer is arrays nested this deep instead of vectors
@@ -178,9 +182,15 @@ class EmbeddingServer:
         else:
             head["Content-Length"] = str(pad + len(payload))
         interval = self.trickle_s
-        if interval is not None:
+        if interval is not None or self.truncate_to is not None:
             raw = (f"HTTP/1.1 {status} X\r\n" + "".join(f"{k}: {v}\r\n" for k, v in head.items())
                    + "\r\n").encode("latin-1") + payload
+            raw = raw[: self.truncate_to]
+            handler.close_connection = True
+            if interval is None:
+                handler.wfile.write(raw)
+                self.sent_bytes = len(raw)
+                return
             for i in range(len(raw)):
                 if self._stop.wait(interval):
                     return

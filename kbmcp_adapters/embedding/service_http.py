@@ -104,6 +104,8 @@ def post_embeddings(config: ServiceConfig, model: str, texts: Sequence[str], *,
                 "refused: check the model and [embedding].dimension") from None
         except TimeoutError:
             why, wait = f"no answer within {wait_s:g} s", None
+        except http.client.IncompleteRead:
+            why, wait = "the connection closed in the middle of the answer", None
         except (http.client.HTTPException, OSError) as exc:
             why, wait = _scrubbed(str(exc) or type(exc).__name__, key), None
         else:

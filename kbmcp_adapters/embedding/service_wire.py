@@ -46,21 +46,28 @@ def exchange(url: str, body: bytes, headers: Mapping[str, str], *, deadline: flo
     """``POST url`` and its answer, all of it before ``deadline`` (``time.monotonic``).
 
     Raises ``TimeoutError`` past the deadline, ``AnswerTooLarge`` for a 2xx body over
-    ``cap`` bytes (other statuses keep their first ``cap`` bytes), and what ``http.client``
-    raises otherwise (``OSError``, ``http.client.HTTPException``)."""
+    ``cap`` bytes (other statuses keep their first ``cap`` bytes), ``IncompleteRead`` for a
+    2xx body cut short of its ``Content-Length``, and what ``http.client`` raises otherwise
+    (``OSError``, ``http.client.HTTPException``)."""
     parts = urlsplit(url)
     host = parts.hostname or ""
-    connection: http.client.HTTPConnection = (
+    connection: _Plain | _Tls = (
         _Tls(host, parts.port, deadline) if parts.scheme == "https"
         else _Plain(host, parts.port, deadline))
     target = parts.path or "/"
     try:
         connection.request("POST", target, body=body, headers=dict(headers))
         response = connection.getresponse()
+        if connection.guard is not None and connection.guard.ended:
+            # http.client takes a header block cut by the end of the connection as whole
+            raise http.client.IncompleteRead(b"")
         ok = 200 <= response.status < 300
-        if ok and _declared(response) > cap:
+        declared = _declared(response)
+        if ok and declared > cap:
             raise AnswerTooLarge(cap)
         data = _read(response, cap, strict=ok)
+        if ok and len(data) < declared:  # the connection ended early: not an answer
+            raise http.client.IncompleteRead(data, declared - len(data))
         return Answer(response.status, response.msg, data)
     finally:
         connection.close()
@@ -104,13 +111,17 @@ class _DeadlineReader(io.RawIOBase):
         self._sock = sock
         self._raw = sock.makefile("rb", buffering=0)  # keeps the socket open while read
         self._deadline = deadline
+        #: the connection ended while a read still wanted bytes
+        self.ended = False
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: Any) -> int | None:
         self._sock.settimeout(_left(self._deadline))
-        return self._raw.readinto(buffer)
+        got = self._raw.readinto(buffer)
+        self.ended = self.ended or got == 0
+        return got
 
     def close(self) -> None:
         self._raw.close()
@@ -123,6 +134,12 @@ class _Guarded:
     def __init__(self, sock: socket.socket, deadline: float) -> None:
         self._sock = sock
         self._deadline = deadline
+        self._readers: list[_DeadlineReader] = []
+
+    @property
+    def ended(self) -> bool:
+        """The connection ended while a read still wanted bytes."""
+        return any(reader.ended for reader in self._readers)
 
     def sendall(self, data: Any) -> None:
         self._sock.settimeout(_left(self._deadline))
@@ -130,7 +147,9 @@ class _Guarded:
 
     def makefile(self, mode: str) -> io.BufferedReader:
         assert mode == "rb", mode
-        return io.BufferedReader(_DeadlineReader(self._sock, self._deadline))
+        reader = _DeadlineReader(self._sock, self._deadline)
+        self._readers.append(reader)
+        return io.BufferedReader(reader)
 
     def close(self) -> None:
         self._sock.close()
@@ -143,20 +162,22 @@ class _Plain(http.client.HTTPConnection):
     def __init__(self, host: str, port: int | None, deadline: float) -> None:
         super().__init__(host, port, timeout=_left(deadline))
         self.deadline = deadline
+        self.guard: _Guarded | None = None
 
     def connect(self) -> None:
         super().connect()
-        self.sock = _Guarded(self.sock, self.deadline)
+        self.sock = self.guard = _Guarded(self.sock, self.deadline)
 
 
 class _Tls(http.client.HTTPSConnection):
     def __init__(self, host: str, port: int | None, deadline: float) -> None:
         super().__init__(host, port, timeout=_left(deadline))
         self.deadline = deadline
+        self.guard: _Guarded | None = None
 
     def connect(self) -> None:
         super().connect()
-        self.sock = _Guarded(self.sock, self.deadline)
+        self.sock = self.guard = _Guarded(self.sock, self.deadline)
 
 
 __all__ = ["Answer", "AnswerTooLarge", "exchange"]

@@ -128,6 +128,16 @@ def test_an_answer_nested_thousands_deep_is_one_line_not_a_recursion_error(
         assert "gave an answer nested deeper than 32 levels" in str(refused.value)
 
 
+@pytest.mark.parametrize("cut", [30, -40], ids=["in-the-headers", "in-the-body"])
+def test_an_answer_cut_short_is_a_service_that_went_away_and_is_tried_again(
+        server: EmbeddingServer, hashing: HashingEmbedder, cut: int) -> None:
+    server.truncate_to = cut
+    with pytest.raises(EmbeddingUnreachable, match=r"the connection closed in the middle of the answer after 2 tries"):
+        service(server, hashing, retries=1).embed_documents(TEXTS)
+    with pytest.raises(EmbeddingUnreachable):  # a search answers from keywords
+        service(server, hashing).embed_query("pager")
+
+
 def test_searches_past_the_waiting_limit_do_not_wait_for_the_service(
         server: EmbeddingServer, hashing: HashingEmbedder) -> None:
     server.trickle_s = 0.05
