@@ -61,7 +61,7 @@ def test_search_through_a_dead_service_answers_from_keywords_with_a_notice(
 
 def test_searches_stuck_on_a_trickling_service_leave_reads_and_listings_answering(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """45 searches at once against a service that sends a byte every 50 ms: at most
+    """45 searches at once against a service that sends a byte every 200 ms: at most
     ``MAX_WAITING_QUERIES`` wait for it, the others answer from keywords at once, and
     `get_document` and `list_topics` answer meanwhile (before: every worker was stuck).
     A query's wait is stretched past the session's deadline, so that only a search that
@@ -82,7 +82,7 @@ def test_searches_stuck_on_a_trickling_service_leave_reads_and_listings_answerin
                                   embedding_timeout_s=3600.0, embedding_retries=0)
         kb = KnowledgeBase(bootstrap(settings))
         assert kb.index().chunks_embedded == 1
-        server.trickle_s = 0.05  # a query's answer would take a minute
+        server.trickle_s = 0.2  # a query's whole answer would take minutes
         runtime = KbRuntime(settings, open_kb=lambda s: kb)
 
         async def body(client: Client) -> None:
