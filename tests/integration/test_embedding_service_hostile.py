@@ -132,7 +132,8 @@ def test_an_answer_nested_thousands_deep_is_one_line_not_a_recursion_error(
 def test_an_answer_cut_short_is_a_service_that_went_away_and_is_tried_again(
         server: EmbeddingServer, hashing: HashingEmbedder, cut: int) -> None:
     server.truncate_to = cut
-    with pytest.raises(EmbeddingUnreachable, match=r"the connection closed in the middle of the answer after 2 tries"):
+    with pytest.raises(EmbeddingUnreachable,
+                       match="the connection closed in the middle of the answer after 2 tries"):
         service(server, hashing, retries=1).embed_documents(TEXTS)
     with pytest.raises(EmbeddingUnreachable):  # a search answers from keywords
         service(server, hashing).embed_query("pager")

@@ -13,8 +13,8 @@ from mcp import Client
 from kbmcp_adapters.app.bootstrap import bootstrap
 from kbmcp_adapters.app.config import build_settings
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
-from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
 from kbmcp_adapters.embedding import service_embedder
+from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
 from kbmcp_adapters.embedding.service_embedder import MAX_WAITING_QUERIES
 from kbmcp_adapters.mcp_server import KbRuntime
 from tests.embedding_server import EmbeddingServer
