@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
 from kbmcp_adapters.embedding.service_config import ServiceConfig
-from kbmcp_adapters.embedding.service_wire import AnswerTooLarge, exchange
+from kbmcp_adapters.embedding.service_wire import ERROR_BYTES, AnswerTooLarge, exchange
 from kbmcp_core.errors import EmbeddingUnavailable, EmbeddingUnreachable
 
 log = logging.getLogger(__name__)
@@ -38,14 +38,12 @@ BACKOFF_S = 0.5
 MAX_WAIT_S = 60.0
 #: The most of a service's error text a message quotes.
 _QUOTE = 200
-#: The most of an error answer's body read.
-_ERROR_BYTES = 4096
 #: An answer's byte cap (``answer_cap``): per number (JSON's longest float, a separator,
 #: indentation), per vector (its object and keys), per answer (model name, usage, ...).
 BYTES_PER_NUMBER = 48
 BYTES_PER_VECTOR = 4096
 BYTES_PER_ANSWER = 64 * 1024
-#: The deepest nesting an answer may have (an OpenAI answer has 3).
+#: The deepest nesting an answer may have (an OpenAI answer has 4).
 MAX_DEPTH = 32
 #: A JSON string (skipped whole) or one bracket.
 _BRACKETS = re.compile(rb'"(?:[^"\\]|\\.)*+"|[\[\]{}]')
@@ -186,8 +184,8 @@ def _vectors(payload: bytes, count: int, config: ServiceConfig,
 
 def _error_text(body: bytes) -> str:
     """What the service said: the ``error.message`` of a JSON body, else its first line."""
-    raw = body[:_ERROR_BYTES].decode("utf-8", "replace")
-    if _depth(body[:_ERROR_BYTES]) <= MAX_DEPTH:
+    raw = body[:ERROR_BYTES].decode("utf-8", "replace")
+    if _depth(body[:ERROR_BYTES]) <= MAX_DEPTH:
         try:
             parsed = json.loads(raw)
             error = parsed.get("error", parsed) if isinstance(parsed, dict) else parsed

@@ -22,6 +22,8 @@ from urllib.parse import urlsplit
 
 #: The most bytes read from the socket at once.
 _PIECE = 64 * 1024
+#: The most bytes of an answer that is not a success read (its error text).
+ERROR_BYTES = 4096
 
 
 class AnswerTooLarge(Exception):
@@ -46,7 +48,7 @@ def exchange(url: str, body: bytes, headers: Mapping[str, str], *, deadline: flo
     """``POST url`` and its answer, all of it before ``deadline`` (``time.monotonic``).
 
     Raises ``TimeoutError`` past the deadline, ``AnswerTooLarge`` for a 2xx body over
-    ``cap`` bytes (other statuses keep their first ``cap`` bytes), ``IncompleteRead`` for a
+    ``cap`` bytes (other statuses keep their first ``ERROR_BYTES``), ``IncompleteRead`` for a
     2xx body cut short of its ``Content-Length``, and what ``http.client`` raises otherwise
     (``OSError``, ``http.client.HTTPException``)."""
     parts = urlsplit(url)
@@ -65,7 +67,7 @@ def exchange(url: str, body: bytes, headers: Mapping[str, str], *, deadline: flo
         declared = _declared(response)
         if ok and declared > cap:
             raise AnswerTooLarge(cap)
-        data = _read(response, cap, strict=ok)
+        data = _read(response, cap if ok else min(cap, ERROR_BYTES), strict=ok)
         if ok and len(data) < declared:  # the connection ended early: not an answer
             raise http.client.IncompleteRead(data, declared - len(data))
         return Answer(response.status, response.msg, data)
@@ -180,4 +182,4 @@ class _Tls(http.client.HTTPSConnection):
         self.sock = self.guard = _Guarded(self.sock, self.deadline)
 
 
-__all__ = ["Answer", "AnswerTooLarge", "exchange"]
+__all__ = ["ERROR_BYTES", "Answer", "AnswerTooLarge", "exchange"]
