@@ -163,11 +163,18 @@ class KnowledgeBase:
             if announce is not None:
                 announce.info("loading embedding model %s", self.settings.embedding_model)
             started = time.monotonic()
-            try:
-                self._container.embedder.embed_query("kb-mcp")
-            except EmbeddingUnreachable as exc:  # searches answer from keywords meanwhile
-                if announce is not None:
-                    announce.warning("%s; searches use keywords until it answers", exc)
+            from kbmcp_adapters.embedding.service_config import SERVICE_PROVIDER
+
+            if self.settings.embedding_provider == SERVICE_PROVIDER:
+                # nothing to load but the tokenizer: no request, so no search queues behind
+                # another's wait for the service (each asks for its own query, 0037)
+                self._container.embedder.count_tokens(["kb-mcp"])
+            else:
+                try:
+                    self._container.embedder.embed_query("kb-mcp")
+                except EmbeddingUnreachable as exc:  # searches answer from keywords meanwhile
+                    if announce is not None:
+                        announce.warning("%s; searches use keywords until it answers", exc)
             self._container.vectors  # noqa: B018  (built here once, not by racing threads)
             if announce is not None:
                 announce.info("embedding model ready in %.1fs", time.monotonic() - started)

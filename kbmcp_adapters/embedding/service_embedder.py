@@ -6,12 +6,18 @@ A batch the service refuses (400, 413, 422) is split in halves until the one tex
 is alone: that text gets no vector (``EmbeddingRejected`` carries the others). Chunks are
 measured with the default model's tokenizer (the service's is not known here), so an index
 is cut as the in-process default cuts it. Nothing is sent before the first embedding call.
+
+A search waits for its query's vector at most ``QUERY_TIMEOUT_S`` in all, and at most
+``MAX_WAITING_QUERIES`` searches of the process wait at once (``QUERY_GATE``, shared by every
+service embedder): the others answer from keywords at once, so a slow service never holds
+every worker thread of the server and reads and listings keep answering.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
 from collections.abc import Sequence
 
@@ -26,6 +32,11 @@ log = logging.getLogger(__name__)
 
 #: The longest a search waits for the service to embed its query.
 QUERY_TIMEOUT_S = 10.0
+#: The most searches of one process waiting for the service at once (the server's worker
+#: threads are 40: the rest stay free for reads, listings and other searches).
+MAX_WAITING_QUERIES = 8
+#: The slots of those waiting searches, one set per process.
+QUERY_GATE = threading.BoundedSemaphore(MAX_WAITING_QUERIES)
 
 
 class ServiceEmbedder:
@@ -33,10 +44,11 @@ class ServiceEmbedder:
     chunker (the default model, whose tokenizer alone it loads)."""
 
     def __init__(self, config: ServiceConfig, counter: Embedder,
-                 sleep: Sleep = time.sleep) -> None:
+                 sleep: Sleep = time.sleep, gate: threading.Semaphore = QUERY_GATE) -> None:
         self._config = config
         self._counter = counter
         self._sleep = sleep
+        self._gate = gate
 
     @property
     def config(self) -> ServiceConfig:
@@ -80,9 +92,13 @@ class ServiceEmbedder:
         return [v for v in vectors if v is not None]
 
     def embed_query(self, text: str) -> Vector:
-        """One try of at most ``QUERY_TIMEOUT_S``: a search must not wait on a service that
-        is down (it answers from keywords instead, ``EmbeddingUnreachable``)."""
+        """One try of at most ``QUERY_TIMEOUT_S`` in all, if a waiting slot is free: a
+        search must not wait on a service that is down or slow (it answers from keywords
+        instead, ``EmbeddingUnreachable``)."""
         c = self._config
+        if not self._gate.acquire(blocking=False):
+            raise EmbeddingUnreachable(f"{MAX_WAITING_QUERIES} searches are already waiting "
+                                       "for it")
         try:
             rows = post_embeddings(c, c.query_model, [_cut(c.query_prefix + text,
                                                            c.max_input_chars)],
@@ -90,6 +106,8 @@ class ServiceEmbedder:
                                    timeout=min(c.timeout_s, QUERY_TIMEOUT_S))
         except Refused as exc:
             raise EmbeddingUnreachable(f"{c.endpoint} refused the query: {exc}") from None
+        finally:
+            self._gate.release()
         return _unit(rows[0])
 
     def _embed(self, prepared: list[str], indexes: list[int],
@@ -121,4 +139,4 @@ def _unit(row: list[float]) -> Vector:
     return [x / norm for x in row] if norm > 1e-12 else list(row)
 
 
-__all__ = ["ServiceEmbedder"]
+__all__ = ["MAX_WAITING_QUERIES", "QUERY_GATE", "QUERY_TIMEOUT_S", "ServiceEmbedder"]

@@ -3,8 +3,11 @@
 Retries what may pass (429 and 5xx, honouring ``Retry-After``; a refused connection or a
 timeout) with exponential backoff, then raises ``EmbeddingUnreachable``; hands a refusal of
 the texts themselves (400, 413, 422) back as ``Refused`` for the caller to split the batch;
-anything else is ``EmbeddingUnavailable``. The API key is read from its environment variable
-for each request and appears in no message, log line or exception (decision 0037).
+anything else is ``EmbeddingUnavailable``: a redirect (never followed, so the key stays with
+the configured origin), an answer over its byte cap (``answer_cap``: batch size x dimension)
+or nested deeper than ``MAX_DEPTH``. ``timeout_s`` bounds each try as a whole
+(``service_wire``). The API key is read from its environment variable for each request and
+appears in no message, log line or exception (decision 0037).
 """
 
 from __future__ import annotations
@@ -15,13 +18,14 @@ import json
 import logging
 import math
 import os
+import re
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from urllib.parse import urlsplit
 
 from kbmcp_adapters.embedding.service_config import ServiceConfig
+from kbmcp_adapters.embedding.service_wire import ERROR_BYTES, AnswerTooLarge, exchange
 from kbmcp_core.errors import EmbeddingUnavailable, EmbeddingUnreachable
 
 log = logging.getLogger(__name__)
@@ -34,6 +38,15 @@ BACKOFF_S = 0.5
 MAX_WAIT_S = 60.0
 #: The most of a service's error text a message quotes.
 _QUOTE = 200
+#: An answer's byte cap (``answer_cap``): per number (JSON's longest float, a separator,
+#: indentation), per vector (its object and keys), per answer (model name, usage, ...).
+BYTES_PER_NUMBER = 48
+BYTES_PER_VECTOR = 4096
+BYTES_PER_ANSWER = 64 * 1024
+#: The deepest nesting an answer may have (an OpenAI answer has 4).
+MAX_DEPTH = 32
+#: A JSON string (skipped whole) or one bracket.
+_BRACKETS = re.compile(rb'"(?:[^"\\]|\\.)*+"|[\[\]{}]')
 
 Sleep = Callable[[float], None]
 
@@ -59,46 +72,61 @@ def api_key(config: ServiceConfig) -> str | None:
     return key
 
 
+def answer_cap(count: int, dimension: int) -> int:
+    """The most bytes an answer of ``count`` vectors of ``dimension`` numbers may take."""
+    return BYTES_PER_ANSWER + count * (BYTES_PER_VECTOR + dimension * BYTES_PER_NUMBER)
+
+
 def post_embeddings(config: ServiceConfig, model: str, texts: Sequence[str], *,
                     retries: int, sleep: Sleep = time.sleep,
                     timeout: float | None = None) -> list[list[float]]:
     """One vector per text, in order, each of ``config.dimension`` numbers; ``timeout``:
-    the longest wait for an answer (default ``config.timeout_s``)."""
+    the longest one request may take, all of it (default ``config.timeout_s``)."""
     wait_s = config.timeout_s if timeout is None else timeout
     key = api_key(config)
     body = json.dumps({"model": model, "input": list(texts)}).encode("utf-8")
     headers = {"Content-Type": "application/json", "Accept": "application/json",
-               "User-Agent": "kb-mcp"}
+               "User-Agent": "kb-mcp", "Connection": "close"}
     if key is not None:
         headers["Authorization"] = f"Bearer {key}"
     where = config.endpoint
+    cap = answer_cap(len(texts), config.dimension)
     for attempt in range(retries + 1):
-        request = urllib.request.Request(where, data=body, headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=wait_s) as response:
-                payload = response.read()
-            return _vectors(payload, len(texts), config, where)
-        except urllib.error.HTTPError as exc:
-            status = exc.code
-            reason = _scrubbed(_error_text(exc), key)
-            exc.close()
+            answer = exchange(where, body, headers, deadline=time.monotonic() + wait_s,
+                              cap=cap)
+        except AnswerTooLarge:
+            raise EmbeddingUnavailable(
+                f"the embedding service at {where} sent more than {cap:,} bytes for "
+                f"{len(texts)} vectors of {config.dimension} numbers; the answer was "
+                "refused: check the model and [embedding].dimension") from None
+        except TimeoutError:
+            why, wait = f"no answer within {wait_s:g} s", None
+        except http.client.IncompleteRead:
+            why, wait = "the connection closed in the middle of the answer", None
+        except (http.client.HTTPException, OSError) as exc:
+            why, wait = _scrubbed(str(exc) or type(exc).__name__, key), None
+        else:
+            status = answer.status
+            if 200 <= status < 300:
+                return _vectors(answer.body, len(texts), config, where)
+            if 300 <= status < 400:
+                raise EmbeddingUnavailable(
+                    f"the embedding service at {where} answered HTTP {status}, a redirect "
+                    f"to {_scrubbed(_origin(answer.headers.get('Location')), key)}; "
+                    "redirects are not followed (the key would go with them): set "
+                    "[embedding].base_url to the address that answers")
+            reason = _scrubbed(_error_text(answer.body), key)
             if status in REFUSED:
-                raise Refused(status, reason) from None
+                raise Refused(status, reason)
             if status != 429 and status < 500:
                 hint = (f"; check the key in ${config.api_key_env}"
                         if status in (401, 403) and config.api_key_env else "")
                 raise EmbeddingUnavailable(
                     f"the embedding service at {where} answered HTTP {status} for model "
-                    f"{model!r}: {reason}{hint}") from None
+                    f"{model!r}: {reason}{hint}")
             why = f"HTTP {status}: {reason}" if reason else f"HTTP {status}"
-            wait = _retry_after(exc.headers.get("Retry-After") if exc.headers else None)
-        except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
-            inner = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-            if isinstance(inner, TimeoutError):
-                why = f"no answer within {wait_s:g} s"
-            else:
-                why = _scrubbed(str(inner) or type(inner).__name__, key)
-            wait = None
+            wait = _retry_after(answer.headers.get("Retry-After"))
         if attempt == retries:
             tries = f" after {retries + 1} tries" if retries else ""
             raise EmbeddingUnreachable(f"{where}: {why}{tries}")
@@ -108,9 +136,29 @@ def post_embeddings(config: ServiceConfig, model: str, texts: Sequence[str], *,
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def _origin(location: str | None) -> str:
+    """Where a redirect points, as ``scheme://host[:port]`` (never its path or query)."""
+    if not location:
+        return "no Location"
+    try:
+        parts = urlsplit(location.strip())
+        port = parts.port
+    except ValueError:
+        return "an address that is not a URL"
+    if not parts.hostname:
+        return "another path on the same host"
+    host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
+    origin = f"{parts.scheme or 'http'}://{host}" + (f":{port}" if port is not None else "")
+    return origin[:_QUOTE]
+
+
 def _vectors(payload: bytes, count: int, config: ServiceConfig,
              where: str) -> list[list[float]]:
     """The ``data`` of an answer, by ``index``, checked: count, dimension, finite numbers."""
+    if _depth(payload) > MAX_DEPTH:
+        raise EmbeddingUnavailable(
+            f"the embedding service at {where} gave an answer nested deeper than "
+            f"{MAX_DEPTH} levels; it is not an OpenAI embeddings response")
     try:
         data = json.loads(payload)["data"]
         rows = sorted(data, key=lambda item: int(item.get("index", 0)))
@@ -134,21 +182,33 @@ def _vectors(payload: bytes, count: int, config: ServiceConfig,
     return vectors
 
 
-def _error_text(exc: urllib.error.HTTPError) -> str:
+def _error_text(body: bytes) -> str:
     """What the service said: the ``error.message`` of a JSON body, else its first line."""
-    try:
-        raw = exc.read(4096).decode("utf-8", "replace")
-    except Exception:  # the body could not be read: the status alone says enough
-        return ""
-    try:
-        parsed = json.loads(raw)
-        error = parsed.get("error", parsed) if isinstance(parsed, dict) else parsed
-        text = error.get("message", error) if isinstance(error, dict) else error
-        raw = str(text)
-    except ValueError:
-        pass
+    raw = body[:ERROR_BYTES].decode("utf-8", "replace")
+    if _depth(body[:ERROR_BYTES]) <= MAX_DEPTH:
+        try:
+            parsed = json.loads(raw)
+            error = parsed.get("error", parsed) if isinstance(parsed, dict) else parsed
+            text = error.get("message", error) if isinstance(error, dict) else error
+            raw = str(text)
+        except ValueError:
+            pass
     lines = raw.strip().splitlines()
     return lines[0][:_QUOTE] if lines else ""
+
+
+def _depth(payload: bytes) -> int:
+    """How deep the arrays and objects of a JSON text nest (strings skipped), counted
+    without parsing it, so a hostile nesting never reaches the recursive parser."""
+    depth = deepest = 0
+    for token in _BRACKETS.finditer(payload):
+        mark = token.group()
+        if mark in (b"[", b"{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif mark in (b"]", b"}"):
+            depth -= 1
+    return deepest
 
 
 def _scrubbed(text: str, key: str | None) -> str:
@@ -173,4 +233,5 @@ def _retry_after(value: str | None) -> float | None:
     return max((when - datetime.now(UTC)).total_seconds(), 0.0)
 
 
-__all__ = ["BACKOFF_S", "MAX_WAIT_S", "REFUSED", "Refused", "api_key", "post_embeddings"]
+__all__ = ["BACKOFF_S", "MAX_DEPTH", "MAX_WAIT_S", "REFUSED", "Refused", "answer_cap", "api_key",
+           "post_embeddings"]

@@ -35,7 +35,8 @@ def kb(tmp_path: Path) -> Path:
     return root
 
 
-def write_config(path: Path, server: EmbeddingServer, extra: str = "") -> Path:
+def write_config(path: Path, server: EmbeddingServer, extra: str = "", *,
+                 retries: int = 1, timeout_s: float = 10) -> Path:
     path.write_text(
         "[embedding]\n"
         'provider = "openai-compatible"\n'
@@ -43,8 +44,8 @@ def write_config(path: Path, server: EmbeddingServer, extra: str = "") -> Path:
         'model = "all-minilm"\n'
         "dimension = 384\n"
         f'api_key_env = "{KEY_ENV}"\n'
-        "retries = 1\n"
-        "timeout_s = 10\n" + extra, encoding="utf-8")
+        f"retries = {retries}\n"
+        f"timeout_s = {timeout_s}\n" + extra, encoding="utf-8")
     return path
 
 
@@ -204,3 +205,51 @@ def test_a_bad_service_setting_is_one_clear_error(kb_mcp: Invoke, kb: Path, tmp_
     assert result.exit_code == 2
     assert message in result.stderr
     assert not (kb / ".kb-mcp").exists()  # refused before anything was created
+
+
+def test_a_redirect_is_refused_naming_where_it_points_and_the_key_goes_nowhere(
+        run: tuple[Invoke, list[Result]], server: EmbeddingServer,
+        embedder: FastEmbedEmbedder) -> None:
+    invoke, _ = run
+    assert invoke("index").exit_code == 0
+    with EmbeddingServer(embedder) as elsewhere:
+        for status, location in ((302, elsewhere.base_url + "/embeddings"),
+                                 (301, "ftp://127.0.0.1:2121/vectors")):
+            server.redirect = (status, location)
+            where = location.split("/v1")[0].removesuffix("/vectors")
+            indexed = invoke("index", "--force")
+            searched = invoke("search", "pager duty handover", "--mode", "vector")
+            for result in (indexed, searched):
+                assert result.exit_code == 1, result.output
+                assert f"answered HTTP {status}, a redirect to {where}; redirects are not " \
+                       "followed" in result.stderr
+                assert "Traceback" not in result.output
+        assert elsewhere.heard == []  # no request, so no key, ever reached it
+    server.redirect = None
+    assert vector_top(invoke, "how do I undo a bad release")[0] == "deploys.md"  # kept
+
+
+def test_a_trickling_service_ends_the_run_and_the_search_within_the_deadline(
+        kb_mcp: Invoke, kb: Path, server: EmbeddingServer, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV, KEY)
+    config = write_config(tmp_path / "trickle.toml", server, retries=0, timeout_s=1)
+    server.trickle_s = 0.05  # every read is quick; an answer would take minutes
+
+    def invoke(*args: str) -> Result:
+        return kb_mcp(*args, "--kb-path", str(kb), "--config", str(config))
+
+    stopped = invoke("index")
+    assert stopped.exit_code == 1, stopped.output
+    assert "no answer within 1 s" in stopped.stderr
+    assert "the next `kb-mcp index` embeds the chunks still without vectors" in stopped.stderr
+    searched = invoke("search", "pager duty handover", "--format", "json")
+    assert searched.exit_code == 0, searched.output  # nothing lost: keywords answer
+    answer = json.loads(searched.stdout)
+    assert answer["results"][0]["path"] == "oncall.md"
+    assert answer["notice"].startswith("semantic search is unavailable (embedding service: ")
+    assert "no answer within 1 s" in answer["notice"]
+    server.trickle_s = None
+    resumed = invoke("index", "--format", "json")
+    assert resumed.exit_code == 0, resumed.output
+    assert json.loads(resumed.stdout)["chunks_embedded"] == 3
