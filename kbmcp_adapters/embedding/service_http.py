@@ -98,7 +98,8 @@ def post_embeddings(config: ServiceConfig, model: str, texts: Sequence[str], *,
         except AnswerTooLarge:
             raise EmbeddingUnavailable(
                 f"the embedding service at {where} sent more than {cap:,} bytes for "
-                f"{len(texts)} vectors of {config.dimension} numbers; the answer was "
+                f"{len(texts)} vector{'' if len(texts) == 1 else 's'} of {config.dimension} "
+                f"numbers; the answer was "
                 "refused: check the model and [embedding].dimension") from None
         except TimeoutError:
             why, wait = f"no answer within {wait_s:g} s", None
