@@ -26,8 +26,9 @@ from pathlib import Path
 
 from kbmcp_adapters.store.advisory_lock import advisory_lock, is_postgresql_url
 from kbmcp_core.errors import IndexReadOnly, IndexUnwritable, WriterBusy
+from kbmcp_core.settings import WRITER_LOCK_NAME
 
-LOCK_NAME = "writer.lock"
+LOCK_NAME = WRITER_LOCK_NAME
 #: What a folder the user may read but not write answers (EROFS: a read-only mount).
 _READ_ONLY_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
 #: What a full disk answers (EDQUOT: the user's quota).
