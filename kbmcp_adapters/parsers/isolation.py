@@ -255,9 +255,10 @@ def death_message(code: int | None, grew: int | None, memory_mb: int) -> str:
     """What is known of a worker that died mid-conversion: the signal or exit code, and
     memory only when the worker measurably grew to near its limit (``grew``: bytes of
     resident memory past its size when it was ready; None when not measured)."""
-    near = grew is not None and grew >= NEAR_THE_LIMIT * memory_mb * 1024 * 1024
-    memory = (f" after growing by {grew / 1024 / 1024:,.0f} MiB, near its memory limit "
-              f"({memory_mb:,} MiB); limit [parsers].memory_limit_mb") if near else ""
+    memory = ""
+    if grew is not None and grew >= NEAR_THE_LIMIT * memory_mb * 1024 * 1024:
+        memory = (f" after growing by {grew / 1024 / 1024:,.0f} MiB, near its memory limit "
+                  f"({memory_mb:,} MiB); limit [parsers].memory_limit_mb")
     if code is None:
         return "parser worker stopped answering" + memory
     if code >= 0:
