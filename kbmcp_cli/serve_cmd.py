@@ -324,9 +324,15 @@ def serve(
             verifier=verifier, insecure_no_auth=insecure_no_auth, trusted_proxies=proxies,
             listening=listening,
         )
-    else:
-        serve_stdio(runtime, wire=wire, background=background)
+        log.info("stopped")
+        return
+    serve_stdio(runtime, wire=wire, background=background)
     log.info("stopped")
+    from kbmcp_adapters.mcp_server.server import end_process
+
+    # The client closed stdin (or a signal came) and the index is closed: go now. A stdio
+    # client gives its server a moment only; the interpreter's teardown takes longer.
+    end_process()
 
 
 def reach_store(runtime: KbRuntime) -> None:

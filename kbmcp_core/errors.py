@@ -14,6 +14,7 @@
     │   ├── StoreUnreachable    the database server holding the index does not answer
     │   ├── StoreFailed         the database server holding the index refused a statement
     │   ├── StoreCorrupt        the index store file is damaged
+    │   ├── IndexUnwritable     the index folder cannot take a write (a full disk)
     │   └── VectorsUnreadable   the vector data cannot be read (search uses keywords)
     │       └── VectorsUnreachable  the object store holding them does not answer
     ├── WriterBusy              another process holds the writer lock
@@ -201,6 +202,22 @@ class StoreCorrupt(StoreError):
     def public_message(self) -> str:
         return (f"the index store is damaged ({self.detail}); delete the index database "
                 "(index.db in the index folder) and run `kb-mcp index` to rebuild it")
+
+
+class IndexUnwritable(StoreError):
+    """A writer could not write in the index folder (a full disk, a quota, an I/O error)
+    and stopped before it changed anything; the message names the folder, a client of
+    the server is told only why."""
+
+    def __init__(self, location: str, why: str, hint: str) -> None:
+        super().__init__(f"cannot write the index at {location} ({why}): {hint}")
+        self.location = location
+        self.why = why
+        self.hint = hint
+
+    @property
+    def public_message(self) -> str:
+        return f"cannot write the index ({self.why}): {self.hint}"
 
 
 class VectorsUnreadable(StoreError):

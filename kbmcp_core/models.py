@@ -29,6 +29,7 @@ SKIP_FORMAT = "format not enabled"  # one kb-mcp reads, left out by [parsers].en
 SKIP_UNSUPPORTED = "not a supported format"  # one kb-mcp cannot read (photo.png)
 SKIP_IGNORED = "excluded by .kb-mcpignore"
 SKIP_EXCLUDED_FOLDER = "excluded folder"
+SKIP_INDEX_FOLDER = "a kb-mcp index folder"  # another index than this one's (an old one)
 #: refusals, each with its own warning line as well
 SKIP_LINK = "symbolic link"
 SKIP_HARD_LINK = "more than one hard link"

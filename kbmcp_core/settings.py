@@ -36,6 +36,12 @@ DEFAULT_EXCLUDE_DIRS: tuple[str, ...] = (
 FAIL_SAFE_DIRS: tuple[str, ...] = (".git", ".svn", ".hg", "node_modules")
 
 INDEX_DIR_NAME = ".kb-mcp"
+#: What an index folder holds (a SQLite index): the database, the vectors, the writer lock.
+#: A folder holding the database and one of the other two is an index, whatever its name,
+#: and is never walked (``kbmcp_adapters.filesystem.exclusion.holds_index``).
+INDEX_DB_NAME = "index.db"
+VECTORS_DIR_NAME = "vectors"
+WRITER_LOCK_NAME = "writer.lock"
 IGNORE_FILE_NAME = ".kb-mcpignore"
 CONFIG_FILE_NAME = "kb-mcp.toml"
 #: The cross-encoder ``[search].reranker`` names unless configured (a packaged model).
@@ -238,11 +244,11 @@ class Settings:
 
     @property
     def sqlite_path(self) -> Path:
-        return self.index_dir / "index.db"
+        return self.index_dir / INDEX_DB_NAME
 
     @property
     def vectors_dir(self) -> Path:
-        return self.index_dir / "vectors"
+        return self.index_dir / VECTORS_DIR_NAME
 
     @property
     def vectors_location(self) -> str:

@@ -7,6 +7,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from kbmcp_adapters.filesystem.exclusion import holds_index
 from kbmcp_adapters.parsers.codelangs import INSTALL_HINT, missing_grammars
 from kbmcp_adapters.parsers.registry import FORMAT_EXTENSIONS, KNOWN_FORMATS
 from kbmcp_core.models import extension_of
@@ -21,14 +22,15 @@ _LOOK_AT = 100_000
 
 def formats_in(kb: Path) -> dict[str, int]:
     """How many files of each format kb-mcp reads lie in ``kb`` (dot folders and the
-    default excluded folder names left out; links not followed), in the documentation
-    order of the formats; Markdown always listed."""
+    default excluded folder names and kb-mcp index folders left out; links not followed),
+    in the documentation order of the formats; Markdown always listed."""
     format_of = {ext: name for name, exts in FORMAT_EXTENSIONS.items() for ext in exts}
     skip = set(DEFAULT_EXCLUDE_DIRS)
     counts: dict[str, int] = {}
     seen = 0
-    for _top, dirs, files in os.walk(kb, followlinks=False):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in skip]
+    for top, dirs, files in os.walk(kb, followlinks=False):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in skip
+                   and not holds_index(Path(top, d))]
         for name in files:
             fmt = format_of.get(extension_of(name))  # README, NEWS, ...: txt
             if fmt is not None and not name.startswith("."):

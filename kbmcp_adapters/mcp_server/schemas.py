@@ -358,9 +358,16 @@ class ArgumentChecker:
         if rule == "enum":
             return f"{name} must be one of {', '.join(map(str, error.validator_value))}"
         if rule in ("minimum", "maximum"):
-            low, high = rules.get("minimum"), rules.get("maximum")
-            return f"{name} must be between {low} and {high}, got {_number(value)}"
+            return f"{name} must be {_bounds(rules)}, got {_number(value)}"
         return f"{name} breaks the rule {rule!r} of its schema"
+
+
+def _bounds(rules: Mapping[str, Any]) -> str:
+    """A number's range in words; an open end is left unsaid ("at least 1")."""
+    low, high = rules.get("minimum"), rules.get("maximum")
+    if low is not None and high is not None:
+        return f"between {low} and {high}"
+    return f"at least {low}" if high is None else f"at most {high}"
 
 
 _KINDS = {

@@ -237,7 +237,10 @@ async def stdio_transport(
                 # The thread has handed over end of input and is returning: let it finish
                 # now. A daemon thread frozen by the interpreter's exit while it still runs
                 # Python code can hold an import lock that the exit then waits for forever.
-                pump.join(timeout=2.0)
+                # Waited for off the loop: the thread's last hand-over returns only once
+                # the loop runs again (a join here held every stdin close up 2 s).
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(partial(pump.join, timeout=2.0))
             lines_send.close()  # a pump still blocked in read(2) finds it closed and ends
             on_end_of_input()
 

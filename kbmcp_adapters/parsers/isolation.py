@@ -30,6 +30,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -83,13 +84,15 @@ class Isolation:
 
 
 class _Worker:
-    __slots__ = ("conn", "generation", "process", "tasks")
+    __slots__ = ("base_rss", "conn", "generation", "process", "tasks")
 
     def __init__(self, process: subprocess.Popen[bytes], conn: Connection, generation: int) -> None:
         self.process = process
         self.conn = conn
         self.generation = generation
         self.tasks = 0
+        #: its resident memory in bytes once ready (libraries loaded), when measurable
+        self.base_rss: int | None = None
 
     def stop(self, kill: bool = False) -> None:
         """End the process: ask politely (``None``, then the closed socket), else kill;
@@ -190,19 +193,9 @@ class WorkerPool:
         return str(status), payload
 
     def _death(self, worker: _Worker) -> str:
-        try:
-            code: int | None = worker.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            code = None
-        if code is not None and code < 0:
-            name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
-            if -code == signal.SIGKILL:
-                return (
-                    f"parser was killed ({name}), probably for using too much memory; "
-                    "limit [parsers].memory_limit_mb"
-                )
-            return f"parser crashed ({name})"
-        return f"parser worker ended unexpectedly (exit code {code})"
+        code, peak = reap(worker.process, 5.0)
+        grew = None if peak is None or worker.base_rss is None else peak - worker.base_rss
+        return death_message(code, grew, self.isolation.memory_mb)
 
     # -- the workers ---------------------------------------------------------
     def _checkout(self) -> _Worker:
@@ -251,7 +244,60 @@ class WorkerPool:
         if not ready:
             worker.stop(kill=True)
             raise ParseError("the parser worker process could not start")
+        worker.base_rss = _resident_bytes(process.pid)
         return worker
+
+
+# -- how a worker ended ----------------------------------------------------------
+#: Share of ``memory_mb`` a worker's growth must reach for its death to be put down to
+#: memory (its resident peak, measured; the cap itself bounds its address space).
+NEAR_THE_LIMIT = 0.9
+#: Signals that stop a process from outside (a person, a supervisor, the OOM killer).
+_KILLED = frozenset({signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
+
+
+def death_message(code: int | None, grew: int | None, memory_mb: int) -> str:
+    """What is known of a worker that died mid-conversion: the signal or exit code, and
+    memory only when the worker measurably grew to near its limit (``grew``: bytes of
+    resident memory past its size when it was ready; None when not measured)."""
+    memory = ""
+    if grew is not None and grew >= NEAR_THE_LIMIT * memory_mb * 1024 * 1024:
+        memory = (f" after growing by {grew / 1024 / 1024:,.0f} MiB, near its memory limit "
+                  f"({memory_mb:,} MiB); limit [parsers].memory_limit_mb")
+    if code is None:
+        return "parser worker stopped answering" + memory
+    if code >= 0:
+        return f"parser worker ended unexpectedly (exit code {code})" + memory
+    name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
+    return f"parser {'was killed' if -code in _KILLED else 'crashed'} ({name})" + memory
+
+
+def reap(process: subprocess.Popen[bytes], seconds: float) -> tuple[int | None, int | None]:
+    """Wait up to ``seconds`` for ``process`` to end: its return code (None if it did
+    not) and its peak resident memory in bytes (None when not measured)."""
+    deadline = time.monotonic() + seconds
+    pause = 0.001
+    while True:
+        try:
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+        except ChildProcessError:  # reaped already: the code is known, the peak is not
+            return process.poll(), None
+        if pid:
+            process.returncode = os.waitstatus_to_exitcode(status)
+            unit = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes there, KiB here
+            return process.returncode, usage.ru_maxrss * unit
+        if time.monotonic() >= deadline:
+            return None, None
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+
+
+def _resident_bytes(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/statm", encoding="ascii") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):  # no /proc (macOS): nothing measured
+        return None
 
 
 class IsolatedParser:

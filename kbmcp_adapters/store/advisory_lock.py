@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kbmcp_adapters.store.pg_schema import lock_key, lock_name
-from kbmcp_core.errors import StoreUnreachable, WriterBusy
+from kbmcp_core.errors import StoreError, StoreFailed, WriterBusy
 
 __all__ = ["FREED_WITHIN_S", "LOCK_KEY", "advisory_lock", "is_postgresql_url", "store_lock_key"]
 
@@ -133,6 +133,19 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def _lock_failure(url: str, exc: BaseException) -> StoreError:
+    """The lock connection's failure in the store's own words. An outage shows as a refused
+    connect or as a connection lost mid-statement, whichever came first: both are the one
+    sentence an unreachable store gets (``engine.pg_connect_failure``), never two."""
+    from kbmcp_adapters.store.engine import pg_connect_failure
+    from kbmcp_adapters.store.urls import safe_url
+
+    state = getattr(exc, "sqlstate", None)
+    if state is None or str(state).startswith(("08", "28", "57P", "3D")):
+        return pg_connect_failure(safe_url(url), _first_line(exc))
+    return StoreFailed(f"the index store's writer lock failed: {_first_line(exc)}")
+
+
 def _try_lock(conn: Any, key: int) -> bool:
     row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
     return bool(row and row[0])
@@ -157,7 +170,8 @@ def advisory_lock(url: str, timeout_s: float, purpose: str = "index", *,
 
     Waits at most ``timeout_s`` (or until ``deadline``, a ``time.monotonic()`` value), then
     raises ``WriterBusy`` naming the holder; ``check`` is called while waiting and may raise
-    to give up early. ``StoreUnreachable`` when the database cannot be reached. ``purpose`` is
+    to give up early. ``StoreUnreachable`` when the database cannot be reached or the lock's
+    connection is lost while it waits. ``purpose`` is
     accepted for symmetry with the file lock (the holder's name says who, not why).
     """
     import psycopg
@@ -170,8 +184,7 @@ def advisory_lock(url: str, timeout_s: float, purpose: str = "index", *,
     try:
         conn = psycopg.connect(**_connect_args(url, _application_name(os.getpid(), since)))
     except psycopg.Error as exc:
-        raise StoreUnreachable(f"cannot connect to the index database for the writer lock: "
-                               f"{_first_line(exc)}") from None
+        raise _lock_failure(url, exc) from None
     try:
         try:
             while not _try_lock(conn, key):
@@ -190,8 +203,7 @@ def advisory_lock(url: str, timeout_s: float, purpose: str = "index", *,
             conn.execute("SELECT set_config('application_name', %s, false)",
                          (_application_name(os.getpid(), since),))
         except psycopg.Error as exc:
-            raise StoreUnreachable(f"the writer lock's database connection failed: "
-                                   f"{_first_line(exc)}") from None
+            raise _lock_failure(url, exc) from None
         try:
             yield HeldLock(conn, key)
         finally:

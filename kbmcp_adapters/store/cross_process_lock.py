@@ -25,11 +25,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from kbmcp_adapters.store.advisory_lock import advisory_lock, is_postgresql_url
-from kbmcp_core.errors import IndexReadOnly, WriterBusy
+from kbmcp_core.errors import IndexReadOnly, IndexUnwritable, WriterBusy
+from kbmcp_core.settings import WRITER_LOCK_NAME
 
-LOCK_NAME = "writer.lock"
+LOCK_NAME = WRITER_LOCK_NAME
 #: What a folder the user may read but not write answers (EROFS: a read-only mount).
 _READ_ONLY_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
+#: What a full disk answers (EDQUOT: the user's quota).
+_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 _POLL_S = 0.1
 
 
@@ -40,6 +43,16 @@ def _holder(fd: int) -> str:
         return f"pid {info.get('pid', '?')}, writing since {info.get('since', '?')}"
     except (OSError, ValueError):
         return "another process"
+
+
+def _unwritable(index_dir: Path, exc: OSError) -> IndexUnwritable:
+    """A write in the index folder failed before the run changed anything: one sentence."""
+    why = exc.strerror or str(exc)
+    if exc.errno in _FULL_ERRNOS:
+        return IndexUnwritable(str(index_dir), why, "free some space on that disk and run "
+                               "again; nothing in the index was changed")
+    return IndexUnwritable(str(index_dir), why, "nothing in the index was changed; run again "
+                           "once the folder can be written")
 
 
 @contextlib.contextmanager
@@ -67,7 +80,7 @@ def writer_lock(index_dir: Path, timeout_s: float, purpose: str = "index", *,
         index_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         if exc.errno not in _READ_ONLY_ERRNOS:
-            raise
+            raise _unwritable(index_dir, exc) from None
         raise IndexReadOnly(str(index_dir), f"cannot create the folder: {exc.strerror}",
                             IndexReadOnly.NO_FOLDER) from None
     try:
@@ -75,7 +88,7 @@ def writer_lock(index_dir: Path, timeout_s: float, purpose: str = "index", *,
                      os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
     except OSError as exc:
         if exc.errno not in _READ_ONLY_ERRNOS:
-            raise
+            raise _unwritable(index_dir, exc) from None
         raise IndexReadOnly(str(index_dir), f"cannot open {LOCK_NAME}: {exc.strerror}") from None
     try:
         if deadline is None:
@@ -94,9 +107,13 @@ def writer_lock(index_dir: Path, timeout_s: float, purpose: str = "index", *,
                     ) from None
                 time.sleep(max(0.0, min(_POLL_S, deadline - time.monotonic())))
         since = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps({"pid": os.getpid(), "since": since,
-                                  "purpose": purpose}).encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps({"pid": os.getpid(), "since": since,
+                                      "purpose": purpose}).encode(), 0)
+        except OSError as exc:  # nothing written yet: the lock is given back untouched
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            raise _unwritable(index_dir, exc) from None
         try:
             yield
         finally:

@@ -99,3 +99,33 @@ def test_an_unreachable_database_is_a_runtime_failure_exit_1(
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("kb-mcp: error: cannot connect"), lines
         assert "pw" not in result.stderr and result.stdout == ""
+
+
+def test_an_index_run_on_a_full_disk_is_one_line_exit_1_and_loses_nothing(
+        kb_mcp: Invoke, indexed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The disk fills up between two runs: the second one's first write (the writer lock's
+    holder line) fails, and the run ends there in one sentence, the index as it was."""
+    import errno
+    import os
+
+    config = _config(tmp_path, '[parsers]\nenabled = ["md", "txt"]\n')
+    (indexed / "c.md").write_text("# Gamma\n\nGamma notes on the backup window.\n",
+                                  encoding="utf-8")
+
+    def full(fd: int, data: bytes, offset: int) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "pwrite", full)
+        result = kb_mcp("index", "--kb-path", str(indexed), "--config", config)
+    assert result.exit_code == 1, (result.stdout, result.stderr, result.exception)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, lines  # no traceback
+    assert lines[0].startswith("kb-mcp: error: cannot write the index at "), lines
+    assert os.strerror(errno.ENOSPC) in lines[0] and "free some space" in lines[0]
+    status = json.loads(kb_mcp("status", "--kb-path", str(indexed), "--format", "json").stdout)
+    assert status["documents"] == 2  # nothing lost, nothing half-added
+    again = kb_mcp("index", "--kb-path", str(indexed), "--config", config)
+    assert again.exit_code == 0, again.stderr  # space back: the next run adds the new file
+    status = json.loads(kb_mcp("status", "--kb-path", str(indexed), "--format", "json").stdout)
+    assert status["documents"] == 3

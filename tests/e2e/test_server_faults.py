@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -208,6 +209,33 @@ def test_closing_stdin_during_a_sync_exits_cleanly_every_time(
         log = server.stderr_text()
         assert code == 0, f"attempt {attempt}: exit {code}\n{log[-3000:]}"
         assert "terminate called" not in log and "Traceback" not in log, log[-3000:]
+
+
+#: The SDK's stdio client closes stdin at the end of every session, waits 2 s, then kills
+#: its server; one that is idle must be gone well before, on its own.
+IDLE_CLOSE_DEADLINE = 1.0
+
+
+def test_closing_stdin_ends_an_idle_server_well_within_the_clients_grace(
+    small_indexed_kb: Path, tmp_path: Path, server_env: Env, servers: list[Server]
+) -> None:
+    kb = tmp_path / "kb"
+    shutil.copytree(small_indexed_kb, kb)
+    server = Server(kb, server_env, "--config", str(kb / "kb-mcp.toml"))
+    servers.append(server)
+    server.initialize()
+    end = time.monotonic() + DEADLINE
+    while not server.tool(1, "list_topics", {})["watcher"]["alive"]:
+        assert time.monotonic() < end, "the watcher never started"
+    # a session's work: the index, the model and the watcher are all up
+    assert server.tool(2, "search", {"query": "chisels and wedges"})["results"]
+    code = server.close_stdin(IDLE_CLOSE_DEADLINE)  # TimeoutExpired: still running
+    log = server.stderr_text()
+    assert code == 0, log[-3000:]  # exited by itself: a kill would be -9 or -15
+    assert "kb-mcp: INFO: stopped" in log and "Traceback" not in log, log[-3000:]
+    with sqlite3.connect(kb / ".kb-mcp" / "index.db") as db:  # left whole
+        assert db.execute("PRAGMA quick_check").fetchone() == ("ok",)
+        assert db.execute("SELECT count(*) FROM documents").fetchone() == (2,)
 
 
 # -- SIGINT and SIGTERM -------------------------------------------------------------------------

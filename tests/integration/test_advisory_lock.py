@@ -18,7 +18,9 @@ from kbmcp_adapters.store.advisory_lock import (
     is_postgresql_url,
 )
 from kbmcp_adapters.store.cross_process_lock import writer_lock
-from kbmcp_core.errors import StoreError, WriterBusy
+from kbmcp_core.errors import StoreError, StoreUnreachable, WriterBusy
+from tests.pg_cluster import USER, PgCluster
+from tests.pg_relay import relay_to
 
 HOLD = """
 import sys
@@ -132,9 +134,32 @@ def test_an_unreachable_database_is_a_store_error_without_the_password(tmp_path:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again: nothing listens there
     url = f"postgresql+psycopg://kb:s3cret-pw@127.0.0.1:{port}/kb"
-    with pytest.raises(StoreError, match="writer lock") as caught, advisory_lock(url, 1):
+    with pytest.raises(StoreError) as caught, advisory_lock(url, 1):
         pass
+    assert str(caught.value).startswith(OUTAGE.format(where=f"kb:***@127.0.0.1:{port}/kb"))
     assert "s3cret-pw" not in str(caught.value)
+
+
+#: The one sentence an unreachable PostgreSQL store gets, whichever way the outage shows.
+OUTAGE = "cannot connect to the PostgreSQL index store at postgresql+psycopg://{where} ("
+
+
+def test_a_lock_connection_lost_while_waiting_reads_as_the_same_outage(
+        pg_cluster: PgCluster) -> None:
+    """An outage can meet the lock's connection before it connects (refused, above) or
+    while it waits (the server closed it): the same one sentence either way, never the
+    driver's own words ("consuming input failed: ...") instead."""
+    url = pg_cluster.new_database()
+    database = url.rsplit("/", 1)[1]
+    with relay_to(pg_cluster) as relay, advisory_lock(url, 5):  # held: the other one waits
+        through = f"postgresql+psycopg://{USER}@127.0.0.1:{relay.port}/{database}"
+        with pytest.raises(StoreUnreachable) as caught, advisory_lock(
+                through, 30, check=relay.cut):  # the outage comes while it waits
+            pass
+    where = f"{USER}@127.0.0.1:{relay.port}/{database}"
+    assert str(caught.value).startswith(OUTAGE.format(where=where)), caught.value
+    assert "check that the server runs" in str(caught.value)
+    assert "\n" not in str(caught.value)
 
 
 def test_which_urls_are_postgresql() -> None:

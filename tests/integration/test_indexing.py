@@ -180,6 +180,29 @@ def test_deleted_and_newly_excluded_files_are_removed(
     assert len(vectors.ids()) == rows(tmp_path, "SELECT count(*) FROM chunks")[0][0]
 
 
+def test_a_folder_holding_a_kb_mcp_index_is_never_walked_whatever_its_name(
+    tmp_path: Path, open_kb: OpenKb
+) -> None:
+    """``index_dir`` moved elsewhere: the old ``.kb-mcp/`` (renamed, or not) is another
+    index, not documents; the walk, the watcher's path choice and ``init`` all agree."""
+    from kbmcp_adapters.app.folder_formats import formats_in
+    from kbmcp_adapters.live.watch_paths import select_paths
+
+    kb_root = tmp_path / "kb"
+    write_files(kb_root, {"a.md": NOTE})
+    open_kb(kb_root, enabled_formats=("md", "txt")).index()  # builds kb/.kb-mcp/
+    write_files(kb_root / ".kb-mcp", {"notes.md": "# Stray\n\nIn the index folder.\n",
+                                      "export.txt": "stray text\n"})
+    (kb_root / ".kb-mcp").rename(kb_root / "old-index")  # whatever its name
+    kb = open_kb(kb_root, enabled_formats=("md", "txt"), index_dir=tmp_path / "elsewhere")
+    summary = kb.index()
+    assert kb.indexed_paths() == ["a.md"]
+    assert summary.skipped_reasons == {"a kb-mcp index folder": 1}  # XX  # one path, not entered
+    assert select_paths(kb_root, ["old-index/notes.md", "old-index", "a.md"], [],
+                        kb.exclusion_rules(), kb.enabled_extensions()) == ["a.md"]
+    assert formats_in(kb_root) == {"md": 1}
+
+
 def test_file_that_fails_keeps_its_previous_rows(tmp_path: Path, open_kb: OpenKb) -> None:
     write_files(tmp_path, {"a.md": NOTE})
     kb = open_kb(tmp_path)

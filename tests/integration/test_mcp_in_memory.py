@@ -316,6 +316,10 @@ BAD_ARGUMENTS: list[tuple[str, dict[str, Any], str]] = [
     ("search", {"query": None}, "missing required argument 'query'"),
     ("get_document", {"path": ["a.md"]}, "'path' must be a string, got an array"),
     ("get_document", {"path": "a" * 5000}, "the limit is 4096"),
+    # an open upper bound reads as one (never "between 1 and None")
+    ("get_document", {"path": "guides/keys.md", "start_line": 0},
+     "'start_line' must be at least 1, got 0"),
+    ("get_document", {"path": "guides/keys.md", "page": -3}, "'page' must be at least 1, got -3"),
     ("list_topics", {"verbose": True}, "unknown argument 'verbose'; expected: no arguments"),
     ("rebuild_index", {"force": "yes"}, "'force' must be true or false, got a string"),
 ]

@@ -148,6 +148,36 @@ def test_a_worker_that_crashes_costs_one_file_and_is_replaced(
     assert "Plot: P2-0" in parser.extract_text("c.xlsx", one_file())  # a new worker
 
 
+def test_a_worker_killed_under_its_memory_limit_is_not_blamed_on_memory(
+    registry: Callable[..., FormatRegistry],
+) -> None:
+    parser = registry(memory_mb=1024).parser_for("xlsx")
+    assert parser is not None
+    parser.extract_text("a.xlsx", one_file())
+    (worker,) = workers()
+    os.kill(worker, signal.SIGKILL)  # someone else's kill (a person, a supervisor)
+    wait_for(lambda: dead(worker))
+    with pytest.raises(ParseError) as caught:
+        parser.extract_text("b.xlsx", one_file())
+    assert str(caught.value) == "parser was killed (SIGKILL)"  # what is known, no guess
+    assert "Plot: P2-0" in parser.extract_text("c.xlsx", one_file())
+
+
+def test_a_worker_death_names_memory_only_when_it_grew_near_its_limit() -> None:
+    from kbmcp_adapters.parsers.isolation import death_message
+
+    mib = 1024 * 1024
+    assert death_message(-signal.SIGKILL, 1000 * mib, 1024) == (
+        "parser was killed (SIGKILL) after growing by 1,000 MiB, near its memory limit "
+        "(1,024 MiB); limit [parsers].memory_limit_mb")
+    assert death_message(-signal.SIGKILL, 80 * mib, 1024) == "parser was killed (SIGKILL)"
+    assert death_message(-signal.SIGKILL, None, 1024) == "parser was killed (SIGKILL)"
+    assert death_message(-signal.SIGABRT, 120 * mib, 128) == (
+        "parser crashed (SIGABRT) after growing by 120 MiB, near its memory limit (128 MiB); "
+        "limit [parsers].memory_limit_mb")
+    assert death_message(3, None, 1024) == "parser worker ended unexpectedly (exit code 3)"
+
+
 def test_a_worker_that_hangs_is_killed_after_the_time_limit(
     registry: Callable[..., FormatRegistry], monkeypatch: pytest.MonkeyPatch
 ) -> None:

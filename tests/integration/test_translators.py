@@ -93,7 +93,8 @@ def test_a_statement_the_postgresql_server_refuses_is_store_failed() -> None:
 def test_the_postgresql_writer_lock_without_a_server_is_unreachable() -> None:
     from kbmcp_adapters.store.advisory_lock import advisory_lock
 
-    with pytest.raises(StoreUnreachable, match="writer lock"), advisory_lock(CLOSED_PG, 0.0):
+    with pytest.raises(StoreUnreachable, match="cannot connect to the PostgreSQL index store"), \
+            advisory_lock(CLOSED_PG, 0.0):
         pass
 
 
