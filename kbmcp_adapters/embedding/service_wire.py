@@ -160,7 +160,10 @@ class _Guarded:
         return getattr(self._sock, name)
 
 
-class _Plain(http.client.HTTPConnection):
+class _OnDeadline(http.client.HTTPConnection):
+    """A connection whose socket, once open, answers every read by the request's one
+    deadline (``_Guarded``)."""
+
     def __init__(self, host: str, port: int | None, deadline: float) -> None:
         super().__init__(host, port, timeout=_left(deadline))
         self.deadline = deadline
@@ -171,15 +174,12 @@ class _Plain(http.client.HTTPConnection):
         self.sock = self.guard = _Guarded(self.sock, self.deadline)
 
 
-class _Tls(http.client.HTTPSConnection):
-    def __init__(self, host: str, port: int | None, deadline: float) -> None:
-        super().__init__(host, port, timeout=_left(deadline))
-        self.deadline = deadline
-        self.guard: _Guarded | None = None
+class _Plain(_OnDeadline):
+    pass
 
-    def connect(self) -> None:
-        super().connect()
-        self.sock = self.guard = _Guarded(self.sock, self.deadline)
+
+class _Tls(_OnDeadline, http.client.HTTPSConnection):
+    pass
 
 
 __all__ = ["ERROR_BYTES", "Answer", "AnswerTooLarge", "exchange"]
