@@ -42,6 +42,7 @@ from kbmcp_adapters.parsers.codelangs import (
 )
 from kbmcp_core.errors import ParseError
 from kbmcp_core.models import ChunkDraft, ParsedDocument, extension_of
+from kbmcp_core.outline import HeadingMark
 from kbmcp_core.ports import ChunkBudget
 
 __all__ = ["CodeOutline", "CodeParser"]
@@ -105,6 +106,22 @@ class CodeParser:
 
     def text_of(self, outline: CodeOutline) -> str:
         return "\n".join(outline.lines)
+
+    def headings(self, path: str, text: str) -> tuple[HeadingMark, ...]:
+        """The definitions of the file whose text ``text`` is, as its headings."""
+        return self.headings_of(self.convert(path, text.encode("utf-8")))
+
+    def headings_of(self, outline: CodeOutline) -> tuple[HeadingMark, ...]:
+        """Each definition at the line it starts on (a section read of ``Class > method``
+        gives that method's lines), its depth under the module as its level."""
+        marks: list[HeadingMark] = []
+        previous: tuple[str, ...] = ()
+        for start, _, trail in outline.regions:
+            for depth in range(1, len(trail)):
+                if trail[:depth + 1] != previous[:depth + 1]:
+                    marks.append(HeadingMark(start + 1, depth, trail[depth]))
+            previous = trail
+        return tuple(marks)
 
     def extract_text(self, path: str, data: bytes) -> str:
         return decode_text(data)

@@ -38,6 +38,7 @@ from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
 from kbmcp_adapters.parsers.budget import ParserLimits
+from kbmcp_adapters.parsers.code import CodeParser
 from kbmcp_adapters.parsers.codelangs import GRAMMAR_MODULES
 from kbmcp_adapters.parsers.sourcechunks import SourceCitedParser
 from kbmcp_core.errors import ParseError
@@ -318,7 +319,7 @@ class IsolatedParser:
     def headings(self, path: str, text: str) -> Sequence[HeadingMark] | None:
         """A source-cited format's headings come from its conversion, run in the pool;
         the others' from their served text (Markdown), scanned here."""
-        if isinstance(self.inner, SourceCitedParser):
+        if isinstance(self.inner, SourceCitedParser | CodeParser):
             return self.inner.headings_of(
                 self.pool.convert(self.fmt, path, text.encode("utf-8")))
         return self.inner.headings(path, text)

@@ -273,3 +273,21 @@ def test_a_symbol_is_found_at_its_definition_and_served_as_the_file_itself(
     assert cited[0] == "def parse_invoice(text):"
     hit = kb.search("handleUpload", limit=3).results[0]
     assert (hit.path, hit.heading_path) == ("web/app.ts", ("app", "handleUpload"))
+
+
+def test_a_section_read_of_code_names_a_definition_and_gives_its_own_lines(
+    tmp_path: Path, open_kb: OpenKb
+) -> None:
+    root = tmp_path / "kb"
+    write_files(root, {"shop/cart.py": (
+        '"""Carts."""\n\n\nclass Cart:\n'
+        "    def add(self, item):\n        self.items.append(item)\n\n"
+        "    def total(self):\n        return sum(i.price for i in self.items)\n\n\n"
+        "def empty_cart():\n    return Cart()\n")})  # fmt: skip
+    kb = open_kb(root, enabled_formats=("code",))
+    kb.index()
+    part = kb.get_document("shop/cart.py", section="Cart > total").content
+    assert part == "    def total(self):\n        return sum(i.price for i in self.items)\n"
+    whole_class = kb.get_document("shop/cart.py", section="Cart").content
+    assert whole_class.startswith("class Cart:\n") and "def total" in whole_class
+    assert "empty_cart" not in whole_class
