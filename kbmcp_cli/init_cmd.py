@@ -20,7 +20,7 @@ import click
 
 from kbmcp_cli.index_cmd import index
 from kbmcp_cli.options import kb_options
-from kbmcp_core.settings import CONFIG_FILE_NAME, INDEX_DIR_NAME, Settings
+from kbmcp_core.settings import CONFIG_FILE_NAME, INDEX_DIR_NAME, INIT_HEADER, Settings
 
 #: The names the running program may have when it is the console script.
 _SCRIPT_NAMES = ("kb-mcp", "kb-mcp.exe")
@@ -124,7 +124,7 @@ def config_text(formats: list[str] | None = None) -> str:
         "kb_path or index_dir outside this folder", "embedding.model outside the packaged ones",
         "parsers.isolate = false", "a [parsers] limit raised above its default"]
     return f"""\
-# kb-mcp.toml: the settings of this knowledge base, written by `kb-mcp init`.
+{INIT_HEADER}
 # Every key is optional; a commented line shows its default (or an example).
 # Unknown keys are errors.
 # Every key: `kb-mcp docs configuration`. Check what is in effect with `kb-mcp status`.

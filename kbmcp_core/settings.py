@@ -110,6 +110,11 @@ def public_uri(uri: str) -> str:
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
+#: The first line of the file `kb-mcp init` writes; ``status`` and ``doctor`` name such a
+#: file as init's (a wording only: what a file may set is decided by its keys and trust).
+INIT_HEADER = "# kb-mcp.toml: the settings of this knowledge base, written by `kb-mcp init`."
+
+
 @dataclass(frozen=True, slots=True)
 class ConfigOrigin:
     """Which config file the settings were read from, how it was found, and whether it
@@ -124,6 +129,10 @@ class ConfigOrigin:
     trusted: bool = True
     #: the user's own config this file is layered over (decision 0047), if any
     over: Path | None = None
+    #: an untrusted found file that sets nothing gated: it needs no trust (issue 41)
+    needs_no_trust: bool = False
+    #: ... and it starts with the header `kb-mcp init` writes (``INIT_HEADER``)
+    by_init: bool = False
 
     @property
     def implicit(self) -> bool:
@@ -138,6 +147,10 @@ class ConfigOrigin:
             trust = "trusted"
         elif self.trusted:
             trust = "trusted with `kb-mcp trust`"
+        elif self.by_init and self.needs_no_trust:
+            trust = "written by kb-mcp init, formats only: needs no trust"
+        elif self.needs_no_trust:
+            trust = "not trusted, and needs no trust: it sets nothing that says where data goes"
         else:
             trust = "not trusted: it may not say where data goes"
         over = f"; over your user config {self.over}" if self.over is not None else ""

@@ -27,6 +27,7 @@ from kbmcp_core.search_request import check_options
 from kbmcp_core.settings import (
     DEFAULT_EXCLUDE_DIRS,
     INDEX_DIR_NAME,
+    INIT_HEADER,
     ConfigOrigin,
     Settings,
     StorageOptions,
@@ -248,6 +249,8 @@ def build_settings(
         gated = gated_keys(unchosen, kb_path, origin.path.parent)
         if gated:
             raise unreadable or _untrusted(origin, gated, refusal)
+        header = layers[-1].read.data.split(b"\n", 1)[0].decode("utf-8", "replace")
+        origin = replace(origin, needs_no_trust=True, by_init=header == INIT_HEADER)
     if values.get("collections"):
         values["collections"] = collection_folders(values["collections"])
     for name in _TUPLE_FIELDS & values.keys():

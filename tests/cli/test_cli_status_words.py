@@ -86,3 +86,19 @@ def test_status_of_an_index_with_nothing_embedded_says_so_not_none(
     assert "model: none yet (no chunk embedded)" in text.stdout
     assert "None" not in text.stdout, text.stdout
     assert "note:" not in text.stdout  # a photo is no format kb-mcp reads
+
+
+def test_a_found_config_that_needs_no_trust_is_named_without_a_warning(
+        kb_mcp: Invoke, mixed: Path) -> None:
+    # issue 41: the file `kb-mcp init` wrote is greeted as what it is, not as a risk
+    assert kb_mcp("init", "--kb-path", str(mixed)).exit_code == 0
+    for command in ("status", "doctor"):
+        text = kb_mcp(command, "--kb-path", str(mixed))
+        line = next(x for x in text.stdout.splitlines() if x.startswith("config:"))
+        assert line.endswith("(found in the knowledge base; written by kb-mcp init, formats "
+                             "only: needs no trust)"), (command, line)
+    (mixed / "kb-mcp.toml").write_text('[parsers]\nenabled = ["md"]\n', encoding="utf-8")
+    line = next(x for x in kb_mcp("status", "--kb-path", str(mixed)).stdout.splitlines()
+                if x.startswith("config:"))
+    assert "not trusted, and needs no trust: it sets nothing that says where data goes" in line
+    assert "it may not say where data goes" not in line
