@@ -26,7 +26,9 @@ if TYPE_CHECKING:
 def wants_collections(settings: Settings, names: Sequence[str]) -> bool:
     """True when the command must go through the collections: the config has
     ``[[collections]]``, or the command line named one."""
-    return bool(settings.collections) or bool(names)
+    from kbmcp_adapters.app.collections import named_collections
+
+    return named_collections(settings) or bool(names)
 
 
 def open_for(settings: Settings) -> Collections:

@@ -34,8 +34,8 @@ COLLECTIONS_DIR = "collections"
 #: A collection's PostgreSQL schema is this prefix and its name.
 SCHEMA_PREFIX = "kb_"
 
-__all__ = ["CollectionInfo", "Collections", "collection_settings", "open_collections",
-           "search_collections"]
+__all__ = ["CollectionInfo", "Collections", "collection_settings", "named_collections",
+           "open_collections", "search_collections"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,6 +241,12 @@ class Collections:
         if name not in self._specs:
             raise UnknownCollection([name], self.names)
         return name
+
+
+def named_collections(settings: Settings) -> bool:
+    """Whether ``settings`` name ``[[collections]]``: the command line's output then
+    names each collection (a plain folder, a collection of one, keeps its own output)."""
+    return bool(settings.collections)
 
 
 def open_collections(settings: Settings, *, embedder: Embedder | None = None,
