@@ -10,11 +10,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from kbmcp_cli.options import EXIT_CANNOT_RUN
+from kbmcp_cli.options import exit_code_of
 
 if TYPE_CHECKING:
     from kbmcp_adapters.app.collections import Collections
-    from kbmcp_core.errors import KbError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -52,11 +51,4 @@ def open_selected(kb_path: Path | None, config: Path | None,
     return collections, chosen
 
 
-def exit_code_of(exc: KbError) -> int:
-    """The exit code ``KbGroup`` gives ``exc``: 2 for what the set-up must change (no
-    index yet, the configuration, another model), 1 for a failure while running."""
-    from kbmcp_core.errors import ConfigError, IndexNotFound, InvalidQuery, ModelMismatch
-
-    if isinstance(exc, ConfigError | IndexNotFound | ModelMismatch | InvalidQuery):
-        return EXIT_CANNOT_RUN
-    return 1
+__all__ = ["collection_option", "collections_option", "exit_code_of", "open_selected"]

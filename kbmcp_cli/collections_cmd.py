@@ -26,7 +26,9 @@ if TYPE_CHECKING:
 def wants_collections(settings: Settings, names: Sequence[str]) -> bool:
     """True when the command must go through the collections: the config has
     ``[[collections]]``, or the command line named one."""
-    return bool(settings.collections) or bool(names)
+    from kbmcp_adapters.app.collections import named_collections
+
+    return named_collections(settings) or bool(names)
 
 
 def open_for(settings: Settings) -> Collections:
@@ -69,13 +71,18 @@ def collections_search(settings: Settings, query: str, params: dict[str, Any],
     return render(response.as_dict(), fmt, color, show_collection=len(chosen) > 1)
 
 
-@click.command("collections")
+@click.group("collections", invoke_without_command=True)
 @kb_options
 @format_option
-def collections_cmd(kb_path: Path | None, config: Path | None, fmt: str) -> None:
+@click.pass_context
+def collections_cmd(ctx: click.Context, kb_path: Path | None, config: Path | None,
+                    fmt: str) -> None:
     """List the collections this configuration serves: name, description, folder,
     documents, when each was last indexed, and whether it is ready to search. Without
-    [[collections]] the one folder is one collection named after it."""
+    [[collections]] the one folder is one collection named after it. `add` and `remove`
+    change the collections of your user config."""
+    if ctx.invoked_subcommand is not None:
+        return
     from kbmcp_adapters.app.bootstrap import settings_for
 
     setup_logging()
@@ -96,3 +103,32 @@ def collections_cmd(kb_path: Path | None, config: Path | None, fmt: str) -> None
         click.echo(f"  path: {i.path}")
         click.echo(f"  documents: {i.document_count}, last indexed: "
                    f"{i.last_indexed or 'never'}, {ready}")
+
+
+@collections_cmd.command("add")
+@click.argument("path", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--name", default=None,
+              help="The collection's name (lower-case letters, digits, _ and -); default: "
+              "the folder's name.")
+@click.option("--description", default=None,
+              help="What the collection holds, as list_collections tells a client.")
+def add(path: Path, name: str | None, description: str | None) -> None:
+    """Add the folder PATH to the [[collections]] of your user config
+    ($XDG_CONFIG_HOME/kb-mcp/config.toml; its comments are kept). The folder is used as
+    the knowledge base it is: its own kb-mcp.toml (formats, exclusions) and its index,
+    when it has them, so an indexed folder is not indexed again."""
+    from kbmcp_adapters.app.user_collections import add_collection, user_config_path
+
+    spec = add_collection(path, name, description)
+    click.echo(f"added collection {spec.name}: {spec.path} (in {user_config_path()})")
+
+
+@collections_cmd.command("remove")
+@click.argument("name")
+def remove(name: str) -> None:
+    """Take the collection NAME out of your user config's [[collections]]. Its folder
+    and its index are left as they are."""
+    from kbmcp_adapters.app.user_collections import remove_collection, user_config_path
+
+    folder = remove_collection(name)
+    click.echo(f"removed collection {name} ({folder}) from {user_config_path()}")

@@ -21,7 +21,7 @@ from kbmcp_cli.graph_cmd import graph
 from kbmcp_cli.index_cmd import index
 from kbmcp_cli.init_cmd import init
 from kbmcp_cli.migrate_cmd import migrate_store
-from kbmcp_cli.options import EXIT_CANNOT_RUN, EXIT_STOPPED, stopped_message
+from kbmcp_cli.options import EXIT_STOPPED, exit_code_of, stopped_message
 from kbmcp_cli.search_cmd import search
 from kbmcp_cli.serve_cmd import serve
 from kbmcp_cli.service_cmd import service
@@ -30,14 +30,7 @@ from kbmcp_cli.token_cmd import token
 from kbmcp_cli.trust_cmd import trust
 from kbmcp_cli.tune_cmd import tune
 from kbmcp_cli.watch_cmd import watch
-from kbmcp_core.errors import (
-    ConfigError,
-    IndexNotFound,
-    InvalidQuery,
-    KbError,
-    ModelMismatch,
-    NoSuchDocument,
-)
+from kbmcp_core.errors import KbError, NoSuchDocument
 
 
 class KbGroup(click.Group):
@@ -50,14 +43,11 @@ class KbGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (ConfigError, IndexNotFound, ModelMismatch, InvalidQuery) as exc:
-            click.echo(f"kb-mcp: error: {exc}", err=True)
-            sys.exit(EXIT_CANNOT_RUN)
         except KbError as exc:
             if isinstance(exc, NoSuchDocument):  # why, with -v: the answer is a missing name's
                 logging.getLogger(__name__).info("%r is not served: %s", exc.path, exc.why)
             click.echo(f"kb-mcp: error: {exc}", err=True)
-            sys.exit(1)
+            sys.exit(exit_code_of(exc))
         except KeyboardInterrupt:
             click.echo(f"\nkb-mcp: {stopped_message(ctx.invoked_subcommand)}", err=True)
             sys.exit(EXIT_STOPPED)

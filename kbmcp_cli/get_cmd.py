@@ -72,16 +72,12 @@ def get(kb_path: Path | None, config: Path | None, fmt: str, path: str,
                                f"{' and '.join(chosen)}")
     span = lines  # (start_line, max_lines) from parse_lines
     from kbmcp_adapters.app.bootstrap import settings_for
-    from kbmcp_adapters.app.knowledge_base import KnowledgeBase
     from kbmcp_cli.collections_cmd import one_collection
 
     setup_logging()
     settings = settings_for(kb_path, config)
-    collections = None
-    if settings.collections or collection is not None:
-        collections, kb = one_collection(settings, collection)
-    else:
-        kb = KnowledgeBase.from_settings(settings)
+    # a plain folder is a collection of one: read through the collections either way
+    collections, kb = one_collection(settings, collection)
     try:  # no part named: a document past the read cap prints its first part, as a
         # resource read of it does (decision 0033)
         view = kb.get_document(path, start_line=span[0] if span else None,
@@ -89,7 +85,7 @@ def get(kb_path: Path | None, config: Path | None, fmt: str, path: str,
                                page=page, max_chars=max_chars, outline=outline or None,
                                whole_or_first=not chosen or None)
     finally:
-        (collections or kb).close()
+        collections.close()
     data = view.as_dict()
     if fmt == "json":
         click.echo(json.dumps(data, ensure_ascii=False, indent=2))

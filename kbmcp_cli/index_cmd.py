@@ -91,7 +91,7 @@ def _index_collections(settings: Settings, names: tuple[str, ...], force: bool, 
     busy, its folder unreadable...) is reported and the others still run; the exit code
     is the first failure's."""
     from kbmcp_adapters.app.collections import open_collections
-    from kbmcp_cli.collection_option import exit_code_of
+    from kbmcp_cli.options import exit_code_of
     from kbmcp_core.errors import KbError
 
     collections = open_collections(settings)

@@ -65,12 +65,12 @@ def migrate_store(kb_path: Path | None, config: Path | None, to_url: str,
                   vectors_to: str | None, replace_target: bool,
                   collection_names: tuple[str, ...]) -> None:
     from kbmcp_adapters.app.bootstrap import settings_for
-    from kbmcp_adapters.app.collections import open_collections
+    from kbmcp_adapters.app.collections import named_collections, open_collections
     from kbmcp_adapters.app.migrate_store import migrate_configured
 
     setup_logging()
     settings = settings_for(kb_path, config)
-    if settings.collections:
+    if named_collections(settings):
         _migrate_collections(kb_path, config, to_url, vectors_to, replace_target,
                              collection_names)
         return

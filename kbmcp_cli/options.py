@@ -12,6 +12,7 @@ import click
 
 if TYPE_CHECKING:
     from kbmcp_adapters.app.knowledge_base import KnowledgeBase
+    from kbmcp_core.errors import KbError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -96,3 +97,14 @@ def setup_logging(quiet: bool = False, verbose: bool = False) -> None:
     root.setLevel(level)
     for noisy in ("alembic", "httpx", "lancedb", "fastembed"):
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
+
+
+def exit_code_of(exc: KbError) -> int:
+    """THE exit code of a ``KbError`` (``KbGroup``, and each collection's failure in a run
+    over several): 2 for what the set-up must change (no index yet, the configuration,
+    another model, a bad argument), 1 for a failure while running."""
+    from kbmcp_core.errors import ConfigError, IndexNotFound, InvalidQuery, ModelMismatch
+
+    if isinstance(exc, ConfigError | IndexNotFound | ModelMismatch | InvalidQuery):
+        return EXIT_CANNOT_RUN
+    return 1

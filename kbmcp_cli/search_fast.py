@@ -276,10 +276,11 @@ def _ask(got: Mapping[str, Any]) -> tuple[Reply, str]:
         return _remember(index_dir, client.ask_with_inputs(
             index_dir, str(root.absolute()), cwd, got["query"], search_params(got))
         ), "no config file"
+    from kbmcp_adapters.app.collections import named_collections
     from kbmcp_adapters.app.config import build_settings
 
     settings = build_settings(config, kb_path=kb_path)
-    if settings.collections:  # several indexes: the command searches them itself (0041)
+    if named_collections(settings):  # several indexes: the command searches them itself (0041)
         raise LookupError("a configuration with [[collections]]")
     params = search_params(got)
     return ask_server(settings, got["query"], params), settings.config_origin.describe()

@@ -14,7 +14,6 @@ from kbmcp_cli.options import kb_options, setup_logging
 if TYPE_CHECKING:
     from kbmcp_adapters.mcp_server import BackgroundTask, KbRuntime
     from kbmcp_adapters.mcp_server.auth import HashedTokenVerifier
-    from kbmcp_adapters.mcp_server.runtime_set import RuntimeSet
     from kbmcp_core.settings import Settings
 
 log = logging.getLogger("kbmcp_adapters.mcp_server")
@@ -249,7 +248,7 @@ def serve(
     if not quiet and not verbose:
         log.setLevel(logging.INFO)
 
-    from kbmcp_adapters.mcp_server import KbRuntime, serve_http, serve_stdio
+    from kbmcp_adapters.mcp_server import serve_http, serve_stdio
     from kbmcp_adapters.mcp_server.server import StopSignals
 
     # SIGINT and SIGTERM stop the server cleanly (exit 0), from here on
@@ -267,48 +266,44 @@ def serve(
 
         # systemd's socket (`kb-mcp service install --http`): --host and --port give way
         listening = inherited_socket(os.environ, os.getpid())
-    runtime: KbRuntime | RuntimeSet
-    background: list[BackgroundTask]
-    if settings.collections:  # several folders under names (decision 0042)
-        from kbmcp_cli.serve_collections import collection_host
+    from kbmcp_adapters.mcp_server.host import open_host
 
-        runtime, background = collection_host(settings, signals, read_only=read_only,
-                                              index_on_start=index_on_start,
-                                              watch=not no_watch, verbose=verbose,
-                                              reach_store=reach_store)
-    else:
-        if settings.database_url is None and not settings.sqlite_path.exists():
+    # one host for one folder or several collections (decisions 0042, 0051)
+    runtime = open_host(settings, read_only=read_only, index_on_start=index_on_start)
+    for name, each in runtime.runtimes.items():
+        if each.settings.database_url is None and not each.settings.sqlite_path.exists():
+            where = f"collection {name} has " if runtime.several else ""
             if index_on_start:
-                log.info("no index yet at %s: building it in the background (search answers "
-                         "by keywords once every file is read)", settings.index_dir)
+                log.info("%sno index yet at %s: building it in the background (search "
+                         "answers by keywords once every file is read)", where,
+                         each.settings.index_dir)
             else:
-                log.warning(
-                    "no index yet at %s: tools will ask for `kb-mcp index` (or the "
-                    "rebuild_index tool) until one exists",
-                    settings.index_dir,
-                )
-        runtime = KbRuntime(settings, read_only=read_only, index_on_start=index_on_start)
-        if settings.database_url is not None and not settings.database_url.startswith("sqlite"):
-            reach_store(runtime)
-        background = [signals.stop_server]
-        if read_only:
-            log.info("read-only: this server never writes the index (no watcher, no local "
-                     "search socket); its writer is `kb-mcp watch` or `kb-mcp index`")
-        else:
-            from kbmcp_adapters.local_search.serve_task import local_search_task
+                log.warning("%sno index yet at %s: tools will ask for `kb-mcp index` (or the "
+                            "rebuild_index tool) until one exists", where,
+                            each.settings.index_dir)
+        url = each.settings.database_url
+        if url is not None and not url.startswith("sqlite"):
+            reach_store(each)
+    background: list[BackgroundTask] = [signals.stop_server]
+    if read_only:
+        log.info("read-only: this server never writes the index (no watcher, no local "
+                 "search socket); its writer is `kb-mcp watch` or `kb-mcp index`")
+    elif not runtime.several:
+        from kbmcp_adapters.local_search.serve_task import local_search_task
 
-            # `kb-mcp search` asks this server over a local socket (decision 0018)
-            background.append(local_search_task)
-        if not read_only and settings.watch and not no_watch:
-            from kbmcp_adapters.live.serve_task import watch_task
+        # `kb-mcp search` asks this server over a local socket (decision 0018)
+        background += runtime.tasks(local_search_task)
+    if not read_only and settings.watch and not no_watch:
+        from kbmcp_adapters.live.serve_task import watch_task
 
-            background.append(watch_task)  # its first sync is the start run (decision 0024)
-            if not verbose:
-                logging.getLogger("watchfiles").setLevel(logging.WARNING)
-        elif index_on_start:
-            from kbmcp_adapters.mcp_server.start_run import start_index_task
+        # one watcher per collection; its first sync is the start run (decision 0024)
+        background += runtime.tasks(watch_task)
+        if not verbose:
+            logging.getLogger("watchfiles").setLevel(logging.WARNING)
+    elif index_on_start:
+        from kbmcp_adapters.mcp_server.start_run import start_index_task
 
-            background.append(start_index_task)
+        background += runtime.tasks(start_index_task)
     if transport == "http":
         from kbmcp_adapters.mcp_server.http_limits import HttpLimits
 

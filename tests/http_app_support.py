@@ -16,8 +16,8 @@ from starlette.types import ASGIApp, Message
 
 from kbmcp_adapters.app.config import build_settings
 from kbmcp_adapters.mcp_server import KbRuntime
+from kbmcp_adapters.mcp_server.host import Host
 from kbmcp_adapters.mcp_server.http import build_http_app
-from kbmcp_adapters.mcp_server.runtime_set import RuntimeSet
 
 #: Every wait in these tests ends by then.
 DEADLINE = 30.0
@@ -62,7 +62,7 @@ async def lifespan(app: ASGIApp) -> AsyncIterator[None]:
 
 
 @contextlib.asynccontextmanager
-async def running(rt: KbRuntime | RuntimeSet, **options: Any) -> AsyncIterator[ASGIApp]:
+async def running(rt: KbRuntime | Host, **options: Any) -> AsyncIterator[ASGIApp]:
     """``build_http_app(rt, host="127.0.0.1", port=PORT, **options)``, started."""
     app = build_http_app(rt, host="127.0.0.1", port=PORT, **options)
     async with lifespan(app):

@@ -12,18 +12,18 @@ import anyio
 import mcp_types as types
 from mcp import Client
 
+from kbmcp_adapters.mcp_server.host import Host
 from kbmcp_adapters.mcp_server.runtime import KbRuntime
-from kbmcp_adapters.mcp_server.runtime_set import RuntimeSet
 from kbmcp_adapters.mcp_server.server import build_server
 
 #: the longest a whole in-memory session may take (s)
 DEADLINE = 30.0
 
 
-def serve_in_memory(runtime: KbRuntime | RuntimeSet, body: Callable[[Client], Awaitable[None]], *,
+def serve_in_memory(runtime: KbRuntime | Host, body: Callable[[Client], Awaitable[None]], *,
                     deadline: float = DEADLINE) -> None:
     """Run ``body`` with a client connected to ``runtime``'s server (one knowledge base, or
-    a ``RuntimeSet`` of collections); ``runtime`` is closed
+    a ``Host`` of collections); ``runtime`` is closed
     when it returns or fails."""
 
     async def bounded() -> None:

@@ -27,15 +27,15 @@ from kbmcp_core.collections import CollectionSpec, folder_name, unknown_names
 from kbmcp_core.errors import ConfigError, IndexNotFound, InvalidQuery, UnknownCollection
 from kbmcp_core.ports import Clock, Embedder, Reranker
 from kbmcp_core.search import SearchResponse
-from kbmcp_core.settings import Settings, is_remote_uri
+from kbmcp_core.settings import INDEX_DB_NAME, INDEX_DIR_NAME, Settings, is_remote_uri
 
 #: Under ``index_dir``: one folder per collection (SQLite file, vectors, locks).
 COLLECTIONS_DIR = "collections"
 #: A collection's PostgreSQL schema is this prefix and its name.
 SCHEMA_PREFIX = "kb_"
 
-__all__ = ["CollectionInfo", "Collections", "collection_settings", "open_collections",
-           "search_collections"]
+__all__ = ["CollectionInfo", "Collections", "collection_settings", "named_collections",
+           "open_collections", "search_collections"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,9 +59,33 @@ class CollectionInfo:
 
 
 def collection_settings(settings: Settings, spec: CollectionSpec) -> Settings:
-    """The settings of one ``[[collections]]`` entry: the top level's, with its own
-    folder and parsers overrides, its index folder ``<index_dir>/collections/<name>``,
-    its PostgreSQL schema ``kb_<name>`` and its vectors under ``<vectors_uri>/<name>``."""
+    """The settings of one ``[[collections]]`` entry: the top level's, with its folder's
+    own knowledge base over them (decision 0051: a collection is a knowledge base), then
+    the entry's own parsers overrides.
+
+    A folder with its own ``kb-mcp.toml`` keeps the formats and exclusions it names
+    (``config.own_config``: its ``index_dir`` only once trusted, as for one folder); a
+    folder with its own ``kb-mcp.toml`` or index keeps that index (on SQLite), so adding
+    an indexed folder re-embeds nothing. Any other collection's index is
+    ``<index_dir>/collections/<name>``, its PostgreSQL schema ``kb_<name>`` and its
+    vectors ``<vectors_uri>/<name>``."""
+    from kbmcp_adapters.app.config import own_config
+
+    own = own_config(spec.path)
+    mine, named = own if own is not None else (None, frozenset[str]())
+    formats = (spec.enabled_formats if spec.enabled_formats is not None
+               else mine.enabled_formats if mine is not None and "enabled_formats" in named
+               else settings.enabled_formats)
+    excluded = (spec.exclude_dirs if spec.exclude_dirs is not None
+                else mine.exclude_dirs if mine is not None and "exclude_dirs" in named
+                else settings.exclude_dirs)
+    base = replace(settings, kb_path=spec.path, enabled_formats=formats,
+                   exclude_dirs=excluded, collections=())
+    own_index = mine.index_dir if mine is not None else spec.path / INDEX_DIR_NAME
+    if settings.database_url is None and (mine is not None
+                                          or (own_index / INDEX_DB_NAME).is_file()):
+        return replace(base, index_dir=own_index,
+                       vectors_uri=mine.vectors_uri if mine is not None else None)
     database_url = settings.database_url
     if database_url is not None:
         from kbmcp_adapters.store.urls import is_postgresql
@@ -73,18 +97,9 @@ def collection_settings(settings: Settings, spec: CollectionSpec) -> Settings:
         from kbmcp_adapters.store.pg_schema import schema_url
 
         database_url = schema_url(database_url, SCHEMA_PREFIX + spec.name)
-    return replace(
-        settings,
-        kb_path=spec.path,
-        index_dir=settings.index_dir / COLLECTIONS_DIR / spec.name,
-        database_url=database_url,
-        vectors_uri=_under(settings.vectors_uri, spec.name),
-        enabled_formats=(spec.enabled_formats if spec.enabled_formats is not None
-                         else settings.enabled_formats),
-        exclude_dirs=(spec.exclude_dirs if spec.exclude_dirs is not None
-                      else settings.exclude_dirs),
-        collections=(),
-    )
+    return replace(base, index_dir=settings.index_dir / COLLECTIONS_DIR / spec.name,
+                   database_url=database_url,
+                   vectors_uri=_under(settings.vectors_uri, spec.name))
 
 
 def _under(uri: str | None, name: str) -> str | None:
@@ -226,6 +241,12 @@ class Collections:
         if name not in self._specs:
             raise UnknownCollection([name], self.names)
         return name
+
+
+def named_collections(settings: Settings) -> bool:
+    """Whether ``settings`` name ``[[collections]]``: the command line's output then
+    names each collection (a plain folder, a collection of one, keeps its own output)."""
+    return bool(settings.collections)
 
 
 def open_collections(settings: Settings, *, embedder: Embedder | None = None,

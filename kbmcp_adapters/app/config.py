@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import shlex
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -14,7 +15,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from kbmcp_adapters.app import trust
-from kbmcp_adapters.app.config_files import IN_WORKING_FOLDER, config_layers
+from kbmcp_adapters.app.config_files import CONFIG_ENV, IN_WORKING_FOLDER, config_layers
 from kbmcp_adapters.embedding.service_config import SERVICE_PROVIDER, check_service_values
 from kbmcp_adapters.store.urls import check_database_url
 from kbmcp_core.collections import CollectionSpec, parse_collections
@@ -268,6 +269,23 @@ def build_settings(
         values["vectors_storage_options"] = StorageOptions(
             _options(None, "vectors.storage_options", values["vectors_storage_options"]))
     return Settings(kb_path=kb_path, index_dir=index_dir, config_origin=origin, **values)
+
+
+def own_config(folder: Path, env: Mapping[str, str] | None = None
+               ) -> tuple[Settings, frozenset[str]] | None:
+    """A knowledge base's own ``kb-mcp.toml`` read for a collection of it (decision 0051):
+    the settings it gives on its own (no user config, no ``$KB_MCP_CONFIG``; the trust
+    gate as for one folder) and the keys it names. None when ``folder`` has none, or its
+    file names ``[[collections]]`` (a config of collections, not of one knowledge base)."""
+    env = {k: v for k, v in (os.environ if env is None else env).items() if k != CONFIG_ENV}
+    layers = config_layers(None, kb_path=folder, env=env, user_config=False)
+    if not layers:
+        return None
+    named = parse_config(layers[-1].path, layers[-1].read.data)
+    if "collections" in named:
+        return None
+    own = build_settings(None, kb_path=folder, env=env, user_config=False)
+    return own, frozenset(named)
 
 
 def _dotted(name: str) -> str:

@@ -63,8 +63,13 @@ def changing(path: Path, what: str) -> Iterator[None]:
 
 
 def write_private(path: Path, what: str, data: object) -> None:
-    """Replace ``path`` with ``data`` as JSON atomically: a 0600 temporary file beside
-    it, synced, renamed."""
+    """Replace ``path`` with ``data`` as JSON atomically (``write_text_private``)."""
+    write_text_private(path, what, json.dumps(data, indent=2) + "\n")
+
+
+def write_text_private(path: Path, what: str, text: str) -> None:
+    """Replace ``path`` with ``text`` atomically: a 0600 temporary file beside it,
+    synced, renamed."""
     import tempfile
 
     try:
@@ -73,8 +78,7 @@ def write_private(path: Path, what: str, data: object) -> None:
         raise ConfigError(f"cannot write {what} {path}: {exc.strerror}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=2)
-            handle.write("\n")
+            handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
@@ -88,4 +92,4 @@ def write_private(path: Path, what: str, data: object) -> None:
         os.close(dir_fd)
 
 
-__all__ = ["MAX_BYTES", "changing", "read_private", "write_private"]
+__all__ = ["MAX_BYTES", "changing", "read_private", "write_private", "write_text_private"]

@@ -12,14 +12,14 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
 from kbmcp_adapters.mcp_server.completion import MAX_TYPED_CHARS, NOTHING, matching
+from kbmcp_adapters.mcp_server.host import Host
 from kbmcp_adapters.mcp_server.prompts import PROMPTS
 from kbmcp_adapters.mcp_server.resources import read_error, topic_name, topic_resource
-from kbmcp_adapters.mcp_server.runtime_set import RuntimeSet
 from kbmcp_core.errors import IndexNotFound
 from kbmcp_core.uris import COLLECTION_DOC_URI_TEMPLATE, DOC_URI_TEMPLATE, collection_of, topic_uri
 
 
-async def list_resources(rs: RuntimeSet, ctx: Any, params: Any) -> types.ListResourcesResult:
+async def list_resources(rs: Host, ctx: Any, params: Any) -> types.ListResourcesResult:
     """Each collection's topic groups (``kb://topic/<collection>/<prefix>``), by URI."""
 
     def run() -> list[types.Resource]:
@@ -45,7 +45,7 @@ async def list_resources(rs: RuntimeSet, ctx: Any, params: Any) -> types.ListRes
     return types.ListResourcesResult(resources=listed)
 
 
-async def list_templates(rs: RuntimeSet, ctx: Any,
+async def list_templates(rs: Host, ctx: Any,
                          params: Any) -> types.ListResourceTemplatesResult:
     default = rs.space.default
     short = (f" A URI without a collection reads the default collection ({default})."
@@ -63,7 +63,7 @@ async def list_templates(rs: RuntimeSet, ctx: Any,
     )])
 
 
-async def read_resource(rs: RuntimeSet, ctx: Any,
+async def read_resource(rs: Host, ctx: Any,
                         params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
     """The collection the URI names (``collection_of``), then that collection's own read:
     the same guard chain as one folder's, bound to that collection's folder."""
@@ -82,7 +82,7 @@ async def read_resource(rs: RuntimeSet, ctx: Any,
         raise read_error(exc, uri) from None
 
 
-async def complete(rs: RuntimeSet, ctx: Any,
+async def complete(rs: Host, ctx: Any,
                    params: types.CompleteRequestParams) -> types.CompleteResult:
     """``collection`` of the template: the collection names; ``path``: what the
     collection already chosen (``context.arguments``, else the one default) offers;

@@ -8,7 +8,7 @@ from __future__ import annotations
 import anyio
 
 from kbmcp_adapters.mcp_server import index_run_tools as runs
-from kbmcp_adapters.mcp_server.runtime_set import RuntimeSet
+from kbmcp_adapters.mcp_server.host import Host
 from kbmcp_adapters.mcp_server.schemas import JsonObject
 from kbmcp_core.errors import InvalidQuery
 
@@ -35,7 +35,7 @@ def overall(views: list[JsonObject]) -> JsonObject:
     return {"state": state, "message": message, "runs": views}
 
 
-async def rebuild_index(rs: RuntimeSet, args: JsonObject) -> JsonObject:
+async def rebuild_index(rs: Host, args: JsonObject) -> JsonObject:
     names = rs.every(args.pop("collection", None))
     if len(names) == 1:
         view = await runs.rebuild_index(rs.runtime(names[0]), args)
@@ -59,7 +59,7 @@ async def rebuild_index(rs: RuntimeSet, args: JsonObject) -> JsonObject:
     return out
 
 
-async def index_status(rs: RuntimeSet, args: JsonObject) -> JsonObject:
+async def index_status(rs: Host, args: JsonObject) -> JsonObject:
     names = rs.every(args.pop("collection", None))
     if len(names) == 1:
         view = await runs.index_status(rs.runtime(names[0]), args)

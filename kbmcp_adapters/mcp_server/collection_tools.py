@@ -9,7 +9,7 @@ import copy
 
 from kbmcp_adapters.app.collections import search_collections
 from kbmcp_adapters.mcp_server import collection_runs, tools, tools_read
-from kbmcp_adapters.mcp_server.runtime_set import RuntimeSet
+from kbmcp_adapters.mcp_server.host import Host
 from kbmcp_adapters.mcp_server.schemas import (
     DOCUMENT_INPUT,
     DOCUMENT_OUTPUT,
@@ -30,7 +30,7 @@ _STR, _BOOL = {"type": "string"}, {"type": "boolean"}
 _COUNT = {"type": "integer", "minimum": 0}
 
 
-def collection_argument(rs: RuntimeSet, omitted: str) -> JsonObject:
+def collection_argument(rs: Host, omitted: str) -> JsonObject:
     """The ``collection`` argument: one name or a list of names (the names are checked by
     ``Collections.resolve``, whose error lists the real ones)."""
     return {"type": ["string", "array"], "items": {"type": "string", "minLength": 1},
@@ -49,7 +49,7 @@ def with_collection(schema: JsonObject, argument: JsonObject,
     return out
 
 
-def tool_specs(rs: RuntimeSet) -> list[tools.ToolSpec]:
+def tool_specs(rs: Host) -> list[tools.ToolSpec]:
     """The single-folder tools with ``collection``, and ``list_collections``."""
     defaults = f"the default collections ({', '.join(rs.collections.defaults) or 'none'})"
     pick = collection_argument(rs, defaults)
@@ -102,7 +102,7 @@ def _variant(spec: tools.ToolSpec, schema: JsonObject, output: JsonObject,
 
 
 # -- the calls -------------------------------------------------------------------------------
-async def _search(rs: RuntimeSet, args: JsonObject) -> JsonObject:
+async def _search(rs: Host, args: JsonObject) -> JsonObject:
     query, selector = args.pop("query"), args.pop("collection", None)
 
     def run() -> JsonObject:
@@ -139,20 +139,20 @@ async def _search(rs: RuntimeSet, args: JsonObject) -> JsonObject:
     return await rs.in_thread(run)
 
 
-async def _get_document(rs: RuntimeSet, args: JsonObject) -> JsonObject:
+async def _get_document(rs: Host, args: JsonObject) -> JsonObject:
     selector = args.pop("collection", None)
     name = await rs.in_thread(lambda: rs.one(selector, "get_document", args["path"]))
     data = await tools._get_document(rs.runtimes[name], args)
     return {**data, "collection": name}
 
 
-async def _get_documents(rs: RuntimeSet, args: JsonObject) -> JsonObject:
+async def _get_documents(rs: Host, args: JsonObject) -> JsonObject:
     name = rs.one(args.pop("collection", None), "get_documents")
     data = await tools_read.get_documents(rs.runtimes[name], args)
     return {**data, "collection": name}
 
 
-async def _list_topics(rs: RuntimeSet, args: JsonObject) -> JsonObject:
+async def _list_topics(rs: Host, args: JsonObject) -> JsonObject:
     topics: list[JsonObject] = []
     parts: list[JsonObject] = []
     for name in rs.resolve(args.pop("collection", None)):
@@ -171,7 +171,7 @@ async def _list_topics(rs: RuntimeSet, args: JsonObject) -> JsonObject:
             "last_indexed": max(stamps) if stamps else None, "collections": parts}
 
 
-async def _connection_graph(rs: RuntimeSet, args: JsonObject) -> JsonObject:
+async def _connection_graph(rs: Host, args: JsonObject) -> JsonObject:
     selector = args.pop("collection", None)
     name = await rs.in_thread(lambda: rs.one(selector, "get_connection_graph",
                                              args.get("path")))
@@ -182,7 +182,7 @@ async def _connection_graph(rs: RuntimeSet, args: JsonObject) -> JsonObject:
     return {**data, "collection": name}
 
 
-async def _list_collections(rs: RuntimeSet, args: JsonObject) -> JsonObject:
+async def _list_collections(rs: Host, args: JsonObject) -> JsonObject:
     def run() -> JsonObject:
         out = []
         for name in rs.names:

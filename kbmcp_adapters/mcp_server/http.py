@@ -18,14 +18,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kbmcp_adapters.mcp_server.auth import HashedTokenVerifier, with_bearer_auth
 from kbmcp_adapters.mcp_server.auth_failures import FailedTokens
+from kbmcp_adapters.mcp_server.host import Host
 from kbmcp_adapters.mcp_server.http_limits import BodyGuard, HttpLimits, SessionCap
 from kbmcp_adapters.mcp_server.http_proxy import ForwardedHeaders, Network, peer_of
 from kbmcp_adapters.mcp_server.http_sessions import SessionQuota
 from kbmcp_adapters.mcp_server.runtime import BackgroundTask, KbRuntime
-from kbmcp_adapters.mcp_server.runtime_set import RuntimeSet
 from kbmcp_adapters.mcp_server.server import build_server, exit_now
 from kbmcp_adapters.mcp_server.ui import SECURITY_HEADERS, UI_API_PATH, UI_PATH, ui_routes
-from kbmcp_adapters.mcp_server.ui_collections import CollectionsUiApi
+from kbmcp_adapters.mcp_server.ui_collections import ui_api
 from kbmcp_core.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -218,7 +218,7 @@ def _forbidden(reason: str) -> Response:
 
 
 def build_http_app(
-    rt: KbRuntime | RuntimeSet,
+    rt: KbRuntime | Host,
     *,
     host: str,
     port: int,
@@ -263,8 +263,7 @@ def build_http_app(
             allowed_origins=sorted(origins),
         ),
         custom_starlette_routes=[Route(HEALTH_PATH, healthz, methods=["GET"]),
-                                 *ui_routes(CollectionsUiApi(rt)
-                                            if isinstance(rt, RuntimeSet) else rt)],
+                                 *ui_routes(ui_api(Host.of(rt)))],
     )
     app = BodyGuard(app, limits)
     if not stateless:
@@ -300,7 +299,7 @@ def bind_socket(host: str, port: int) -> socket.socket:
 
 
 def serve_http(
-    rt: KbRuntime | RuntimeSet,
+    rt: KbRuntime | Host,
     *,
     host: str,
     port: int,
@@ -368,7 +367,7 @@ def serve_http(
 
 
 async def _serve_http(
-    rt: KbRuntime | RuntimeSet, app: ASGIApp, sock: socket.socket,
+    rt: KbRuntime | Host, app: ASGIApp, sock: socket.socket,
     background: tuple[BackgroundTask, ...],
     limits: HttpLimits,
 ) -> None:

@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 #: A task run beside the transport for the server's lifetime (the file watcher plugs in
 #: here), given the server's host: its ``KbRuntime`` (or, on a server of several
-#: collections, the ``RuntimeSet``: its tasks are each bound to one collection's runtime).
+#: collections, the ``Host``: its tasks are each bound to one collection's runtime).
 BackgroundTask = Callable[[Any], Coroutine[Any, Any, None]]
 #: At shutdown, the longest wait (s) for index runs in progress to reach a safe point.
 SHUTDOWN_S = 20.0
@@ -114,7 +114,7 @@ class KbRuntime:
         the tools answer "indexing" rather than "no index yet". Never on a replica.
 
         ``notifier``: shared by the runtimes of a server of several collections
-        (``runtime_set.RuntimeSet``), so a change in any one reaches every client."""
+        (``host.Host``), so a change in any one reaches every client."""
         read_only = read_only or settings.read_only
         self.settings = dataclasses.replace(settings, read_only=True) if read_only else settings
         self.read_only = read_only

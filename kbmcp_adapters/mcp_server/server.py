@@ -31,10 +31,10 @@ from kbmcp_adapters.mcp_server import (
     resources,
     tools,
 )
+from kbmcp_adapters.mcp_server.host import Host
 from kbmcp_adapters.mcp_server.icons import server_icons
 from kbmcp_adapters.mcp_server.index_run_tools import progress_report, request_progress
 from kbmcp_adapters.mcp_server.runtime import SHUTDOWN_S, BackgroundTask, KbRuntime
-from kbmcp_adapters.mcp_server.runtime_set import RuntimeSet
 from kbmcp_adapters.mcp_server.schemas import ArgumentChecker
 from kbmcp_adapters.mcp_server.stdio import claim_stdin, claim_stdout, stdio_transport
 
@@ -99,24 +99,28 @@ def server_version() -> str:
         return "0"
 
 
-def build_server(rt: KbRuntime | RuntimeSet) -> Server[Any]:
-    """The low-level SDK server with every kb-mcp handler registered; a ``RuntimeSet``
-    (several collections, decision 0042) gets the tools, resources and completion that
-    take a collection."""
+def build_server(rt: KbRuntime | Host) -> Server[Any]:
+    """The low-level SDK server with every kb-mcp handler registered, for the host's
+    collections (``Host.of``: a runtime alone is the host of its one folder). Here, once,
+    the surface is chosen: a host of several collections (decision 0042) gets the tools,
+    resources and completion that take a collection; a host of one, one folder's."""
+    host = Host.of(rt)
     surface: dict[str, Any]
-    if isinstance(rt, RuntimeSet):
-        listed = collection_tools.tool_specs(rt)
-        surface = {"on_list_resources": partial(collection_resources.list_resources, rt),
+    target: Any
+    if host.several:
+        target, listed = host, collection_tools.tool_specs(host)
+        surface = {"on_list_resources": partial(collection_resources.list_resources, host),
                    "on_list_resource_templates": partial(collection_resources.list_templates,
-                                                         rt),
-                   "on_read_resource": partial(collection_resources.read_resource, rt),
-                   "on_completion": partial(collection_resources.complete, rt)}
+                                                         host),
+                   "on_read_resource": partial(collection_resources.read_resource, host),
+                   "on_completion": partial(collection_resources.complete, host)}
     else:
-        listed = tools.tool_specs(rt.settings)
-        surface = {"on_list_resources": partial(resources.list_resources, rt),
+        target = host.only
+        listed = tools.tool_specs(target.settings)
+        surface = {"on_list_resources": partial(resources.list_resources, target),
                    "on_list_resource_templates": resources.list_templates,
-                   "on_read_resource": partial(resources.read_resource, rt),
-                   "on_completion": partial(completion.complete, rt)}
+                   "on_read_resource": partial(resources.read_resource, target),
+                   "on_completion": partial(completion.complete, target)}
     specs = {spec.name: spec for spec in listed}
     #: each tool's arguments are checked against the very schema tools/list publishes
     checkers = {name: ArgumentChecker(spec.input_schema) for name, spec in specs.items()}
@@ -134,7 +138,7 @@ def build_server(rt: KbRuntime | RuntimeSet) -> Server[Any]:
         try:
             args = checkers[spec.name].check(params.arguments or {})
             with request_progress(progress_report(ctx)):
-                data = await spec.run(rt, args)
+                data = await spec.run(target, args)
             return tools.success_result(data, spec.links)
         except Exception as exc:
             return tools.failure_result(exc)
@@ -144,7 +148,7 @@ def build_server(rt: KbRuntime | RuntimeSet) -> Server[Any]:
         version=server_version(),
         title="kb-mcp knowledge base",
         description=DESCRIPTION,
-        instructions=INSTRUCTIONS + (COLLECTIONS_NOTE if isinstance(rt, RuntimeSet) else ""),
+        instructions=INSTRUCTIONS + (COLLECTIONS_NOTE if host.several else ""),
         icons=server_icons(),
         cache_hints=_ALWAYS_FRESH,
         on_list_tools=list_tools,
@@ -152,15 +156,15 @@ def build_server(rt: KbRuntime | RuntimeSet) -> Server[Any]:
         on_list_prompts=prompts.list_prompts,
         on_get_prompt=prompts.get_prompt,
         **surface,
-        on_subscriptions_listen=ListenHandler(rt.notifier.bus),
+        on_subscriptions_listen=ListenHandler(host.notifier.bus),
     )
-    server.middleware.append(rt.notifier)
+    server.middleware.append(host.notifier)
     return server
 
 
 # -- stdio ---------------------------------------------------------------------------------
 def serve_stdio(
-    rt: KbRuntime | RuntimeSet, *, wire: BinaryIO | None = None,
+    rt: KbRuntime | Host, *, wire: BinaryIO | None = None,
     background: Sequence[BackgroundTask] = (),
 ) -> None:
     """Serve MCP over stdin/stdout until the client closes stdin, or the server is asked to
@@ -185,7 +189,7 @@ def serve_stdio(
 
 
 async def _serve_stdio(
-    rt: KbRuntime | RuntimeSet, wire_in: BinaryIO, wire: BinaryIO,
+    rt: KbRuntime | Host, wire_in: BinaryIO, wire: BinaryIO,
     background: tuple[BackgroundTask, ...],
 ) -> None:
     server = build_server(rt)
@@ -265,7 +269,7 @@ class StopSignals:
         with contextlib.suppress(OSError):  # a full pipe: a wake-up is already pending
             os.write(self._wake_w, b"\0")
 
-    async def stop_server(self, rt: KbRuntime | RuntimeSet) -> None:
+    async def stop_server(self, rt: KbRuntime | Host) -> None:
         """A background task of the server: on the first signal, ask it to stop."""
         while self.received is None:
             await anyio.wait_readable(self._wake_r)

@@ -42,7 +42,7 @@ from kbmcp_core.settings import Settings
 
 log = logging.getLogger(__name__)
 
-#: A tool's work, given the server's host: its ``KbRuntime``, or the ``RuntimeSet`` of a
+#: A tool's work, given the server's host: its ``KbRuntime``, or the ``Host`` of a
 #: server of several collections (whose tools are ``collection_tools``').
 ToolRun = Callable[[Any, JsonObject], Awaitable[JsonObject]]
 

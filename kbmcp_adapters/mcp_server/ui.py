@@ -72,12 +72,19 @@ def _respond(body: bytes, media_type: str, status: int = 200) -> Response:
     return Response(body, status_code=status, media_type=media_type, headers=SECURITY_HEADERS)
 
 
-def _json(data: Any, status: int = 200) -> Response:
+def json_response(data: Any, status: int = 200) -> Response:
     return _respond(json.dumps(data, ensure_ascii=False).encode(), "application/json", status)
 
 
-def _error(code: str, message: str, status: int | None = None, **extra: Any) -> Response:
-    return _json({"error": {"code": code, "message": message, **extra}},
+def failure_response(exc: BaseException) -> Response:
+    """A failure as the tools tell it (``tools.failure_result``: its code and message),
+    as the page's JSON error."""
+    failure = json.loads(_text(tools.failure_result(exc)))["error"]
+    return error_response(failure["code"], failure["message"])
+
+
+def error_response(code: str, message: str, status: int | None = None, **extra: Any) -> Response:
+    return json_response({"error": {"code": code, "message": message, **extra}},
                  status or _STATUS.get(code, 422))
 
 
@@ -86,7 +93,7 @@ class UiApi:
 
     def __init__(self, rt: KbRuntime) -> None:
         self.rt = rt
-        #: what the tools are run with (``ui_collections``: the ``RuntimeSet``)
+        #: what the tools are run with (``ui_collections``: the ``Host`` of several)
         self.host: Any = rt
         self.specs = {s.name: s for s in tools.tool_specs(rt.settings)}
         self.checkers = {n: ArgumentChecker(s.input_schema) for n, s in self.specs.items()}
@@ -101,11 +108,8 @@ class UiApi:
             result = tools.success_result(await spec.run(self.host,
                                                          {**checked, **(extra or {})}))
         except Exception as exc:
-            result = tools.failure_result(exc)
-        if result.is_error:
-            failure = json.loads(_text(result))["error"]
-            return _error(failure["code"], failure["message"])
-        return _json(result.structured_content)
+            return failure_response(exc)
+        return json_response(result.structured_content)
 
     async def search(self, request: Request) -> Response:
         """The search tool, plus the retriever (``mode``) the command line also offers."""
@@ -118,7 +122,7 @@ class UiApi:
             if mode:
                 check_mode(mode)  # refused before the tool opens the index
         except InvalidQuery as exc:
-            return _error(InvalidQuery.code, str(exc))
+            return error_response(InvalidQuery.code, str(exc))
         return await self.tool("search", args, extra)
 
     async def graph(self, request: Request) -> Response:
@@ -134,18 +138,18 @@ class UiApi:
             return args
         uri = args.get("uri")
         if not isinstance(uri, str) or not uri.startswith(SCHEME):
-            return _error("invalid_argument", f"uri must be a {SCHEME} URI")
+            return error_response("invalid_argument", f"uri must be a {SCHEME} URI")
         try:
             result = await self.read_uri(uri)
         except MCPError as exc:
             if exc.code == resources.RESOURCE_NOT_FOUND:
                 data = exc.error.data if isinstance(exc.error.data, dict) else {}
-                return _error("not_found", "Resource not found", 404,
+                return error_response("not_found", "Resource not found", 404,
                               reason=str(data.get("reason", "not offered")))
-            return _error("internal_error", exc.error.message, 500)
+            return error_response("internal_error", exc.error.message, 500)
         content = result.contents[0]
         assert isinstance(content, types.TextResourceContents)
-        return _json({"uri": uri, "mime_type": content.mime_type, "text": content.text})
+        return json_response({"uri": uri, "mime_type": content.mime_type, "text": content.text})
 
     async def read_uri(self, uri: str) -> types.ReadResourceResult:
         """The ``resources/read`` handler of this server."""
@@ -157,7 +161,7 @@ class UiApi:
         try:
             listed = await resources.list_resources(self.rt, None, None)
         except MCPError as exc:
-            return _error("internal_error", exc.error.message, 500)
+            return error_response("internal_error", exc.error.message, 500)
 
         def members() -> dict[str, list[JsonObject]]:
             try:
@@ -168,7 +172,7 @@ class UiApi:
                             for d in g.documents] for g in groups}
 
         documents = await self.rt.in_thread(members)
-        return _json({"topics": [
+        return json_response({"topics": [
             {"uri": r.uri, "name": r.name, "title": r.title, "description": r.description,
              "documents": documents.get(r.uri, [])} for r in listed.resources]})
 
@@ -193,9 +197,8 @@ class UiApi:
         try:
             data = await rt.in_thread(run)
         except Exception as exc:
-            failure = json.loads(_text(tools.failure_result(exc)))["error"]
-            return _error(failure["code"], failure["message"])
-        return _json({**tools.without_nulls(data), "progress": self._progress()})
+            return failure_response(exc)
+        return json_response({**tools.without_nulls(data), "progress": self._progress()})
 
     def _progress(self) -> JsonObject | None:
         since = self.rt.rebuilding_since()
@@ -204,7 +207,7 @@ class UiApi:
         return {"phase": "start", **(self.rt.progress or {})}
 
     async def progress(self, request: Request) -> Response:
-        return _json({"progress": self._progress()})
+        return json_response({"progress": self._progress()})
 
     async def rebuild(self, request: Request) -> Response:
         args = await _body(request)
@@ -214,7 +217,7 @@ class UiApi:
 
     async def collections(self, request: Request) -> Response:
         """The collections the page offers to pick from: none for one folder."""
-        return _json({"collections": []})
+        return json_response({"collections": []})
 
 
 def _text(result: types.CallToolResult) -> str:
@@ -226,16 +229,16 @@ def _text(result: types.CallToolResult) -> str:
 async def _body(request: Request) -> JsonObject | Response:
     raw = await request.body()
     if len(raw) > MAX_BODY:
-        return _error("invalid_argument", f"the request body is over {MAX_BODY} bytes", 413)
+        return error_response("invalid_argument", f"the request body is over {MAX_BODY} bytes", 413)
     if _nesting(raw) > MAX_NESTING:  # before parsing: json.loads recurses once per level
-        return _error("invalid_argument", "the request body nests arrays or objects "
+        return error_response("invalid_argument", "the request body nests arrays or objects "
                       f"deeper than {MAX_NESTING} levels")
     try:
         data = json.loads(raw or b"{}")
     except (ValueError, UnicodeDecodeError):
-        return _error("invalid_argument", "the request body must be a JSON object")
+        return error_response("invalid_argument", "the request body must be a JSON object")
     if not isinstance(data, dict):
-        return _error("invalid_argument", "the request body must be a JSON object")
+        return error_response("invalid_argument", "the request body must be a JSON object")
     return data
 
 
@@ -299,4 +302,5 @@ def ui_routes(rt: KbRuntime | UiApi) -> list[Route]:
     ]
 
 
-__all__ = ["SECURITY_HEADERS", "UI_API_PATH", "UI_PATH", "UiApi", "ui_routes"]
+__all__ = ["SECURITY_HEADERS", "UI_API_PATH", "UI_PATH", "UiApi", "error_response",
+           "failure_response", "json_response", "ui_routes"]

@@ -5,25 +5,28 @@ that shows each collection."""
 
 from __future__ import annotations
 
-import json
-
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from starlette.requests import Request
 from starlette.responses import Response
 
 from kbmcp_adapters.mcp_server import collection_resources, collection_tools, tools
-from kbmcp_adapters.mcp_server.runtime_set import RuntimeSet
+from kbmcp_adapters.mcp_server.host import Host
 from kbmcp_adapters.mcp_server.schemas import ArgumentChecker, JsonObject
-from kbmcp_adapters.mcp_server.ui import UiApi, _error, _json, _text
+from kbmcp_adapters.mcp_server.ui import UiApi, error_response, failure_response, json_response
 from kbmcp_core.errors import IndexNotFound
 from kbmcp_core.uris import doc_uri, topic_uri
 
 
-class CollectionsUiApi(UiApi):
-    """``UiApi`` over a ``RuntimeSet``."""
+def ui_api(host: Host) -> UiApi:
+    """The page's API for ``host``: one folder's, or the one over several collections."""
+    return CollectionsUiApi(host) if host.several else UiApi(host.only)
 
-    def __init__(self, rs: RuntimeSet) -> None:
+
+class CollectionsUiApi(UiApi):
+    """``UiApi`` over a ``Host`` of several collections."""
+
+    def __init__(self, rs: Host) -> None:
         super().__init__(rs.runtimes[rs.names[0]])
         self.rs = rs
         self.host = rs
@@ -42,7 +45,7 @@ class CollectionsUiApi(UiApi):
         try:
             listed = await collection_resources.list_resources(self.rs, None, None)
         except MCPError as exc:
-            return _error("internal_error", exc.error.message, 500)
+            return error_response("internal_error", exc.error.message, 500)
 
         def members() -> dict[str, list[JsonObject]]:
             out: dict[str, list[JsonObject]] = {}
@@ -58,7 +61,7 @@ class CollectionsUiApi(UiApi):
             return out
 
         documents = await self.rs.in_thread(members)
-        return _json({"topics": [
+        return json_response({"topics": [
             {"uri": r.uri, "name": r.name, "title": r.title, "description": r.description,
              "documents": documents.get(r.uri, [])} for r in listed.resources]})
 
@@ -104,9 +107,8 @@ class CollectionsUiApi(UiApi):
         try:
             data = await rs.in_thread(run)
         except Exception as exc:
-            failure = json.loads(_text(tools.failure_result(exc)))["error"]
-            return _error(failure["code"], failure["message"])
-        return _json({**tools.without_nulls(data), "progress": self._progress()})
+            return failure_response(exc)
+        return json_response({**tools.without_nulls(data), "progress": self._progress()})
 
     def _progress(self) -> JsonObject | None:
         for name in self.rs.names:
@@ -116,4 +118,4 @@ class CollectionsUiApi(UiApi):
         return None
 
 
-__all__ = ["CollectionsUiApi"]
+__all__ = ["CollectionsUiApi", "ui_api"]

@@ -32,6 +32,8 @@ def options(command: click.Command) -> set[str]:
     ctx = click.Context(command, info_name=command.name)
     found = {o for p in command.get_params(ctx) if isinstance(p, click.Option)
              for o in (*p.opts, *p.secondary_opts)}
+    if isinstance(command, click.Group):  # its subcommands are documented in its section
+        found |= {o for sub in command.commands.values() for o in options(sub)}
     return found - {"--help", "-h"}
 
 

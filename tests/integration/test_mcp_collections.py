@@ -24,7 +24,7 @@ from mcp.shared.exceptions import MCPError
 from kbmcp_adapters.app import bootstrap as bootstrap_module
 from kbmcp_adapters.app.collections import Collections, open_collections
 from kbmcp_adapters.app.config import build_settings
-from kbmcp_adapters.mcp_server.runtime_set import RuntimeSet
+from kbmcp_adapters.mcp_server.host import Host
 from kbmcp_adapters.vectors.lance_store import LanceVectorStore
 from kbmcp_core.settings import Settings
 from tests.conftest import write_files
@@ -98,7 +98,7 @@ def collections(root: Path) -> Iterator[Collections]:
 
 
 def serve(collections: Collections, body: Callable[[Client], Awaitable[None]]) -> None:
-    rs = RuntimeSet(collections)
+    rs = Host(collections)
     serve_in_memory(rs, body)
 
 
@@ -306,7 +306,7 @@ def test_a_read_only_server_serves_every_collection_and_writes_none(root: Path,
         assert {h["collection"] for h in tool_payload(result)["results"]} == {"east"}
 
     try:
-        serve_in_memory(RuntimeSet(replica, read_only=True), body)
+        serve_in_memory(Host(replica, read_only=True), body)
     finally:
         replica.close()
     after = {p: p.stat().st_mtime_ns for f in folders for p in f.rglob("*") if p.is_file()}

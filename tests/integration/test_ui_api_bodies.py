@@ -13,7 +13,7 @@ import pytest
 from kbmcp_adapters.app.collections import open_collections
 from kbmcp_adapters.app.config import build_settings
 from kbmcp_adapters.mcp_server import KbRuntime
-from kbmcp_adapters.mcp_server.runtime_set import RuntimeSet
+from kbmcp_adapters.mcp_server.host import Host
 from tests.collections_support import TWO_COLLECTIONS
 from tests.hashing_embedder import HashingEmbedder
 from tests.http_app_support import MCP_HEADERS, client, error_of, running, runtime_for
@@ -26,7 +26,7 @@ NESTED = [b"[" * 1024 + b"]" * 1024,
 
 
 @pytest.fixture(params=["one folder", "collections"])
-def host(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[KbRuntime | RuntimeSet]:
+def host(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[KbRuntime | Host]:
     if request.param == "one folder":
         rt = runtime_for(tmp_path / "kb")
         yield rt
@@ -37,12 +37,12 @@ def host(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[KbRuntime |
     (tmp_path / "kb-mcp.toml").write_text(TWO_COLLECTIONS, encoding="utf-8")
     settings = build_settings(tmp_path / "kb-mcp.toml", user_config=False, env={})
     opened = open_collections(settings, embedder=HashingEmbedder(dimension=32))
-    yield RuntimeSet(opened)
+    yield Host(opened)
     opened.close()
 
 
 def test_deeply_nested_json_is_a_one_line_400_on_every_route(
-        host: KbRuntime | RuntimeSet, caplog: pytest.LogCaptureFixture) -> None:
+        host: KbRuntime | Host, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)
 
     async def body() -> None:

@@ -1,15 +1,18 @@
-"""The server of several collections (decision 0042): one ``KbRuntime`` per collection,
-one change notifier for all, and the collection (or collections) a call names.
+"""The one host of every server (decisions 0042, 0051): the collections it serves, 1..N,
+one ``KbRuntime`` per collection, one change notifier for all, and the collection (or
+collections) a call names.
 
-A server of one folder keeps its one ``KbRuntime``, exactly as before; this set exists
-only when ``[[collections]]`` names more than one. Each runtime is the single-folder
-runtime over its collection's settings and knowledge base (``Collections.kb``: its own
-index and writer lock, the model shared), so every guard, start run, rebuild slot and
-watcher works per collection as it works for one folder.
+A plain folder is a collection of one: its host holds one runtime over exactly the
+folder's settings, and its surface (tools without ``collection``, ``kb://doc/<path>``)
+is today's. ``several`` is the one place the surface is told apart. Each runtime is the
+single-folder runtime over its collection's settings and knowledge base
+(``Collections.kb``: its own index and writer lock, the model shared), so every guard,
+start run, rebuild slot and watcher works per collection as it works for one folder.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -33,29 +36,56 @@ T = TypeVar("T")
 Selector = str | Sequence[str] | None
 
 
-class RuntimeSet:
-    """The runtimes of a server of several collections, in configured order."""
+class Host:
+    """The runtimes of a server's collections (one or several), in configured order."""
 
     def __init__(self, collections: Collections, *, read_only: bool = False,
-                 index_on_start: bool = False) -> None:
-        """``collections``: opened read-only for a replica (its settings carry it)."""
+                 index_on_start: bool = False,
+                 runtimes: dict[str, KbRuntime] | None = None) -> None:
+        """``collections``: opened read-only for a replica (its settings carry it).
+        ``runtimes``: already built (``Host.of``), else one per collection here."""
         self.collections = collections
         #: the server-wide settings (``[search]``, ``[server]``): the top level's
         self.settings: Settings = collections.top
         self.read_only = read_only or collections.top.read_only
-        self.notifier = ChangeNotifier()
-        self.runtimes: dict[str, KbRuntime] = {
-            name: KbRuntime(collections.settings(name), _opener(collections, name),
-                            read_only=self.read_only, index_on_start=index_on_start,
-                            notifier=self.notifier)
-            for name in collections.names
-        }
+        if runtimes is None:
+            self.notifier = ChangeNotifier()
+            runtimes = {
+                name: KbRuntime(collections.settings(name), _opener(collections, name),
+                                read_only=self.read_only, index_on_start=index_on_start,
+                                notifier=self.notifier)
+                for name in collections.names
+            }
+        else:
+            self.notifier = next(iter(runtimes.values())).notifier
+        self.runtimes: dict[str, KbRuntime] = runtimes
         self.space = UriSpace.of(collections.names, collections.defaults)
         self._on_stop: list[Callable[[], None]] = []
+
+    @classmethod
+    def of(cls, rt: KbRuntime | Host) -> Host:
+        """``rt`` as a host: a runtime built on its own (the library, tests) is the host
+        of its one folder, named after it."""
+        if isinstance(rt, Host):
+            return rt
+        collections = Collections(rt.settings)
+        return cls(collections, read_only=rt.read_only,
+                   runtimes={collections.names[0]: rt})
 
     @property
     def names(self) -> tuple[str, ...]:
         return self.collections.names
+
+    @property
+    def several(self) -> bool:
+        """More than one collection: tools take ``collection`` and URIs name it."""
+        return len(self.names) > 1
+
+    @property
+    def only(self) -> KbRuntime:
+        """The runtime of a host of one collection (a plain folder)."""
+        (name,) = self.names
+        return self.runtimes[name]
 
     def runtime(self, name: str) -> KbRuntime:
         (known,) = self.collections.resolve(name)
@@ -132,6 +162,17 @@ class RuntimeSet:
             rt.close()
 
 
+def open_host(settings: Settings, *, read_only: bool = False,
+              index_on_start: bool = False) -> Host:
+    """The host of ``settings``' collections: its ``[[collections]]``, or its one folder
+    as a collection of one (``open_collections``); a replica's opened read-only."""
+    from kbmcp_adapters.app.collections import open_collections
+
+    collections = open_collections(dataclasses.replace(settings, read_only=True)
+                                   if read_only else settings)
+    return Host(collections, read_only=read_only, index_on_start=index_on_start)
+
+
 def _opener(collections: Collections, name: str) -> Callable[[Settings], KnowledgeBase]:
     def open_kb(_settings: Settings) -> KnowledgeBase:
         return collections.kb(name)
@@ -146,4 +187,4 @@ def _offers(rt: KbRuntime, path: str) -> bool:
         return False
 
 
-__all__ = ["RuntimeSet", "Selector"]
+__all__ = ["Host", "Selector", "open_host"]
