@@ -38,12 +38,6 @@ def config(kb_path: Path | None, config: Path | None, fmt: str) -> None:
 
 def _text(value: Any) -> str:
     """A value as a TOML file would write it (``unset`` for none)."""
-    if value is None:
-        return "unset"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return f"{value:g}"
-    if isinstance(value, int):
-        return str(value)
-    return json.dumps(value, ensure_ascii=False)
+    from kbmcp_core.settings_docs import toml_value
+
+    return "unset" if value is None else toml_value(value)

@@ -34,11 +34,9 @@ def shown_value(value: object) -> str:
 
 def toml_value(value: object) -> str:
     """A TOML literal for the strings, numbers, booleans and string lists of the schema."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
     if isinstance(value, tuple | list):
-        return json.dumps(list(value))
-    return json.dumps(value)
+        value = list(value)
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _label(key: Key) -> str:

@@ -165,6 +165,7 @@ _SEARCH = (
         "per-document cap in results", low=1, hint="most hits from one document"),
     Key("search", "diversity", "search_diversity", _N, 1.0,
         "MMR λ (1 = off), see [search.md](search.md)", low=0.0, high=1.0,
+        must="a number from 0 to 1 (1 = no diversification)",
         hint="lower spreads hits over more documents (1 = off)"),
     Key("search", "context", "search_context", _S, "none",
         "context returned with each hit (≤ 6,000 characters)", choices=CONTEXT_KINDS,

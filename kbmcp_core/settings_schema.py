@@ -53,6 +53,8 @@ class Key:
     example: str = ""
     #: a special check beyond type and bounds, named (``kbmcp_adapters.app.config_checks``)
     hook: str = ""
+    #: what an out-of-bounds value is told it must be, when the bounds alone say it badly
+    must: str = ""
 
     @property
     def dotted(self) -> str:
@@ -85,8 +87,9 @@ class Key:
                                   f"{value!r}{where}")
         elif not (self.low or 0) <= value <= self.high:
             # a fraction (bounds written as floats) is "between"; a count "from ... to"
-            span = (f"between {self.low:g} and {self.high:g}" if isinstance(self.high, float)
-                    else f"from {_number(self.low or 0)} to {_number(self.high)}")
+            span = self.must or (
+                f"between {self.low:g} and {self.high:g}" if isinstance(self.high, float)
+                else f"from {_number(self.low or 0)} to {_number(self.high)}")
             raise ConfigError(f"{at} must be {span}, got {value!r}{where}")
 
     def loosened(self, value: object) -> bool:
