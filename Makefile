@@ -21,7 +21,7 @@ EXAMPLE_KB ?= docs
 TEST_WORKERS ?= auto
 PARALLEL := -n $(TEST_WORKERS) --dist loadfile
 
-.PHONY: install install-dev run test test-unit test-integration test-e2e lint bench bench-quick clean
+.PHONY: install install-dev run test test-unit test-integration test-e2e lint config-docs bench bench-quick clean
 
 $(RUN_STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,10 @@ test-e2e: $(DEV_STAMP)
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check kbmcp_core kbmcp_adapters kbmcp_cli tests benchmarks
 	$(BIN)/mypy
+
+# The key and trust tables of docs/configuration.md, from the settings schema (decision 0050).
+config-docs: $(DEV_STAMP)
+	$(BIN)/python -m kbmcp_core.settings_docs docs/configuration.md
 
 bench: $(DEV_STAMP)
 	$(BIN)/python -m benchmarks.run $(if $(BENCH_QUICK),--quick)

@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from kbmcp_cli.collections_cmd import collections_cmd
+from kbmcp_cli.config_cmd import config
 from kbmcp_cli.docs_cmd import docs
 from kbmcp_cli.doctor_cmd import doctor
 from kbmcp_cli.eval_cmd import eval_cmd
@@ -68,6 +69,6 @@ def cli() -> None:
 
 
 for _command in (init, index, status, search, get, doctor, eval_cmd, serve, watch, migrate_store,
-                 token, trust, graph, tune, collections_cmd, service, docs):
+                 token, trust, config, graph, tune, collections_cmd, service, docs):
     cli.add_command(_command)
 

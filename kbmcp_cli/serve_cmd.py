@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kbmcp_cli.options import kb_options, setup_logging
+from kbmcp_cli.options import config_default, kb_options, setup_logging
 
 if TYPE_CHECKING:
     from kbmcp_adapters.mcp_server import BackgroundTask, KbRuntime
@@ -107,72 +107,72 @@ log = logging.getLogger("kbmcp_adapters.mcp_server")
 @click.option(
     "--body-timeout",
     type=click.FloatRange(min=0, min_open=True),
-    default=30.0,
-    show_default=True,
+    default=None,
     metavar="SECONDS",
     help="HTTP: longest wait for a request's whole body; a client that stalls gets 408 "
-    "and its connection is closed.",
+    "and its connection is closed. "
+    + config_default("server_body_timeout_s"),
 )
 @click.option(
     "--session-idle-timeout",
     type=click.FloatRange(min=0, min_open=True),
-    default=1800.0,
-    show_default=True,
+    default=None,
     metavar="SECONDS",
     help="HTTP: a session with no request in flight for this long is closed; the client "
-    "then starts a new one. Unused with --read-only (no sessions).",
+    "then starts a new one. Unused with --read-only (no sessions). "
+    + config_default("server_session_idle_s"),
 )
 @click.option(
     "--max-sessions",
     type=click.IntRange(min=1),
-    default=100,
-    show_default=True,
+    default=None,
     help="HTTP: sessions open at once; past it, a new session is answered 429 with "
-    "Retry-After. Unused with --read-only (no sessions).",
+    "Retry-After. Unused with --read-only (no sessions). "
+    + config_default("server_max_sessions"),
 )
 @click.option(
     "--max-sessions-per-token",
     type=click.IntRange(min=1),
-    default=20,
-    show_default=True,
+    default=None,
     help="HTTP: sessions one bearer token holds at once; a token that opens one more "
     "loses its idlest session (whose next request gets 404, so its client starts a new "
-    "one). Unused with --read-only (no sessions).",
+    "one). Unused with --read-only (no sessions). "
+    + config_default("server_max_sessions_per_token"),
 )
 @click.option(
     "--max-sessions-per-client",
     type=click.IntRange(min=1),
-    default=50,
-    show_default=True,
+    default=None,
     help="HTTP: sessions one client address holds at once, whatever its tokens; past it "
     "its idlest session is ended the same way. Behind a reverse proxy every client has "
-    "the proxy's address unless it is a --trusted-proxy: raise it there.",
+    "the proxy's address unless it is a --trusted-proxy: raise it there. "
+    + config_default("server_max_sessions_per_client"),
 )
 @click.option(
     "--header-timeout",
     type=click.FloatRange(min=0, min_open=True),
-    default=10.0,
-    show_default=True,
+    default=None,
     metavar="SECONDS",
     help="HTTP: longest wait for a request's headers, from its first byte (or from the "
-    "connection); a client that has not sent them all gets 408 and is disconnected.",
+    "connection); a client that has not sent them all gets 408 and is disconnected. "
+    + config_default("server_header_timeout_s"),
 )
 @click.option(
     "--max-connections",
     type=click.IntRange(min=1),
-    default=256,
-    show_default=True,
+    default=None,
     help="HTTP: connections open at once in total (lowered to fit the open-file limit); past it a "
-    "new connection is answered 503 and closed.",
+    "new connection is answered 503 and closed. "
+    + config_default("server_max_connections"),
 )
 @click.option(
     "--max-connections-per-client",
     type=click.IntRange(min=1),
-    default=64,
-    show_default=True,
+    default=None,
     help="HTTP: connections open at once from one client address; past it that client's "
     "new connections are answered 503. Behind a reverse proxy every client shares the "
-    "proxy's address: raise it there.",
+    "proxy's address: raise it there. "
+    + config_default("server_max_connections_per_client"),
 )
 @click.option(
     "--no-watch",
@@ -201,14 +201,14 @@ def serve(
     read_only: bool,
     allowed_hosts: tuple[str, ...],
     trusted_proxies: tuple[str, ...],
-    body_timeout: float,
-    session_idle_timeout: float,
-    max_sessions: int,
-    max_sessions_per_token: int,
-    max_sessions_per_client: int,
-    header_timeout: float,
-    max_connections: int,
-    max_connections_per_client: int,
+    body_timeout: float | None,
+    session_idle_timeout: float | None,
+    max_sessions: int | None,
+    max_sessions_per_token: int | None,
+    max_sessions_per_client: int | None,
+    header_timeout: float | None,
+    max_connections: int | None,
+    max_connections_per_client: int | None,
     no_watch: bool,
     no_index: bool,
     verbose: bool,
@@ -307,12 +307,12 @@ def serve(
     if transport == "http":
         from kbmcp_adapters.mcp_server.http_limits import HttpLimits
 
-        limits = HttpLimits(body_timeout_s=body_timeout,
-                            session_idle_s=session_idle_timeout, max_sessions=max_sessions,
-                            max_sessions_per_token=max_sessions_per_token,
-                            max_sessions_per_client=max_sessions_per_client,
-                            header_timeout_s=header_timeout, max_connections=max_connections,
-                            max_connections_per_client=max_connections_per_client)
+        limits = HttpLimits.from_settings(
+            settings, body_timeout_s=body_timeout, session_idle_s=session_idle_timeout,
+            max_sessions=max_sessions, max_sessions_per_token=max_sessions_per_token,
+            max_sessions_per_client=max_sessions_per_client, header_timeout_s=header_timeout,
+            max_connections=max_connections,
+            max_connections_per_client=max_connections_per_client)
         serve_http(
             runtime, host=host, port=port, allow_remote=allow_remote,
             extra_hosts=allowed_hosts, background=background, limits=limits,

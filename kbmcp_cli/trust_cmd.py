@@ -10,29 +10,31 @@ from typing import TYPE_CHECKING
 import click
 
 from kbmcp_core.settings import CONFIG_FILE_NAME
+from kbmcp_core.settings_docs import gated_list
 
 if TYPE_CHECKING:
     from kbmcp_adapters.app.trust import Trusted
 
 
-@click.command()
+#: What ``--help`` says; the keys that need trust come from the settings schema.
+HELP = f"""Trust a config file found in a knowledge base or the working folder.
+
+Such a file (not named by --config or KB_MCP_CONFIG, not your user config) may not say
+where data goes or comes from, nor loosen a protection, until you trust it: it may not
+set {gated_list()}. PATH is the file, or a folder holding kb-mcp.toml (default:
+./kb-mcp.toml); a symbolic link is refused. Trust is recorded in
+$XDG_CONFIG_HOME/kb-mcp/trusted.json under the file's path, with its sha256 and its owner:
+once the file changes, moves or changes hands, it must be trusted again.
+"""
+
+
+@click.command(help=HELP)
 @click.argument("path", required=False, type=click.Path(path_type=Path))
 @click.option("--list", "show", is_flag=True,
               help="List the trusted config files: path, sha256 prefix, and whether the file "
               "is unchanged, changed or gone.")
 @click.option("--revoke", is_flag=True, help="Stop trusting PATH.")
 def trust(path: Path | None, show: bool, revoke: bool) -> None:
-    """Trust a config file found in a knowledge base or the working folder.
-
-    Such a file (not named by --config or KB_MCP_CONFIG, not your user config) may not
-    set where data goes or comes from (database_url, vectors_uri, [vectors]
-    storage_options, [server].tokens_file, [embedding].cache_dir, index_dir outside the
-    knowledge base, kb_path or an embedding model kb-mcp does not ship) until you trust
-    it. PATH is the file, or a folder holding kb-mcp.toml (default: ./kb-mcp.toml); a
-    symbolic link is refused. Trust is recorded in $XDG_CONFIG_HOME/kb-mcp/trusted.json
-    under the file's path, with its sha256 and its owner: once the file changes, moves or
-    changes hands, it must be trusted again.
-    """
     from kbmcp_adapters.app import trust as trust_list
 
     if show:

@@ -16,11 +16,12 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import TYPE_CHECKING, Literal, cast
 
-from kbmcp_core.context import CONTEXT_KINDS, ContextKind
+from kbmcp_core.context import CONTEXT_KINDS, MAX_ADJACENT, ContextKind
 from kbmcp_core.errors import InvalidQuery
 from kbmcp_core.field_filters import FieldCondition, as_json, conditions
 from kbmcp_core.fields import Declared
 from kbmcp_core.models import DATE_PATTERN, DocumentFilter
+from kbmcp_core.settings_keys import default
 from kbmcp_core.shaping import ShapeOptions
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ MODES: tuple[Mode, ...] = ("hybrid", "vector", "lexical")
 MAX_QUERY_CHARS = 2000
 MAX_FILTER_ITEMS = 64
 #: Neighbours on each side that ``context="adjacent"`` may ask for.
-MAX_CONTEXT_CHUNKS = 5
+MAX_CONTEXT_CHUNKS = MAX_ADJACENT
 #: The filters that take several values (tuples in a request).
 _SEVERAL = frozenset({"path_globs", "tags_any", "tags_all"})
 _DATE = re.compile(DATE_PATTERN)
@@ -46,9 +47,9 @@ _CONTROL = re.compile("[\x00-\x1f\x7f]")
 class SearchDefaults:
     """What a search uses where its request says nothing, and the largest limit."""
 
-    limit: int = 5
-    max_limit: int = 50
-    chunks_per_document: int = 4
+    limit: int = default("search_default_limit")
+    max_limit: int = default("search_max_limit")
+    chunks_per_document: int = default("search_chunks_per_document")
     #: MMR λ, context kind and neighbours, reranking, and how many candidates it reads
     shape: ShapeOptions = field(default_factory=ShapeOptions)
     #: the ``[fields]`` declarations a ``fields`` filter may name

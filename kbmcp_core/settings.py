@@ -11,31 +11,15 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 from kbmcp_core.collections import CollectionSpec
 from kbmcp_core.fields import Declared
-from kbmcp_core.fusion import DEFAULT_FUSION, Fusion, FusionMethod, VectorScale
-from kbmcp_core.passages import PASSAGE_CANDIDATES
-from kbmcp_core.rerank import RERANK_CANDIDATES
-
-DEFAULT_EXCLUDE_DIRS: tuple[str, ...] = (
-    ".venv",
-    "venv",
-    "__pycache__",
-    ".mypy_cache",
-    ".pytest_cache",
-    ".ruff_cache",
-    ".tox",
-    ".idea",
-    ".vscode",
-    ".cache",
-    ".trash",
-    ".obsidian",
-    "dist",
-    "build",
-)
+from kbmcp_core.fusion import Fusion, FusionMethod, VectorScale
+from kbmcp_core.settings_keys import DEFAULT_EXCLUDE_DIRS as DEFAULT_EXCLUDE_DIRS
+from kbmcp_core.settings_keys import DEFAULT_RERANKER as DEFAULT_RERANKER
+from kbmcp_core.settings_keys import INDEX_DIR_NAME as INDEX_DIR_NAME
+from kbmcp_core.settings_keys import default
 
 #: Directory names never walked, whatever the configuration says.
 FAIL_SAFE_DIRS: tuple[str, ...] = (".git", ".svn", ".hg", "node_modules")
 
-INDEX_DIR_NAME = ".kb-mcp"
 #: What an index folder holds (a SQLite index): the database, the vectors, the writer lock.
 #: A folder holding the database and one of the other two is an index, whatever its name,
 #: and is never walked (``kbmcp_adapters.filesystem.exclusion.holds_index``).
@@ -44,8 +28,6 @@ VECTORS_DIR_NAME = "vectors"
 WRITER_LOCK_NAME = "writer.lock"
 IGNORE_FILE_NAME = ".kb-mcpignore"
 CONFIG_FILE_NAME = "kb-mcp.toml"
-#: The cross-encoder ``[search].reranker`` names unless configured (a packaged model).
-DEFAULT_RERANKER = "kb-mcp/ms-marco-MiniLM-L-12-v2-int8"
 
 
 #: Storage options shown as they are by ``repr``; every other value may be a secret.
@@ -159,88 +141,101 @@ class ConfigOrigin:
 
 @dataclass(frozen=True, slots=True)
 class Settings:
+    """Every knob, resolved: each key's default, bounds and doc are declared once in
+    ``settings_keys.SCHEMA``, which the attributes below are filled from."""
+
     kb_path: Path
     index_dir: Path
-    database_url: str | None = None
+    database_url: str | None = default("database_url")
     #: where the vectors live: None (``<index_dir>/vectors``), a folder, or an object-store
     #: URI such as ``s3://bucket/prefix`` (see ``vectors_location``)
-    vectors_uri: str | None = None
+    vectors_uri: str | None = default("vectors_uri")
     vectors_storage_options: StorageOptions = field(default_factory=StorageOptions)
     #: the model for a new index: the integer copy of MiniLM since decision 0046
-    embedding_model: str = "kb-mcp/all-MiniLM-L6-v2-int8-dynamic"
+    embedding_model: str = default("embedding_model")
     #: the config named no model: an index that records one keeps it
     #: (``kbmcp_adapters.app.index_model``, decision 0046); set by ``build_settings``
     embedding_model_follows_index: bool = False
-    embedding_batch_size: int = 32
-    embedding_threads: int | None = None
+    embedding_batch_size: int = default("embedding_batch_size")
+    embedding_threads: int | None = default("embedding_threads")
     #: ``[embedding]`` provider: "local" (in process) or "openai-compatible", a service the
     #: user runs, with the keys below (decision 0037; checked by embedding/service_config)
-    embedding_provider: str = "local"
-    embedding_base_url: str | None = None
-    embedding_query_model: str | None = None
-    embedding_document_model: str | None = None
-    embedding_query_prefix: str = ""
-    embedding_document_prefix: str = ""
-    embedding_dimension: int | None = None
-    embedding_max_input_chars: int = 8192
-    embedding_timeout_s: float = 60.0
-    embedding_retries: int = 4
+    embedding_provider: str = default("embedding_provider")
+    embedding_base_url: str | None = default("embedding_base_url")
+    embedding_query_model: str | None = default("embedding_query_model")
+    embedding_document_model: str | None = default("embedding_document_model")
+    embedding_query_prefix: str = default("embedding_query_prefix")
+    embedding_document_prefix: str = default("embedding_document_prefix")
+    embedding_dimension: int | None = default("embedding_dimension")
+    embedding_max_input_chars: int = default("embedding_max_input_chars")
+    embedding_timeout_s: float = default("embedding_timeout_s")
+    embedding_retries: int = default("embedding_retries")
     #: the NAME of the environment variable holding the service's API key (never the key)
-    embedding_api_key_env: str | None = None
+    embedding_api_key_env: str | None = default("embedding_api_key_env")
     #: the service's model reads Chinese, Japanese and Korean (else its vector leg is
     #: weighed down for such queries, as the default model's is)
-    embedding_multilingual: bool = False
-    model_cache_dir: Path | None = None
-    enabled_formats: tuple[str, ...] = ("md",)
+    embedding_multilingual: bool = default("embedding_multilingual")
+    model_cache_dir: Path | None = default("model_cache_dir")
+    enabled_formats: tuple[str, ...] = default("enabled_formats")
     #: ``[parsers]`` budgets of one converted file, and its worker pool (decision 0022)
-    parsers_max_output_chars: int = 10_000_000
-    parsers_max_elements: int = 300_000
-    parsers_timeout_seconds: float = 60.0
-    parsers_isolate: bool = True
-    parsers_workers: int = 2
-    parsers_memory_limit_mb: int = 1024
-    exclude_dirs: tuple[str, ...] = DEFAULT_EXCLUDE_DIRS
-    chunk_max_tokens: int | None = None
-    chunk_min_tokens: int = 24
-    search_default_limit: int = 5
-    search_max_limit: int = 50
-    search_chunks_per_document: int = 4
+    parsers_max_output_chars: int = default("parsers_max_output_chars")
+    parsers_max_elements: int = default("parsers_max_elements")
+    parsers_timeout_seconds: float = default("parsers_timeout_seconds")
+    parsers_isolate: bool = default("parsers_isolate")
+    parsers_workers: int = default("parsers_workers")
+    parsers_memory_limit_mb: int = default("parsers_memory_limit_mb")
+    exclude_dirs: tuple[str, ...] = default("exclude_dirs")
+    chunk_max_tokens: int | None = default("chunk_max_tokens")
+    chunk_min_tokens: int = default("chunk_min_tokens")
+    search_default_limit: int = default("search_default_limit")
+    search_max_limit: int = default("search_max_limit")
+    search_chunks_per_document: int = default("search_chunks_per_document")
     #: MMR λ (1.0 = off), context kind and neighbours, reranking: decision 0016
-    search_diversity: float = 1.0
-    search_context: str = "none"
-    search_context_chunks: int = 1
-    search_rerank: bool = False
+    search_diversity: float = default("search_diversity")
+    search_context: str = default("search_context")
+    search_context_chunks: int = default("search_context_chunks")
+    search_rerank: bool = default("search_rerank")
     #: the cross-encoder ``rerank`` runs (a packaged model's name): decision 0016
-    search_reranker: str = DEFAULT_RERANKER
-    search_rerank_candidates: int = RERANK_CANDIDATES
+    search_reranker: str = default("search_reranker")
+    search_rerank_candidates: int = default("search_rerank_candidates")
     #: best candidates re-scored by their nearest paragraph, 0 = off: decision 0028
-    search_passage_candidates: int | None = PASSAGE_CANDIDATES
+    search_passage_candidates: int | None = default("search_passage_candidates")
     #: how the two legs are fused (``fusion`` property): decision 0015
-    search_fusion: str = DEFAULT_FUSION.method
-    search_lexical_weight: float = DEFAULT_FUSION.lexical_weight
-    search_lexical_weight_min: float = DEFAULT_FUSION.lexical_weight_min
-    search_vector_scale: str = DEFAULT_FUSION.vector_scale
-    search_rrf_k: int = DEFAULT_FUSION.rrf_k
+    search_fusion: str = default("search_fusion")
+    search_lexical_weight: float = default("search_lexical_weight")
+    search_lexical_weight_min: float = default("search_lexical_weight_min")
+    search_vector_scale: str = default("search_vector_scale")
+    search_rrf_k: int = default("search_rrf_k")
     #: ``[fields]``: the front-matter keys indexed for filtering, (name, type) sorted by
     #: name (``fields.declare``; decision 0036)
-    declared_fields: Declared = ()
-    watch: bool = True
-    watch_debounce_ms: int = 400
-    writer_lock_timeout_s: float = 30.0
+    declared_fields: Declared = default("declared_fields")
+    watch: bool = default("watch")
+    watch_debounce_ms: int = default("watch_debounce_ms")
+    writer_lock_timeout_s: float = default("writer_lock_timeout_s")
     #: open the index for reading only, whatever the file permissions (``serve
     #: --read-only``): nothing in the index folder is created or changed
     read_only: bool = False
     #: [server].tokens_file: the tokens file of `serve` and `kb-mcp token` (else in index_dir)
-    server_tokens_file: Path | None = None
+    server_tokens_file: Path | None = default("server_tokens_file")
     #: [server].index_on_start: `serve` (not read-only) builds a missing index and brings a
     #: stale one up to date in the background as it starts (decision 0024; --no-index: off)
-    server_index_on_start: bool = True
+    server_index_on_start: bool = default("server_index_on_start")
     #: [server].trusted_proxies: addresses or networks whose X-Forwarded-* headers `serve`
     #: believes (none by default; --trusted-proxy adds to them)
-    server_trusted_proxies: tuple[str, ...] = ()
+    server_trusted_proxies: tuple[str, ...] = default("server_trusted_proxies")
+    #: [server] HTTP limits of `serve --transport http` (``HttpLimits``; decision 0050)
+    server_body_timeout_s: float = default("server_body_timeout_s")
+    server_max_body_bytes: int = default("server_max_body_bytes")
+    server_session_idle_s: float = default("server_session_idle_s")
+    server_max_sessions: int = default("server_max_sessions")
+    server_max_sessions_per_token: int = default("server_max_sessions_per_token")
+    server_max_sessions_per_client: int = default("server_max_sessions_per_client")
+    server_header_timeout_s: float = default("server_header_timeout_s")
+    server_max_connections: int = default("server_max_connections")
+    server_max_connections_per_client: int = default("server_max_connections_per_client")
     #: ``[[collections]]``: the folders served under names (decision 0041); empty = the
     #: one folder ``kb_path``, served as one collection named after it
-    collections: tuple[CollectionSpec, ...] = ()
+    collections: tuple[CollectionSpec, ...] = default("collections")
     extra: dict[str, object] = field(default_factory=dict)
     #: where these settings came from; not a setting (equal settings from two files are
     #: equal, and a search answer does not depend on it)

@@ -19,12 +19,13 @@ from kbmcp_core.diversity import cosine_similarity, mmr, word_similarity
 from kbmcp_core.errors import InvalidQuery, VectorsUnreadable
 from kbmcp_core.models import StoredChunk
 from kbmcp_core.ports import IndexReader, Reranker, VectorStore
-from kbmcp_core.rerank import RERANK_CANDIDATES, RerankOutcome, rerank
+from kbmcp_core.rerank import RerankOutcome, rerank
+from kbmcp_core.settings_keys import default
 from kbmcp_core.spans import Span, match_spans, query_terms
 
 #: MMR λ when neither the call nor ``[search].diversity`` says: measured on the dev sets,
 #: docs/decisions/0016-mmr-context-spans-rerank.md.
-DEFAULT_DIVERSITY = 1.0
+DEFAULT_DIVERSITY: float = default("search_diversity")
 #: MMR looks at this many times ``limit`` candidates (the per-document cap needs spares).
 MMR_POOL_FACTOR = 4
 
@@ -34,11 +35,11 @@ class ShapeOptions:
     """The knobs of one search once resolved (``search_request``): every one has a value."""
 
     diversity: float = DEFAULT_DIVERSITY
-    context: ContextKind = "none"
-    context_chunks: int = 1
-    rerank: bool = False
+    context: ContextKind = default("search_context")
+    context_chunks: int = default("search_context_chunks")
+    rerank: bool = default("search_rerank")
     #: how many of the best fused candidates the reranker reads (``[search]``; 0016)
-    rerank_candidates: int = RERANK_CANDIDATES
+    rerank_candidates: int = default("search_rerank_candidates")
 
 
 def apply_rerank(

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from kbmcp_core.errors import ConfigError
 from kbmcp_core.settings import Settings
+from kbmcp_core.settings_keys import SCHEMA
 
 LOCAL_PROVIDER = "local"
 SERVICE_PROVIDER = "openai-compatible"
@@ -28,8 +29,8 @@ SERVICE_FIELDS = ("embedding_base_url", "embedding_query_model", "embedding_docu
                   "embedding_query_prefix", "embedding_document_prefix", "embedding_dimension",
                   "embedding_max_input_chars", "embedding_timeout_s", "embedding_retries",
                   "embedding_api_key_env", "embedding_multilingual")
-MAX_RETRIES = 20
-MAX_DIMENSION = 65_536
+MAX_RETRIES = int(SCHEMA.by_field["embedding_retries"].high or 0)
+MAX_DIMENSION = int(SCHEMA.by_field["embedding_dimension"].high or 0)
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -96,9 +97,7 @@ def check_service_values(values: Mapping[str, Any]) -> None:
         raise ConfigError(f'[embedding].provider = "{SERVICE_PROVIDER}" needs [embedding].model '
                           "(the name the service knows the model by)")
     check_base_url(str(values["embedding_base_url"]))
-    _in_range(values, "embedding_dimension", 1, MAX_DIMENSION)
-    _in_range(values, "embedding_max_input_chars", 1, 10_000_000)
-    _in_range(values, "embedding_retries", 0, MAX_RETRIES)
+    SCHEMA.check({f: values.get(f) for f in SERVICE_FIELDS})  # the declared bounds
     timeout = values.get("embedding_timeout_s")
     if timeout is not None and not 0 < float(timeout) <= 3600:
         raise ConfigError(f"[embedding].timeout_s must be above 0 and at most 3600, got {timeout}")
@@ -106,12 +105,6 @@ def check_service_values(values: Mapping[str, Any]) -> None:
     if env is not None and not _ENV_NAME.match(str(env)):
         raise ConfigError("[embedding].api_key_env must be the NAME of an environment "
                           "variable (letters, digits and _), not the key itself")
-
-
-def _in_range(values: Mapping[str, Any], field: str, low: int, high: int) -> None:
-    value = values.get(field)
-    if value is not None and not low <= int(value) <= high:
-        raise ConfigError(f"{_key(field)} must be from {low:,} to {high:,}, got {value}")
 
 
 def check_base_url(url: str) -> str:

@@ -14,34 +14,48 @@ import anyio
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from kbmcp_core.models import MIB
+from kbmcp_core.settings import Settings
+from kbmcp_core.settings_keys import default
 
 log = logging.getLogger(__name__)
 
 SESSION_HEADER = b"mcp-session-id"
+#: The limits, each ``[server].NAME`` of the config (``Settings.server_NAME``).
+_NAMES = ("body_timeout_s", "max_body_bytes", "session_idle_s", "max_sessions",
+          "max_sessions_per_token", "max_sessions_per_client", "header_timeout_s",
+          "max_connections", "max_connections_per_client")
 
 
 @dataclass(frozen=True, slots=True)
 class HttpLimits:
+    """The ``[server]`` HTTP limits (declared in ``settings_keys``; ``serve``'s flags win)."""
+
     #: the whole request body must arrive within this many seconds (else 408)
-    body_timeout_s: float = 30.0
+    body_timeout_s: float = default("server_body_timeout_s")
     #: request bodies above this get 413 before they are parsed
-    max_body_bytes: int = 4 * MIB
+    max_body_bytes: int = default("server_max_body_bytes")
     #: a session with no request in flight for this long is closed (its id then gets 404)
-    session_idle_s: float = 30 * 60.0
+    session_idle_s: float = default("server_session_idle_s")
     #: sessions open at once; past it, a new session gets 429 with Retry-After
-    max_sessions: int = 100
+    max_sessions: int = default("server_max_sessions")
     #: sessions one token holds at once; past it, the token's idlest session is ended
-    max_sessions_per_token: int = 20
+    max_sessions_per_token: int = default("server_max_sessions_per_token")
     #: sessions one client address holds at once; past it, its idlest session is ended
-    max_sessions_per_client: int = 50
+    max_sessions_per_client: int = default("server_max_sessions_per_client")
     #: a request's headers must be complete this many seconds after its first byte (or
     #: after the connection opened); else 408 and the connection is closed
-    header_timeout_s: float = 10.0
+    header_timeout_s: float = default("server_header_timeout_s")
     #: connections open at once, in total; past it a new one gets 503 and is closed
-    max_connections: int = 256
+    max_connections: int = default("server_max_connections")
     #: connections open at once from one client address (a reverse proxy is one client)
-    max_connections_per_client: int = 64
+    max_connections_per_client: int = default("server_max_connections_per_client")
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **flags: float | None) -> HttpLimits:
+        """The ``[server]`` limits of ``settings``, each flag given (not None) winning."""
+        values = {name: getattr(settings, f"server_{name}") for name in _NAMES}
+        values.update({k: v for k, v in flags.items() if v is not None})
+        return cls(**values)
 
     @property
     def retry_after_s(self) -> int:

@@ -10,7 +10,7 @@ from kbmcp_cli.main import cli
 from tests.cli.conftest import Invoke
 
 COMMANDS = ("index", "status", "search", "doctor", "eval", "serve", "watch", "migrate-store",
-            "token", "graph", "tune", "init", "get", "collections")
+            "token", "graph", "tune", "init", "get", "collections", "config")
 
 
 def _args(command: str) -> list[str]:

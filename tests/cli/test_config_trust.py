@@ -215,7 +215,7 @@ def test_the_user_config_applies_to_a_kb_without_a_file_of_its_own(
 ARGS = {"index": [], "status": [], "search": ["tomatoes"], "doctor": [],
         "eval": ["--golden", "missing.yml"], "migrate-store": ["--to", "sqlite:////x/y.db"],
         "token": ["list"], "graph": ["--query", "tomatoes"], "tune": ["--golden", "missing.yml"],
-        "init": [], "get": ["notes.md"], "collections": [], "service": ["status"]}
+        "init": [], "get": ["notes.md"], "collections": [], "service": ["status"], "config": []}
 
 
 def test_every_command_has_v_and_it_names_the_config(kb_mcp: Invoke, tmp_path: Path) -> None:
