@@ -439,8 +439,30 @@ class Reranker(Protocol):
         ...
 
 
-class VectorStore(Protocol):
-    """Chunk vectors keyed by chunk id. SQLite stays the source of truth."""
+class VectorReader(Protocol):
+    """Chunk vectors read by chunk id and by nearness: what search, diversity, neighbours
+    and doctor need. A joint view of several collections plays only this role."""
+
+    def get(self, ids: Collection[int]) -> dict[int, Vector]: ...
+
+    def ids(self) -> set[int]: ...
+
+    def count(self) -> int: ...
+
+    def search(
+        self, vector: Vector, limit: int, allowed_ids: Collection[int] | None = None
+    ) -> list[tuple[int, float]]:
+        """(chunk id, cosine similarity) best first."""
+        ...
+
+    def fingerprint(self) -> str | None:
+        """A cheap token of the stored data (no store opened) that changes whenever the
+        vectors change on disk; None when it cannot be told cheaply."""
+        ...
+
+
+class VectorWriter(Protocol):
+    """The writes an index run (and an index copy) makes to the chunk vectors."""
 
     def add(self, ids: Sequence[int], vectors: Sequence[Vector]) -> None:
         """Insert or replace: an id the store holds gets the new vector."""
@@ -453,19 +475,7 @@ class VectorStore(Protocol):
         holds would be stored twice, so wherever an id may exist, use ``add``."""
         ...
 
-    def get(self, ids: Collection[int]) -> dict[int, Vector]: ...
-
     def delete(self, ids: Collection[int]) -> None: ...
-
-    def ids(self) -> set[int]: ...
-
-    def count(self) -> int: ...
-
-    def search(
-        self, vector: Vector, limit: int, allowed_ids: Collection[int] | None = None
-    ) -> list[tuple[int, float]]:
-        """(chunk id, cosine similarity) best first."""
-        ...
 
     def reset(self) -> None:
         """Drop every vector (a forced rebuild or a model change)."""
@@ -475,7 +485,7 @@ class VectorStore(Protocol):
         """Fold small writes together and drop old versions (end of a run)."""
         ...
 
-    def fingerprint(self) -> str | None:
-        """A cheap token of the stored data (no store opened) that changes whenever the
-        vectors change on disk; None when it cannot be told cheaply."""
-        ...
+
+class VectorStore(VectorReader, VectorWriter, Protocol):
+    """Chunk vectors keyed by chunk id, both halves: one object (the composition root holds
+    it); core modules name only the half they use. SQLite stays the source of truth."""
