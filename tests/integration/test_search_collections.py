@@ -8,6 +8,7 @@ point, the packaged model where the fusion's comparability is."""
 from __future__ import annotations
 
 import shutil
+import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -266,3 +267,12 @@ def test_hybrid_over_collections_ranks_about_as_well_as_one_index(
     for metric, margin in (("ndcg@10", 0.045), ("mrr@10", 0.05), ("recall@5", 0.0)):
         assert joint.document[metric] >= one.document[metric] - margin, (
             metric, joint.document, one.document)
+
+
+def test_a_joint_search_leaves_no_thread_running(collections: Collections) -> None:
+    """The threads that ask the collections at once belong to the one search: none is left
+    running once it has answered."""
+    kbs = {n: collections.kb(n) for n in ("north", "east", "south")}
+    assert search_collections(kbs, "deploy").results
+    assert [t.name for t in threading.enumerate() if t.name.startswith("kb-mcp-collections")
+            ] == []
