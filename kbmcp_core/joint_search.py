@@ -16,11 +16,11 @@ view). The scores are made comparable so:
   candidates of collections embedded with the same model are merged on their cosines as
   they are; collections with different models run the leg each with its own model, and
   each model's similarities count relative to its own best;
-- keyword leg: each store scores relevance in [0, 1] — BM25 relative to its own best
-  match, times the IDF-weighted share of the query the chunk holds, squared. The share is
-  a ratio, so it means the same in every collection; the BM25 part is made comparable by
-  being relative (1 = as good as any match of this query there). The legs are merged on
-  those relevances.
+- keyword leg: the stores' keyword statistics are pooled (``keyword_pool``, decision
+  0052): each collection counts its chunks and the chunks holding each query term, the
+  counts are summed, each store scores its candidates' BM25 and coverage on the sums, and
+  the scores are made relative to the best over all collections at once, so a folder
+  split into collections ranks as the one folder does.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
+from kbmcp_core.keyword_pool import KeywordHit, KeywordStatistics, pooled_relevance
 from kbmcp_core.models import DocumentFilter, IndexStats, StoredChunk, StoredDocument, Vector
 from kbmcp_core.offer import OfferRules
 from kbmcp_core.ports import (
@@ -222,19 +223,44 @@ class JointStore:
     def lexical_search(self, query: str, limit: int,
                        document_paths: Collection[str] | None = None
                        ) -> list[tuple[int, float]]:
-        """Each collection's keyword leg, merged on relevance (the module docstring)."""
+        """The keyword leg as one store holding every collection's chunks ranks it: each
+        collection's candidates scored on the statistics of all of them (the module
+        docstring; decision 0052)."""
         allowed = None if document_paths is None else self._ids.paths_by_part(document_paths)
         # a collection none of whose documents passed the filters is not asked
         asked = [i for i in range(len(self._parts)) if allowed is None or i in allowed]
 
-        def leg(i: int) -> list[tuple[int, float]]:
-            return self._parts[i].store.lexical_search(
-                query, limit, None if allowed is None else allowed[i])
+        def paths(i: int) -> list[str] | None:
+            return None if allowed is None else allowed[i]
 
-        merged = [(self._ids.joint(i, cid), score)
-                  for i, found in zip(asked, self._ids.fanout.each(leg, asked), strict=True)
-                  for cid, score in found]
-        return sorted(merged, key=lambda x: (-x[1], x[0]))[:limit]
+        def counts(i: int) -> KeywordStatistics:
+            # every collection's counts, asked or not: one index over all of them has them
+            return self._parts[i].store.keyword_statistics(
+                query, None if allowed is None or i in allowed else [])
+
+        each = self._ids.fanout.each(counts, range(len(self._parts)))
+        pooled = sum(each[1:], each[0])
+        found = self._ids.fanout.each(
+            lambda i: self._parts[i].store.keyword_hits(query, limit, paths(i), pooled), asked)
+        return pooled_relevance(((self._ids.joint(i, hit.chunk_id), hit)
+                                 for i, hits in zip(asked, found, strict=True)
+                                 for hit in hits), limit)
+
+    def keyword_statistics(self, query: str, document_paths: Collection[str] | None = None
+                           ) -> KeywordStatistics:
+        allowed = None if document_paths is None else self._ids.paths_by_part(document_paths)
+        each = [p.store.keyword_statistics(
+            query, None if allowed is None else allowed.get(i, [])) for i, p in
+            enumerate(self._parts)]
+        return sum(each[1:], each[0])
+
+    def keyword_hits(self, query: str, limit: int, document_paths: Collection[str] | None,
+                     statistics: KeywordStatistics) -> list[KeywordHit]:
+        allowed = None if document_paths is None else self._ids.paths_by_part(document_paths)
+        return [replace(hit, chunk_id=self._ids.joint(i, hit.chunk_id))
+                for i, p in enumerate(self._parts) if allowed is None or i in allowed
+                for hit in p.store.keyword_hits(
+                    query, limit, None if allowed is None else allowed[i], statistics)]
 
     def paths_containing(self, terms: Collection[str]) -> set[str]:
         return {qualify(p.name, path) for p in self._parts

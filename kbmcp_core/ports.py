@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from kbmcp_core.fields import FieldValue
+from kbmcp_core.keyword_pool import KeywordHit, KeywordStatistics
 from kbmcp_core.models import (
     ChunkRecord,
     Consistency,
@@ -370,6 +371,20 @@ class IndexReader(DocumentCatalog, ConvertedTexts, Protocol):
         """(chunk id, relevance in [0, 1]) best first, for arbitrary user text; never
         raises on query syntax. 1.0 means "the best match of this query, containing all
         of it". ``document_paths`` restricts the search when given."""
+        ...
+
+    def keyword_statistics(self, query: str, document_paths: Collection[str] | None = None
+                           ) -> KeywordStatistics:
+        """The counts this store's keyword leg scores ``query`` on (chunks, and the chunks
+        holding each term), for a joint search to pool over several stores (0052)."""
+        ...
+
+    def keyword_hits(self, query: str, limit: int, document_paths: Collection[str] | None,
+                     statistics: KeywordStatistics) -> list[KeywordHit]:
+        """The keyword leg's candidates scored on ``statistics`` (pooled over several
+        stores) rather than this store's own, not yet relative to any best:
+        ``keyword_pool.pooled_relevance`` of every store's hits is what ``lexical_search``
+        of one store holding all their chunks returns."""
         ...
 
     def paths_containing(self, terms: Collection[str]) -> set[str]:
