@@ -21,7 +21,9 @@ Importing this package loads nothing heavy: each name is imported on first use.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from kbmcp_core.lazy import lazy_names
 
 if TYPE_CHECKING:
     from kbmcp_adapters.app.bootstrap import bootstrap, settings_for
@@ -31,19 +33,10 @@ if TYPE_CHECKING:
 __all__ = ["KnowledgeBase", "bootstrap", "open_collections", "open_knowledge_base",
            "settings_for"]
 
-_WHERE = {
+__getattr__ = lazy_names(__name__, {
     "bootstrap": "kbmcp_adapters.app.bootstrap",
     "settings_for": "kbmcp_adapters.app.bootstrap",
     "KnowledgeBase": "kbmcp_adapters.app.knowledge_base",
     "open_knowledge_base": "kbmcp_adapters.app.knowledge_base",
     "open_collections": "kbmcp_adapters.app.collections",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'kbmcp_adapters' has no attribute {name!r}")
-    from importlib import import_module
-
-    return getattr(import_module(module), name)
+})

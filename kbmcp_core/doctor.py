@@ -8,7 +8,7 @@ from typing import Literal
 
 from kbmcp_core.errors import KbError, StoreCorrupt, VectorsUnreachable, VectorsUnreadable
 from kbmcp_core.models import extension_of
-from kbmcp_core.ports import ParserRegistry, StoreDiagnostics, VectorStore
+from kbmcp_core.ports import ParserRegistry, StoreDiagnostics, VectorReader
 from kbmcp_core.reading import RANGED_READ_CAP, readable_bytes_for
 
 Severity = Literal["error", "warning", "info"]
@@ -141,7 +141,7 @@ def damaged_store_report(problems: Sequence[str], store_location: str,
 
 def diagnose(
     store: StoreDiagnostics,
-    vectors: VectorStore,
+    vectors: VectorReader,
     registry: ParserRegistry,
     configured_model: str,
     *,
@@ -206,7 +206,7 @@ def _reranker_findings(problem: str | None) -> list[Finding]:
 
 def _diagnose(
     store: StoreDiagnostics,
-    vectors: VectorStore,
+    vectors: VectorReader,
     registry: ParserRegistry,
     configured_model: str,
     copied_from: str | None = None,

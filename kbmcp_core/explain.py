@@ -17,8 +17,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from kbmcp_core.fusion import LegWeights
+from kbmcp_core.models import DocumentFilter
 from kbmcp_core.rerank import RerankOutcome, log_odds
-from kbmcp_core.search_request import Mode, SearchRequest, document_filter
+from kbmcp_core.search_request import Mode
 
 if TYPE_CHECKING:
     from kbmcp_core.ports import IndexReader
@@ -144,7 +145,7 @@ class SearchExplain:
 
 def filter_effects(
     store: IndexReader,
-    req: SearchRequest,
+    spec: DocumentFilter,
     filter_names: Sequence[str],
     excluded_paths: set[str],
     allowed_paths: set[str] | None,
@@ -160,8 +161,8 @@ def filter_effects(
 
     effects: list[FilterEffect] = []
     for name in filter_names:
-        alone = SearchRequest(req.query, **{name: getattr(req, name)})
-        effects.append(FilterEffect(name, *removed(store.matching_paths(document_filter(alone)))))
+        alone = DocumentFilter(**{name: getattr(spec, name)})
+        effects.append(FilterEffect(name, *removed(store.matching_paths(alone))))
     if excluded_paths:
         effects.append(FilterEffect(EXCLUDED, *removed(every - excluded_paths)))
     searched = every if allowed_paths is None else allowed_paths & every

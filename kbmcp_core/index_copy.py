@@ -44,7 +44,7 @@ from kbmcp_core.models import (
     StoredDocument,
     whole_text_of,
 )
-from kbmcp_core.ports import DocumentWrite, IndexStore, VectorStore
+from kbmcp_core.ports import DocumentWrite, IndexStore, VectorReader, VectorStore
 
 __all__ = ["BATCH_DOCUMENTS", "CopyProgress", "CopyReport", "check_target_model",
            "copy_index", "marked_source", "source_model"]
@@ -103,7 +103,7 @@ def check_target_model(store: IndexStore, model: str, dimension: int, name: str)
 
 def copy_index(
     source: IndexStore,
-    source_vectors: VectorStore,
+    source_vectors: VectorReader,
     target: IndexStore,
     target_vectors: VectorStore | None,
     *,
@@ -128,7 +128,7 @@ def copy_index(
 class _Copy:
     """One copy from a source index to a target store (vectors None: shared)."""
 
-    def __init__(self, source: IndexStore, source_vectors: VectorStore, target: IndexStore,
+    def __init__(self, source: IndexStore, source_vectors: VectorReader, target: IndexStore,
                  target_vectors: VectorStore | None, source_name: str,
                  target_name: str) -> None:
         self.source = source

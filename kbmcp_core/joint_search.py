@@ -1,6 +1,6 @@
 """One search over several collections: their indexes seen as one by ``Searcher``.
 
-``joint_parts`` wraps the stores, vector stores, embedders and offer rules of several
+``joint_view`` wraps the stores, vector stores, embedders and offer rules of several
 collections into one of each, so the unchanged search use-case runs once over all of
 them: both legs gather candidates from every collection and are fused together, and the
 per-document limit, reranking, diversity, ``limit``, ``explain`` and ``low_confidence``
@@ -9,17 +9,18 @@ apply to the joint ranking exactly as to one index (decision 0041).
 Inside the joint view a document's path is ``<collection>/<path>`` (a collection name
 holds no ``/``) and a chunk's id is ``local id × n + i`` for the i-th of n collections,
 so two collections' ``README.md`` or chunk 7 never meet. Each leg asks the collections'
-stores at once from a small shared thread pool. The scores are made comparable so:
+stores at once from a small thread pool the view owns (``Fanout``: closed with the
+view). The scores are made comparable so:
 
 - vector leg: a cosine similarity is a property of the model, not of the index, so the
   candidates of collections embedded with the same model are merged on their cosines as
   they are; collections with different models run the leg each with its own model, and
   each model's similarities count relative to its own best;
-- keyword leg: each store scores relevance in [0, 1] — BM25 relative to its own best
-  match, times the IDF-weighted share of the query the chunk holds, squared. The share is
-  a ratio, so it means the same in every collection; the BM25 part is made comparable by
-  being relative (1 = as good as any match of this query there). The legs are merged on
-  those relevances.
+- keyword leg: the stores' keyword statistics are pooled (``keyword_pool``, decision
+  0052): each collection counts its chunks and the chunks holding each query term, the
+  counts are summed, each store scores its candidates' BM25 and coverage on the sums, and
+  the scores are made relative to the best over all collections at once, so a folder
+  split into collections ranks as the one folder does.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
+from kbmcp_core.keyword_pool import KeywordHit, KeywordStatistics, pooled_relevance
 from kbmcp_core.models import DocumentFilter, IndexStats, StoredChunk, StoredDocument, Vector
 from kbmcp_core.offer import OfferRules
 from kbmcp_core.ports import (
@@ -38,7 +40,7 @@ from kbmcp_core.ports import (
     IndexReader,
     SpanEmbedder,
     SpanGroup,
-    VectorStore,
+    VectorReader,
 )
 
 #: Between a collection's name and a document's path in the joint view.
@@ -48,22 +50,39 @@ WORKERS = 4
 
 T = TypeVar("T")
 R = TypeVar("R")
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
 
 
-def _each(fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
-    """``fn`` of every item, in order: the collections' stores are asked at once (a
-    shared pool, started on first use); an error of one is raised as it is."""
-    todo = list(items)
-    if len(todo) < 2:
-        return [fn(item) for item in todo]
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="kb-mcp-collections")
-        pool = _pool
-    return list(pool.map(fn, todo))
+class Fanout:
+    """Asks the collections' stores at once: a small thread pool, started on first use
+    and shut down by ``close`` (its owner: the ``JointView`` of one search)."""
+
+    def __init__(self, workers: int = WORKERS) -> None:
+        self._workers = workers
+        self._pool: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def each(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
+        """``fn`` of every item, in order; an error of one is raised as it is."""
+        todo = list(items)
+        if len(todo) < 2:
+            return [fn(item) for item in todo]
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("this joint view of the collections is closed")
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self._workers,
+                                                thread_name_prefix="kb-mcp-collections")
+            pool = self._pool
+        return list(pool.map(fn, todo))
+
+    def close(self) -> None:
+        """Stop the threads (waiting for the asks under way); ``each`` is refused after."""
+        with self._lock:
+            self._closed = True
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +92,7 @@ class Part:
 
     name: str
     store: IndexReader
-    vectors: VectorStore
+    vectors: VectorReader
     embedder: Embedder
     rules: OfferRules
     model: str
@@ -92,8 +111,9 @@ def split(qualified: str) -> tuple[str, str]:
 class _Ids:
     """The joint chunk ids: ``local × n + i``."""
 
-    def __init__(self, parts: Sequence[Part]) -> None:
+    def __init__(self, parts: Sequence[Part], fanout: Fanout) -> None:
         self.parts = parts
+        self.fanout = fanout
         self.n = len(parts)
         self.index = {p.name: i for i, p in enumerate(parts)}
 
@@ -182,7 +202,8 @@ class JointStore:
 
     def get_chunks(self, ids: Collection[int]) -> dict[int, StoredChunk]:
         wanted = list(self._ids.by_part(ids).items())
-        found = _each(lambda item: self._parts[item[0]].store.get_chunks(item[1]), wanted)
+        found = self._ids.fanout.each(
+            lambda item: self._parts[item[0]].store.get_chunks(item[1]), wanted)
         out: dict[int, StoredChunk] = {}
         for (i, _), chunks in zip(wanted, found, strict=True):
             for chunk in chunks.values():
@@ -202,19 +223,44 @@ class JointStore:
     def lexical_search(self, query: str, limit: int,
                        document_paths: Collection[str] | None = None
                        ) -> list[tuple[int, float]]:
-        """Each collection's keyword leg, merged on relevance (the module docstring)."""
+        """The keyword leg as one store holding every collection's chunks ranks it: each
+        collection's candidates scored on the statistics of all of them (the module
+        docstring; decision 0052)."""
         allowed = None if document_paths is None else self._ids.paths_by_part(document_paths)
         # a collection none of whose documents passed the filters is not asked
         asked = [i for i in range(len(self._parts)) if allowed is None or i in allowed]
 
-        def leg(i: int) -> list[tuple[int, float]]:
-            return self._parts[i].store.lexical_search(
-                query, limit, None if allowed is None else allowed[i])
+        def paths(i: int) -> list[str] | None:
+            return None if allowed is None else allowed[i]
 
-        merged = [(self._ids.joint(i, cid), score)
-                  for i, found in zip(asked, _each(leg, asked), strict=True)
-                  for cid, score in found]
-        return sorted(merged, key=lambda x: (-x[1], x[0]))[:limit]
+        def counts(i: int) -> KeywordStatistics:
+            # every collection's counts, asked or not: one index over all of them has them
+            return self._parts[i].store.keyword_statistics(
+                query, None if allowed is None or i in allowed else [])
+
+        each = self._ids.fanout.each(counts, range(len(self._parts)))
+        pooled = sum(each[1:], each[0])
+        found = self._ids.fanout.each(
+            lambda i: self._parts[i].store.keyword_hits(query, limit, paths(i), pooled), asked)
+        return pooled_relevance(((self._ids.joint(i, hit.chunk_id), hit)
+                                 for i, hits in zip(asked, found, strict=True)
+                                 for hit in hits), limit)
+
+    def keyword_statistics(self, query: str, document_paths: Collection[str] | None = None
+                           ) -> KeywordStatistics:
+        allowed = None if document_paths is None else self._ids.paths_by_part(document_paths)
+        each = [p.store.keyword_statistics(
+            query, None if allowed is None else allowed.get(i, [])) for i, p in
+            enumerate(self._parts)]
+        return sum(each[1:], each[0])
+
+    def keyword_hits(self, query: str, limit: int, document_paths: Collection[str] | None,
+                     statistics: KeywordStatistics) -> list[KeywordHit]:
+        allowed = None if document_paths is None else self._ids.paths_by_part(document_paths)
+        return [replace(hit, chunk_id=self._ids.joint(i, hit.chunk_id))
+                for i, p in enumerate(self._parts) if allowed is None or i in allowed
+                for hit in p.store.keyword_hits(
+                    query, limit, None if allowed is None else allowed[i], statistics)]
 
     def paths_containing(self, terms: Collection[str]) -> set[str]:
         return {qualify(p.name, path) for p in self._parts
@@ -283,7 +329,8 @@ class JointEmbedder:
 
 
 class JointVectors:
-    """``VectorStore`` (the reading half) over several collections' vector stores."""
+    """``VectorReader`` over several collections' vector stores (no writing half: each
+    collection's vectors are written through its own knowledge base)."""
 
     def __init__(self, ids: _Ids) -> None:
         self._ids = ids
@@ -318,7 +365,7 @@ class JointVectors:
                                     None if allowed is None else allowed[i])
 
         found: dict[str, list[tuple[int, float]]] = {}
-        for i, hits in zip(asked, _each(leg, asked), strict=True):
+        for i, hits in zip(asked, self._ids.fanout.each(leg, asked), strict=True):
             found.setdefault(self._parts[i].model, []).extend(
                 (self._ids.joint(i, c), s) for c, s in hits)
         merged: list[tuple[int, float]] = []
@@ -328,28 +375,14 @@ class JointVectors:
             merged += [(cid, s * scale) for cid, s in hits]
         return sorted(merged, key=lambda x: (-x[1], x[0]))[:limit]
 
-    # the writing half is never called by a search
-    def add(self, ids: Sequence[int], vectors: Sequence[Vector]) -> None:
-        _read_only()
-
-    def append(self, ids: Sequence[int], vectors: Sequence[Vector]) -> None:
-        _read_only()
-
-    def delete(self, ids: Collection[int]) -> None:
-        _read_only()
-
     def ids(self) -> set[int]:
         return {self._ids.joint(i, c) for i, p in enumerate(self._parts)
                 for c in p.vectors.ids()}
 
-    def reset(self) -> None:
-        _read_only()
-
-    def compact(self) -> None:
-        _read_only()
-
     def fingerprint(self) -> str | None:
-        return None
+        """The collections' fingerprints together; None when one cannot tell."""
+        each = [p.vectors.fingerprint() for p in self._parts]
+        return None if any(f is None for f in each) else "|".join(map(str, each))
 
 
 class JointOffer(OfferRules):
@@ -367,20 +400,36 @@ class JointOffer(OfferRules):
         return out
 
 
-def _read_only() -> None:
-    raise RuntimeError("a joint view of several collections only searches: each "
-                       "collection's own index is written through its knowledge base")
+@dataclass(frozen=True, slots=True)
+class JointView:
+    """The store, vectors, embedder and offer rules ``Searcher`` searches several
+    collections through, read-only (each collection's index is written through its own
+    knowledge base), and the fan-out they share: ``close`` (or ``with``) stops it."""
+
+    store: JointStore
+    vectors: JointVectors
+    embedder: JointEmbedder
+    rules: JointOffer
+    fanout: Fanout
+
+    def close(self) -> None:
+        self.fanout.close()
+
+    def __enter__(self) -> JointView:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
-def joint_parts(parts: Sequence[Part]
-                ) -> tuple[JointStore, JointVectors, JointEmbedder, JointOffer]:
-    """The store, vectors, embedder and offer rules ``Searcher`` searches all of
-    ``parts`` through (at least two)."""
+def joint_view(parts: Sequence[Part]) -> JointView:
+    """The joint view of ``parts`` (at least two); close it when the search is done."""
     if len(parts) < 2:
         raise ValueError("a joint search needs at least two collections")
-    ids = _Ids(parts)
+    ids = _Ids(parts, Fanout())
     store = JointStore(ids)
-    return store, JointVectors(ids), JointEmbedder(parts), JointOffer(store, ids)
+    return JointView(store, JointVectors(ids), JointEmbedder(parts), JointOffer(store, ids),
+                     ids.fanout)
 
 
 def local_id(gid: int, n: int) -> int:

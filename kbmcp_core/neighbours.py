@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from kbmcp_core.ports import IndexReader, VectorStore
+from kbmcp_core.ports import IndexReader, VectorReader
 
 #: Chunks of one document whose neighbours are looked up (the first ones, in reading order).
 CHUNKS_PER_DOCUMENT = 8
@@ -20,7 +20,7 @@ CHUNK_NEIGHBOURS = 12
 class ChunkNeighbours:
     """``Neighbours`` for ``build_graph``: offered documents nearest to one document."""
 
-    def __init__(self, store: IndexReader, vectors: VectorStore, offered: Collection[str],
+    def __init__(self, store: IndexReader, vectors: VectorReader, offered: Collection[str],
                  *, chunks_per_document: int = CHUNKS_PER_DOCUMENT,
                  chunk_neighbours: int = CHUNK_NEIGHBOURS) -> None:
         self.store = store

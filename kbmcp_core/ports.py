@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from kbmcp_core.fields import FieldValue
+from kbmcp_core.keyword_pool import KeywordHit, KeywordStatistics
 from kbmcp_core.models import (
     ChunkRecord,
     Consistency,
@@ -372,6 +373,20 @@ class IndexReader(DocumentCatalog, ConvertedTexts, Protocol):
         of it". ``document_paths`` restricts the search when given."""
         ...
 
+    def keyword_statistics(self, query: str, document_paths: Collection[str] | None = None
+                           ) -> KeywordStatistics:
+        """The counts this store's keyword leg scores ``query`` on (chunks, and the chunks
+        holding each term), for a joint search to pool over several stores (0052)."""
+        ...
+
+    def keyword_hits(self, query: str, limit: int, document_paths: Collection[str] | None,
+                     statistics: KeywordStatistics) -> list[KeywordHit]:
+        """The keyword leg's candidates scored on ``statistics`` (pooled over several
+        stores) rather than this store's own, not yet relative to any best:
+        ``keyword_pool.pooled_relevance`` of every store's hits is what ``lexical_search``
+        of one store holding all their chunks returns."""
+        ...
+
     def paths_containing(self, terms: Collection[str]) -> set[str]:
         """Paths of the documents holding any of ``terms`` in a chunk's title, heading
         trail or text, as the lexical leg matches them (words by their stem, several words
@@ -439,8 +454,30 @@ class Reranker(Protocol):
         ...
 
 
-class VectorStore(Protocol):
-    """Chunk vectors keyed by chunk id. SQLite stays the source of truth."""
+class VectorReader(Protocol):
+    """Chunk vectors read by chunk id and by nearness: what search, diversity, neighbours
+    and doctor need. A joint view of several collections plays only this role."""
+
+    def get(self, ids: Collection[int]) -> dict[int, Vector]: ...
+
+    def ids(self) -> set[int]: ...
+
+    def count(self) -> int: ...
+
+    def search(
+        self, vector: Vector, limit: int, allowed_ids: Collection[int] | None = None
+    ) -> list[tuple[int, float]]:
+        """(chunk id, cosine similarity) best first."""
+        ...
+
+    def fingerprint(self) -> str | None:
+        """A cheap token of the stored data (no store opened) that changes whenever the
+        vectors change on disk; None when it cannot be told cheaply."""
+        ...
+
+
+class VectorWriter(Protocol):
+    """The writes an index run (and an index copy) makes to the chunk vectors."""
 
     def add(self, ids: Sequence[int], vectors: Sequence[Vector]) -> None:
         """Insert or replace: an id the store holds gets the new vector."""
@@ -453,19 +490,7 @@ class VectorStore(Protocol):
         holds would be stored twice, so wherever an id may exist, use ``add``."""
         ...
 
-    def get(self, ids: Collection[int]) -> dict[int, Vector]: ...
-
     def delete(self, ids: Collection[int]) -> None: ...
-
-    def ids(self) -> set[int]: ...
-
-    def count(self) -> int: ...
-
-    def search(
-        self, vector: Vector, limit: int, allowed_ids: Collection[int] | None = None
-    ) -> list[tuple[int, float]]:
-        """(chunk id, cosine similarity) best first."""
-        ...
 
     def reset(self) -> None:
         """Drop every vector (a forced rebuild or a model change)."""
@@ -475,7 +500,7 @@ class VectorStore(Protocol):
         """Fold small writes together and drop old versions (end of a run)."""
         ...
 
-    def fingerprint(self) -> str | None:
-        """A cheap token of the stored data (no store opened) that changes whenever the
-        vectors change on disk; None when it cannot be told cheaply."""
-        ...
+
+class VectorStore(VectorReader, VectorWriter, Protocol):
+    """Chunk vectors keyed by chunk id, both halves: one object (the composition root holds
+    it); core modules name only the half they use. SQLite stays the source of truth."""

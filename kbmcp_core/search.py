@@ -1,29 +1,28 @@
-"""The search use-case: resolved request, two legs, fusion, shaping, per-document limit, offer."""
+"""The search use-case: one resolved request through named stages (allowed set, legs,
+shaping, dressing); the mode chooses only the leg strategy (``search_legs``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import cast
 
 from kbmcp_core.confidence import best_per_document, low_confidence
 from kbmcp_core.context import Context
 from kbmcp_core.errors import EmbeddingUnreachable, VectorsUnreachable, VectorsUnreadable
 from kbmcp_core.explain import HitExplain, SearchExplain, explain_hits, filter_effects
-from kbmcp_core.fusion import Fusion, fuse, leg_weights
+from kbmcp_core.fusion import Fusion, leg_weights
 from kbmcp_core.meta_keys import META_IN_PROGRESS
 from kbmcp_core.models import StoredChunk
 from kbmcp_core.offer import OfferRules
-from kbmcp_core.passages import PASSAGE_CANDIDATES, candidates_for, passage_similarities
-from kbmcp_core.ports import Embedder, IndexReader, Reranker, VectorStore
-from kbmcp_core.query_syntax import parse_query
-from kbmcp_core.questions import fusion_for
+from kbmcp_core.passages import PASSAGE_CANDIDATES
+from kbmcp_core.ports import Embedder, IndexReader, Reranker, VectorReader
 from kbmcp_core.rerank import RerankOutcome
+from kbmcp_core.search_legs import LEGS, Allowed, LegFailure, Legs, Ranking
 from kbmcp_core.search_request import (
     Mode,
+    ResolvedSearch,
     SearchDefaults,
     SearchRequest,
-    document_filter,
     resolve,
 )
 from kbmcp_core.shaping import apply_rerank, contexts_for, diversify, spans_for
@@ -121,7 +120,7 @@ class Searcher:
     def __init__(
         self,
         store: IndexReader,
-        vectors: VectorStore,
+        vectors: VectorReader,
         embedder: Embedder,
         rules: OfferRules,
         *,
@@ -143,107 +142,95 @@ class Searcher:
         self.passages = passages
 
     def search(self, request: SearchRequest) -> SearchResponse:
+        """The request resolved once, then the stages: allowed set, legs (the mode's
+        strategy: fusion and re-scoring), shaping, dressing."""
         req = resolve(request, self.defaults)
-        parsed = parse_query(req.query)  # "a phrase", -term (0035); plain text unchanged
-        query = parsed.text
-        limit, per_doc = cast(int, req.limit), cast(int, req.chunks_per_document)
-        filters = req.filters()
-        allowed_paths: set[str] | None = None
-        allowed_ids: list[int] | None = None
-        if filters:
-            allowed_paths = self.store.matching_paths(document_filter(req))
-        excluded = self.store.paths_containing(parsed.excluded) if parsed.excluded else set()
-        if excluded:  # both legs search only the documents without an excluded term
-            allowed_paths = (set(self.store.document_paths()) if allowed_paths is None
-                             else allowed_paths) - excluded
-        applied = parsed.applied() if parsed.has_syntax else None
-        explained = (filter_effects(self.store, req, list(filters), excluded, allowed_paths)
-                     if req.explain else None)
-        if allowed_paths is not None:
-            if not allowed_paths:
-                return SearchResponse((), True, filters, req.mode, query_applied=applied,
-                                      explain=explained)
-            allowed_ids = self.store.chunk_ids_for(allowed_paths)
-        pool = max(50, limit * per_doc * 5)
-        lexical: list[tuple[int, float]] = []
-        vector: list[tuple[int, float]] = []
-        unreadable: VectorsUnreadable | EmbeddingUnreachable | None = None
-        qv: list[float] | None = None
-        if req.mode in ("hybrid", "lexical"):
-            lexical = self.store.lexical_search(query, pool, allowed_paths)
-        if req.mode in ("hybrid", "vector"):
-            try:
-                qv = self.embedder.embed_query(query)
-                vector = self.vectors.search(qv, pool, allowed_ids)
-            except VectorsUnreadable as exc:  # damaged vector files: keywords still answer
-                unreadable = exc
-            except EmbeddingUnreachable as exc:  # the embedding service is down (0037)
-                unreadable = exc
-        readable = self.embedder.coverage(query) if req.mode != "lexical" else 0.0
-        fusion = fusion_for(query, self.fusion)  # a question leans on the vector leg (0028)
-        if req.mode == "hybrid":
-            fused = fuse(vector, lexical, coverage=readable, fusion=fusion)
-        else:
-            fused = list(vector or lexical)
-        chunks = self.store.get_chunks([cid for cid, _ in fused])
-        legs = vector  # as fused: its best candidates re-scored by paragraph (passages)
-        candidates = candidates_for(self.passages, self.embedder)
-        if (req.mode == "hybrid" and qv is not None and unreadable is None and candidates
-                and readable > 0):
-            try:
-                legs = passage_similarities(qv, fused, vector, chunks, self.embedder,
-                                            candidates, separately=self.passages is not None)
-                fused = fuse(legs, lexical, coverage=readable, fusion=fusion)
-            except EmbeddingUnreachable:  # the service went away: the chunks' scores stand
-                legs = vector
-        options = req.shape(self.defaults)
-        ranked = fused_order = [(cid, s) for cid, s in fused if cid in chunks]
-        ranked, reranked = apply_rerank(query, ranked, chunks, options, self.reranker)
-        ranked = diversify(ranked, chunks, options, limit=limit,
-                           vectors=None if req.mode == "lexical" or unreadable else self.vectors)
-        picked = _per_document(ranked, chunks, per_doc, limit)
-        offered = self.rules.offered({chunks[cid].document_path for cid, _ in picked})
-        spans = spans_for(query, [chunks[cid].content for cid, _ in picked])
-        contexts = contexts_for(self.store, [cid for cid, _ in picked], options)
+        allowed, explained = self._allowed(req)
+        if allowed.paths is not None and not allowed.paths:
+            return SearchResponse((), True, dict(req.filters), req.mode,
+                                  query_applied=req.applied, explain=explained)
+        pool = max(50, req.limit * req.chunks_per_document * 5)
+        legs = LEGS[req.mode](self, req, allowed, pool)
+        picked, reranked, fused_order = self._shape(req, legs)
+        return self._dress(req, legs, picked, reranked, fused_order, explained)
+
+    def _allowed(self, req: ResolvedSearch) -> tuple[Allowed, SearchExplain | None]:
+        """Stage 1: the documents the filters keep, less those holding an excluded term
+        (both legs then search only those), and what each filter removed (``explain``)."""
+        paths = self.store.matching_paths(req.documents) if req.filters else None
+        excluded = (self.store.paths_containing(req.parsed.excluded) if req.parsed.excluded
+                    else set())
+        if excluded:
+            paths = (set(self.store.document_paths()) if paths is None else paths) - excluded
+        explained = (filter_effects(self.store, req.documents, list(req.filters), excluded,
+                                    paths) if req.explain else None)
+        ids = self.store.chunk_ids_for(paths) if paths else None
+        return Allowed(paths, ids), explained
+
+    def _shape(self, req: ResolvedSearch, legs: Legs
+               ) -> tuple[Ranking, RerankOutcome | None, Ranking]:
+        """Stage 3: rerank, diversify, then the per-document cap and the limit."""
+        chunks = legs.chunks
+        fused_order = [(cid, s) for cid, s in legs.fused if cid in chunks]
+        ranked, reranked = apply_rerank(req.text, fused_order, chunks, req.shape,
+                                        self.reranker)
+        ranked = diversify(ranked, chunks, req.shape, limit=req.limit,
+                           vectors=self.vectors if legs.vector is not None else None)
+        picked = _per_document(ranked, chunks, req.chunks_per_document, req.limit)
+        return picked, reranked, fused_order
+
+    def _dress(self, req: ResolvedSearch, legs: Legs, picked: Ranking,
+               reranked: RerankOutcome | None, fused_order: Ranking,
+               explained: SearchExplain | None) -> SearchResponse:
+        """Stage 4: each hit with its URI, match spans, context and explanation; the
+        response with its notice and ``low_confidence``."""
+        chunks, ids = legs.chunks, [cid for cid, _ in picked]
+        offered = self.rules.offered({chunks[cid].document_path for cid in ids})
+        spans = spans_for(req.text, [chunks[cid].content for cid in ids])
+        contexts = contexts_for(self.store, ids, req.shape)
         scores = reranked.scores if reranked else {}
         explains: list[HitExplain | None] = [None] * len(picked)
         if req.explain:
             explains[:] = explain_hits(
-                [cid for cid, _ in picked], mode=req.mode, lexical=lexical, vector=legs,
-                weights=(leg_weights(legs, lexical, readable, fusion)
-                         if req.mode == "hybrid" else None),
+                ids, mode=req.mode, lexical=legs.lexical or [], vector=legs.rescored,
+                weights=(leg_weights(legs.rescored, legs.lexical or [], legs.readable,
+                                     legs.fusion) if legs.fusion is not None else None),
                 fused=fused_order, reranked=reranked)
         hits = tuple(replace(_hit(chunks[cid], score, offered), matches=m, context=ctx,
                              rerank_score=scores.get(cid), explain=why)
                      for (cid, score), m, ctx, why in zip(picked, spans, contexts, explains,
                                                           strict=True))
-        notice = (_unreadable_notice(unreadable, req.mode) if unreadable is not None
-                  else self._indexing_notice(req.mode))
+        keywords = legs.lexical is not None
+        notice = (_unreadable_notice(legs.failure, keywords) if legs.failure is not None
+                  else self._indexing_notice(legs.semantic, keywords))
         low = low_confidence(
             hits=len(hits),
-            similarities=(best_per_document(vector, chunks)
-                          if req.mode != "lexical" and unreadable is None else None),
-            best_lexical=(max((rel for _, rel in lexical), default=0.0)
-                          if req.mode != "vector" else None),
-            readable=readable)
-        return SearchResponse(hits, low, filters, req.mode, notice, reranked, applied, explained)
+            similarities=(best_per_document(legs.vector, chunks)
+                          if legs.vector is not None else None),
+            best_lexical=(max((rel for _, rel in legs.lexical), default=0.0)
+                          if legs.lexical is not None else None),
+            readable=legs.readable)
+        return SearchResponse(hits, low, dict(req.filters), req.mode, notice, reranked,
+                              req.applied, explained)
 
-    def _indexing_notice(self, mode: Mode) -> str | None:
+    def _indexing_notice(self, semantic: bool, keywords: bool) -> str | None:
         """While an index run is writing, some chunks may have text but no vector yet."""
-        if mode == "lexical" or not self.store.get_meta(META_IN_PROGRESS):
+        if not semantic or not self.store.get_meta(META_IN_PROGRESS):
             return None
         try:
             pending = self.store.stats().chunks - self.vectors.count()
         except VectorsUnreadable as exc:
-            return _unreadable_notice(exc, mode)
+            return _unreadable_notice(exc, keywords)
         if pending <= 0:
             return None
         return (f"indexing in progress: {pending} chunks are searchable by keywords only "
                 "until their embeddings are stored")
 
 
-def _unreadable_notice(exc: VectorsUnreadable | EmbeddingUnreachable, mode: Mode) -> str:
-    found = "no results" if mode == "vector" else "results from keyword search only"
+def _unreadable_notice(exc: LegFailure, keywords: bool) -> str:
+    """Why semantic search did not answer, and what answered instead (``keywords``: the
+    keyword leg ran)."""
+    found = "results from keyword search only" if keywords else "no results"
     if isinstance(exc, EmbeddingUnreachable):
         return f"semantic search is unavailable (embedding service: {exc.detail}); {found}"
     if isinstance(exc, VectorsUnreachable):

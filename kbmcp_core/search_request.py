@@ -22,6 +22,7 @@ from kbmcp_core.field_filters import FieldCondition, as_json, conditions
 from kbmcp_core.fields import Declared
 from kbmcp_core.models import DATE_PATTERN, DocumentFilter
 from kbmcp_core.settings_keys import default
+from kbmcp_core.query_syntax import ParsedQuery, parse_query
 from kbmcp_core.shaping import ShapeOptions
 
 if TYPE_CHECKING:
@@ -131,18 +132,47 @@ class SearchRequest:
                 out[key] = dict(value) if isinstance(value, Mapping) else value
         return out
 
-    def shape(self, defaults: SearchDefaults) -> ShapeOptions:
-        """The shaping options of this request once ``resolve`` has filled them in."""
-        return replace(defaults.shape, diversity=float(cast(float, self.diversity)),
-                       context=cast(ContextKind, self.context),
-                       context_chunks=cast(int, self.context_chunks),
-                       rerank=bool(self.rerank))
 
 
-def resolve(req: SearchRequest, defaults: SearchDefaults) -> SearchRequest:
+@dataclass(frozen=True, slots=True)
+class ResolvedSearch:
+    """One search once checked, with every default taken and nothing left optional: what
+    the stages of ``Searcher.search`` read (``resolve`` builds it, as httpx's
+    ``build_request`` builds a request)."""
+
+    #: the query as asked (NUL and lone surrogates made spaces), and as the syntax read it
+    query: str
+    parsed: ParsedQuery
+    mode: Mode
+    limit: int
+    chunks_per_document: int
+    #: MMR λ, context, neighbours, reranking and its candidates
+    shape: ShapeOptions
+    explain: bool
+    #: the document-level filters for the store, and as echoed back in the response
+    documents: DocumentFilter
+    filters: Mapping[str, object]
+
+    @property
+    def text(self) -> str:
+        """What the legs search for: the query without its exclusions."""
+        return self.parsed.text
+
+    @property
+    def applied(self) -> dict[str, list[str]] | None:
+        """The query's phrases and exclusions, echoed back when it used them."""
+        return self.parsed.applied() if self.parsed.has_syntax else None
+
+    @property
+    def filtered(self) -> bool:
+        """Whether a filter or an excluded term narrows the documents searched."""
+        return bool(self.filters or self.parsed.excluded)
+
+
+def resolve(req: SearchRequest, defaults: SearchDefaults) -> ResolvedSearch:
     """THE check of a search request: malformed values are refused with a message that
-    says what to fix; the result has the limit clamped and every default filled in.
-    Resolving a resolved request changes nothing."""
+    says what to fix (the query syntax last); the result has the limit clamped, every
+    default filled in and the query parsed."""
     if not isinstance(req.query, str) or not req.query.strip():
         raise InvalidQuery("query must be a non-empty string")
     # NUL and lone surrogates (a JSON "\\ud800" escape decodes to one) are not text any
@@ -186,14 +216,24 @@ def resolve(req: SearchRequest, defaults: SearchDefaults) -> SearchRequest:
     wanted = conditions(req.fields, defaults.fields, "fields")
     unwanted = conditions(req.fields_not, defaults.fields, "fields_not")
     d = defaults.shape
-    return replace(
-        req, query=query, limit=limit,
-        chunks_per_document=per_doc or defaults.chunks_per_document,
-        diversity=d.diversity if req.diversity is None else float(req.diversity),
-        context=d.context if req.context is None else req.context,
-        context_chunks=req.context_chunks or d.context_chunks,
-        rerank=d.rerank if req.rerank is None else req.rerank,
-        fields=wanted or None, fields_not=unwanted or None)
+    shape = replace(d, diversity=d.diversity if req.diversity is None else float(req.diversity),
+                    context=d.context if req.context is None else _context(req.context),
+                    context_chunks=req.context_chunks or d.context_chunks,
+                    rerank=d.rerank if req.rerank is None else req.rerank)
+    checked = replace(req, query=query, fields=wanted or None, fields_not=unwanted or None)
+    return ResolvedSearch(
+        query=query, parsed=parse_query(query), mode=req.mode, limit=limit,
+        chunks_per_document=per_doc or defaults.chunks_per_document, shape=shape,
+        explain=bool(req.explain), documents=document_filter(checked),
+        filters=checked.filters())
+
+
+def _context(kind: str) -> ContextKind:
+    """``kind`` (checked by ``check_options``) as the context kind it names."""
+    for known in CONTEXT_KINDS:
+        if known == kind:
+            return known
+    raise InvalidQuery(f"context must be one of {', '.join(CONTEXT_KINDS)}")
 
 
 def clamp_limit(limit: int, max_limit: int) -> int:

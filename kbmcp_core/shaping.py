@@ -18,7 +18,7 @@ from kbmcp_core.context import Context, ContextKind, build_context, radius_for
 from kbmcp_core.diversity import cosine_similarity, mmr, word_similarity
 from kbmcp_core.errors import InvalidQuery, VectorsUnreadable
 from kbmcp_core.models import StoredChunk
-from kbmcp_core.ports import IndexReader, Reranker, VectorStore
+from kbmcp_core.ports import IndexReader, Reranker, VectorReader
 from kbmcp_core.rerank import RerankOutcome, rerank
 from kbmcp_core.settings_keys import default
 from kbmcp_core.spans import Span, match_spans, query_terms
@@ -66,7 +66,7 @@ def diversify(
     options: ShapeOptions,
     *,
     limit: int,
-    vectors: VectorStore | None,
+    vectors: VectorReader | None,
 ) -> list[tuple[int, float]]:
     """Step 2: MMR over the first candidates when ``options.diversity`` is below 1,
     comparing stored vectors (words when ``vectors`` is None or lacks some)."""

@@ -14,6 +14,7 @@ from kbmcp_core.cjk import is_cjk
 from kbmcp_core.errors import NoSuchDocument, ParseError, StoreError, VectorsUnreadable
 from kbmcp_core.fields import FieldValue
 from kbmcp_core.index_run import IndexDeps
+from kbmcp_core.keyword_pool import KeywordHit, KeywordStatistics
 from kbmcp_core.meta_keys import META_DIMENSION, META_LAST_RUN, META_MODEL
 from kbmcp_core.models import (
     ChunkDraft,
@@ -394,6 +395,17 @@ class FakeIndexStore:
                 if overlap and all(_holds(text, phrase) for phrase in phrases):
                     scored.append((c.id, overlap / len(words)))
         return sorted(scored, key=lambda x: -x[1])[:limit]
+
+    def keyword_statistics(self, query: str, document_paths: Collection[str] | None = None
+                           ) -> KeywordStatistics:
+        """None to pool: the fake's relevance (the share of the query's words a chunk
+        holds) depends on the chunk alone."""
+        return KeywordStatistics(len(self.chunk_ids()))
+
+    def keyword_hits(self, query: str, limit: int, document_paths: Collection[str] | None,
+                     statistics: KeywordStatistics) -> list[KeywordHit]:
+        return [KeywordHit(cid, None, score)
+                for cid, score in self.lexical_search(query, limit, document_paths)]
 
     def paths_containing(self, terms: Collection[str]) -> set[str]:
         """Documents whose title, heading or text holds a term: its words in a row (no

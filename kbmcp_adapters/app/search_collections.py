@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from kbmcp_core.errors import IndexNotFound
-from kbmcp_core.joint_search import Part, joint_parts, local_id, qualify, split
+from kbmcp_core.joint_search import Part, joint_view, local_id, qualify, split
 from kbmcp_core.search import SearchHit, SearchResponse
 from kbmcp_core.search_request import SearchRequest
 from kbmcp_core.uris import doc_uri
@@ -73,8 +73,10 @@ def _joint(kbs: Mapping[str, KnowledgeBase], query: str, qualified: bool,
     # the first collection's searcher with the joint view as its ports: every other knob
     # (defaults, fusion, reranker...) is the top-level settings', the same in each
     joint = copy.copy(next(iter(searchers.values())))
-    joint.store, joint.vectors, joint.embedder, joint.rules = joint_parts(parts)
-    response = joint.search(SearchRequest.of(query, **search_args))
+    with joint_view(parts) as view:  # its threads stop when the search is done
+        joint.store, joint.vectors, joint.embedder, joint.rules = (
+            view.store, view.vectors, view.embedder, view.rules)
+        response = joint.search(SearchRequest.of(query, **search_args))
     n = len(parts)
 
     def untangle(hit: SearchHit) -> tuple[str, SearchHit]:

@@ -33,8 +33,9 @@ from kbmcp_adapters.store.ranking import (
     weigh_by_coverage,
 )
 from kbmcp_adapters.store.tables import JOIN_DOCUMENTS, PG_LEXICAL, PG_PATH_FILTER
+from kbmcp_core.keyword_pool import KeywordHit, KeywordStatistics
 
-__all__ = ["HAYSTACK", "rank"]
+__all__ = ["HAYSTACK", "hits", "rank", "statistics"]
 
 #: The text the trigram index covers; the index (migration 0001) is on this very
 #: expression, so a query must spell it the same way to use it.
@@ -67,6 +68,18 @@ def rank(conn: Connection, query: str, limit: int, paths: str | None, *,
         legs.append(substring_leg(conn, compiled.short_runs, limit, paths,
                                   find="strpos", path_filter=PG_PATH_FILTER))
     return merge(legs, limit)
+
+
+def statistics(_conn: Connection, _query: str, _paths: str | None) -> KeywordStatistics:
+    """No counts to pool yet: PostgreSQL's legs keep their own (``hits``)."""
+    return KeywordStatistics()
+
+
+def hits(conn: Connection, query: str, limit: int, paths: str | None,
+         _pooled: KeywordStatistics) -> list[KeywordHit]:
+    """``rank``'s relevances as they are, each relative to this store's own best: a
+    joint search over PostgreSQL stores does not pool keyword statistics yet (0052)."""
+    return [KeywordHit(cid, None, score) for cid, score in rank(conn, query, limit, paths)]
 
 
 def _terms_of(match: Terms, coverage: Sequence[str]) -> list[str]:

@@ -15,7 +15,7 @@ import logging
 import math
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import text
@@ -29,6 +29,7 @@ __all__ = [
     "BM25_WEIGHTS",
     "bm25_idf",
     "bm25_score",
+    "coverage_shares",
     "merge",
     "rank",
     "relative",
@@ -112,16 +113,25 @@ def weigh_by_coverage(
     leg = relative(leg)
     if len(df) < 2 or not leg:
         return leg
+    shares = coverage_shares(total, df, holders, [cid for cid, _ in leg])
+    if shares is None:
+        return leg
+    scored = [(cid, score * shares[cid]) for cid, score in leg]
+    return sorted(scored, key=lambda item: (-item[1], item[0]))
+
+
+def coverage_shares(total: int, df: Sequence[int], holders: Sequence[set[int]],
+                    ids: Iterable[int]) -> dict[int, float] | None:
+    """Each of ``ids``' coverage factor: (the IDF-weighted share of the query's terms it
+    holds)², with ``df[i]`` of ``total`` chunks holding term i and ``holders[i]`` the ids
+    that do; None when the terms weigh nothing."""
     total = total or 1
     idf = {i: math.log((total - n + 0.5) / (n + 0.5) + 1.0) for i, n in enumerate(df)}
     weight = sum(idf.values())
     if weight <= 0:
-        return leg
-    scored = [
-        (cid, score * (sum(w for i, w in idf.items() if cid in holders[i]) / weight) ** 2)
-        for cid, score in leg
-    ]
-    return sorted(scored, key=lambda item: (-item[1], item[0]))
+        return None
+    return {cid: (sum(w for i, w in idf.items() if cid in holders[i]) / weight) ** 2
+            for cid in ids}
 
 
 def _weigh_by_coverage(

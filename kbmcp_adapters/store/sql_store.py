@@ -22,7 +22,15 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
 
-from kbmcp_adapters.store import alembic_runner, engine, exclusion, field_rows, filters, pg_lexical
+from kbmcp_adapters.store import (
+    alembic_runner,
+    engine,
+    exclusion,
+    field_rows,
+    filters,
+    pg_lexical,
+    pooled_ranking,
+)
 from kbmcp_adapters.store.alembic_runner import head_revision, open_at_revision, schema_revision
 from kbmcp_adapters.store.engine import make_engine, translated
 from kbmcp_adapters.store.ranking import rank
@@ -45,6 +53,7 @@ from kbmcp_adapters.store.tables import converted_text as converted_table
 from kbmcp_adapters.store.tables import documents as document_table
 from kbmcp_core.errors import StoreError
 from kbmcp_core.fields import FieldValue
+from kbmcp_core.keyword_pool import KeywordHit, KeywordStatistics
 from kbmcp_core.meta_keys import META_DIMENSION, META_LAST_RUN, META_MODEL
 from kbmcp_core.models import (
     ChunkRecord,
@@ -94,10 +103,20 @@ class Dialect:
     insert: Callable[..., Any]
     #: (chunk id, relevance in (0, 1]) best first, for (conn, query, limit, paths)
     rank: Ranker
+    #: the keyword counts of (conn, query, paths), and the legs scored on pooled ones
+    statistics: Callable[[Connection, str, str | None], KeywordStatistics]
+    hits: Callable[[Connection, str, int, str | None, KeywordStatistics], list[KeywordHit]]
 
 
-SQLITE = Dialect(FTS_TABLES, "rowid", PATH_FILTER, sqlite_insert, rank)
-POSTGRESQL = Dialect((PG_LEXICAL,), "id", PG_PATH_FILTER, pg_insert, pg_lexical.rank)
+SQLITE = Dialect(FTS_TABLES, "rowid", PATH_FILTER, sqlite_insert, rank,
+                 pooled_ranking.statistics, pooled_ranking.hits)
+POSTGRESQL = Dialect((PG_LEXICAL,), "id", PG_PATH_FILTER, pg_insert, pg_lexical.rank,
+                     pg_lexical.statistics, pg_lexical.hits)
+
+
+def _paths_json(document_paths: Collection[str] | None) -> str | None:
+    """The ``:paths`` JSON list of a restriction to these documents (None: every one)."""
+    return None if document_paths is None else json.dumps(sorted(document_paths))
 
 
 def _batches(items: Iterable[T], size: int = BATCH) -> Iterator[list[T]]:
@@ -529,9 +548,26 @@ class SqlIndexStore:
         on PostgreSQL): BM25 weighed by query coverage, relevance in (0, 1]."""
         if limit <= 0 or not query.strip() or (document_paths is not None and not document_paths):
             return []
-        paths = None if document_paths is None else json.dumps(sorted(document_paths))
         with self._read() as conn:
-            return self._dialect.rank(conn, query, limit, paths)
+            return self._dialect.rank(conn, query, limit, _paths_json(document_paths))
+
+    def keyword_statistics(self, query: str, document_paths: Collection[str] | None = None
+                           ) -> KeywordStatistics:
+        """The counts the keyword legs score ``query`` on, to pool (decision 0052): over
+        the whole index, as BM25 counts them; only ``found`` keeps to ``document_paths``."""
+        if not query.strip():
+            return KeywordStatistics()
+        with self._read() as conn:
+            return self._dialect.statistics(conn, query, _paths_json(document_paths))
+
+    def keyword_hits(self, query: str, limit: int, document_paths: Collection[str] | None,
+                     statistics: KeywordStatistics) -> list[KeywordHit]:
+        """The keyword legs' candidates scored on pooled ``statistics`` (decision 0052)."""
+        if limit <= 0 or not query.strip() or (document_paths is not None and not document_paths):
+            return []
+        with self._read() as conn:
+            return self._dialect.hits(conn, query, limit, _paths_json(document_paths),
+                                      statistics)
 
     def paths_containing(self, terms: Collection[str]) -> set[str]:
         """Documents holding any of ``terms`` as the keyword index matches them

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from kbmcp_core.models import Vector
 from kbmcp_core.ports import IndexStore, VectorStore
 from tests.fakes import FakeIndexStore, FakeVectorStore
 
@@ -105,6 +106,62 @@ def _lance_s3_vector_store(
     yield LanceVectorStore(uri, DIM, storage_options=server.storage_options())
 
 
+class JointUnderTest:
+    """The joint view of two collections' vector stores (``joint_search``) under the
+    contract: it is a ``VectorReader`` only, so the writes go to the collection a joint id
+    names (``local × 2 + i``, as the view numbers them) and every read goes through it."""
+
+    def __init__(self) -> None:
+        from kbmcp_core.joint_search import Part, joint_view
+        from kbmcp_core.offer import OfferRules
+        from tests.fakes import FakeEmbedder, FakeRegistry
+
+        self.parts = [FakeVectorStore(), FakeVectorStore()]
+        index = FakeIndexStore()
+        self.view = joint_view([Part(name, index, vectors, FakeEmbedder(),
+                                     OfferRules(index, FakeRegistry()), "one-model")
+                                for name, vectors in zip("ab", self.parts, strict=True)])
+        reader = self.view.vectors
+        self.get, self.ids, self.count = reader.get, reader.ids, reader.count
+        self.search, self.fingerprint = reader.search, reader.fingerprint
+
+    def _split(self, ids: Sequence[int], vectors: Sequence[Vector]
+               ) -> list[tuple[list[int], list[Vector]]]:
+        out: list[tuple[list[int], list[Vector]]] = [([], []), ([], [])]
+        for gid, v in zip(ids, vectors, strict=True):
+            out[gid % 2][0].append(gid // 2)
+            out[gid % 2][1].append(v)
+        return out
+
+    def add(self, ids: Sequence[int], vectors: Sequence[Vector]) -> None:
+        for part, (local, vs) in zip(self.parts, self._split(ids, vectors), strict=True):
+            part.add(local, vs)
+
+    def append(self, ids: Sequence[int], vectors: Sequence[Vector]) -> None:
+        for part, (local, vs) in zip(self.parts, self._split(ids, vectors), strict=True):
+            part.append(local, vs)
+
+    def delete(self, ids: Collection[int]) -> None:
+        for i, part in enumerate(self.parts):
+            part.delete({gid // 2 for gid in ids if gid % 2 == i})
+
+    def reset(self) -> None:
+        for part in self.parts:
+            part.reset()
+
+    def compact(self) -> None:
+        for part in self.parts:
+            part.compact()
+
+
+@contextmanager
+def _joint_vector_store(_request: pytest.FixtureRequest, _tmp_path: Path
+                        ) -> Iterator[VectorStore]:
+    joint = JointUnderTest()
+    with joint.view:
+        yield joint
+
+
 #: name -> factory(request, tmp_path): a factory may ask for a session fixture (a server).
 VECTOR_STORES: dict[
     str, Callable[[pytest.FixtureRequest, Path], AbstractContextManager[VectorStore]]
@@ -112,6 +169,7 @@ VECTOR_STORES: dict[
     "fake": _fake_vector_store,
     "lancedb": _lance_vector_store,
     "lancedb-s3": _lance_s3_vector_store,
+    "joint": _joint_vector_store,
 }
 
 

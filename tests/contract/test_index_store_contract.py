@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from kbmcp_core.errors import StoreError
+from kbmcp_core.keyword_pool import pooled_relevance
 from kbmcp_core.meta_keys import META_DIMENSION, META_MODEL
 from kbmcp_core.models import ChunkRecord, DocumentRecord, IndexedState
 from kbmcp_core.ports import ConvertedText, DocumentWrite, IndexStore
@@ -286,6 +287,30 @@ def test_lexical_search_finds_titles_and_headings(store: IndexStore) -> None:
     fill(store)
     assert 31 in {cid for cid, _ in store.lexical_search("tea", 5)}
     assert store.lexical_search("rollback", 5)[0][0] == 12
+
+
+@pytest.mark.parametrize("query", ["kubernetes", "green tea", "the watcher tea rollback",
+                                   '"green tea" minutes', "release"])
+@pytest.mark.parametrize("paths", [None, ["guide/deploy.md", "notes/tea.md"]])
+def test_keyword_hits_on_the_store_s_own_statistics_rank_as_its_keyword_leg(
+        store: IndexStore, query: str, paths: list[str] | None) -> None:
+    # what a joint search pools (decision 0052): with one store's own counts, its hits made
+    # relative (``pooled_relevance``) are its keyword leg
+    fill(store)
+    own = store.keyword_statistics(query, paths)
+    hits = store.keyword_hits(query, 5, paths, own)
+    leg = store.lexical_search(query, 5, paths)
+    got = pooled_relevance(((h.chunk_id, h) for h in hits), 5)
+    assert [c for c, _ in got] == [c for c, _ in leg]
+    assert [s for _, s in got] == pytest.approx([s for _, s in leg], abs=1e-9)
+
+
+def test_pooled_counts_are_the_sum_of_the_stores(store: IndexStore) -> None:
+    fill(store)
+    own = store.keyword_statistics("tea kubernetes")
+    doubled = own + own
+    assert doubled.chunks == 2 * own.chunks
+    assert doubled.holding == {k: 2 * n for k, n in own.holding.items()}
 
 
 def test_lexical_search_honours_paths_and_limit(store: IndexStore) -> None:

@@ -24,7 +24,7 @@ from kbmcp_adapters.app.config import build_settings
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 from kbmcp_adapters.app.search_collections import search_collections
 from kbmcp_adapters.embedding.fastembed_embedder import PACKAGED_MODEL_ID, FastEmbedEmbedder
-from kbmcp_core.joint_search import Part, joint_parts
+from kbmcp_core.joint_search import Part, joint_view
 from kbmcp_core.models import Vector, whole_text_of
 from kbmcp_core.passages import cosine, paragraph_groups, paragraphs_of
 from kbmcp_core.ports import SpanEmbedder, SpanGroup
@@ -302,8 +302,9 @@ def test_collections_with_two_models_read_no_parts_and_still_answer(
             kbs[name] = _open(team / name, model)
             assert kbs[name].index().failed == 0
         searchers = {n: kb.searcher() for n, kb in kbs.items()}
-        joint = joint_parts([Part(n, s.store, s.vectors, s.embedder, s.rules,
-                                  s.embedder.model_id) for n, s in searchers.items()])[2]
+        with joint_view([Part(n, s.store, s.vectors, s.embedder, s.rules,
+                              s.embedder.model_id) for n, s in searchers.items()]) as view:
+            joint = view.embedder
         items = [paragraph_groups(TRAIL, ACCOUNTS)]
         assert joint.embed_spans(items) is None  # the first collection's model could
         assert embedder.embed_spans(items) is not None

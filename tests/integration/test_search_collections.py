@@ -8,6 +8,7 @@ point, the packaged model where the fusion's comparability is."""
 from __future__ import annotations
 
 import shutil
+import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -241,28 +242,38 @@ def test_the_vector_leg_over_collections_ranks_as_one_index_over_all_of_them(
         assert joint.low_confidence == one.low_confidence
 
 
-def test_hybrid_over_collections_ranks_about_as_well_as_one_index(
-        eval_kb: tuple[KnowledgeBase, Collections]) -> None:
-    """Keyword relevance is relative per collection (decision 0041); on the golden set
-    the joint ranking stays close to the whole index's."""
+@pytest.mark.parametrize("mode", ["hybrid", "lexical"])
+def test_a_folder_split_into_collections_ranks_as_the_one_folder(
+        eval_kb: tuple[KnowledgeBase, Collections], mode: str) -> None:
+    """Keyword statistics are pooled over the collections (decision 0052): the eval
+    fixture split into five collections ranks as the whole folder does."""
     whole, split = eval_kb
     kbs = {n: split.kb(n) for n in split.names}
     queries = load_golden(GOLDEN)
 
     def whole_retriever(query: str) -> Retrieved:
-        res = whole.search(query, limit=50)
+        res = whole.search(query, limit=50, mode=mode)
         return Retrieved([Ranked(h.path, h.heading, h.start_line, h.end_line)
                           for h in res.results], res.low_confidence)
 
     def joint_retriever(query: str) -> Retrieved:
-        res = search_collections(kbs, query, limit=50)
+        res = search_collections(kbs, query, limit=50, mode=mode)
         return Retrieved([Ranked(f"{h.collection}/{h.path}", h.heading, h.start_line,
                                  h.end_line) for h in res.results], res.low_confidence)
 
-    one = evaluate("hybrid", queries, whole_retriever, clean_heading)
-    joint = evaluate("hybrid", queries, joint_retriever, clean_heading)
-    # measured (five collections): nDCG@10 0.933 vs 0.963, MRR@10 0.911 vs 0.951,
-    # recall@5 1.0 both; three keyword queries lose one or two places (decision 0041)
-    for metric, margin in (("ndcg@10", 0.045), ("mrr@10", 0.05), ("recall@5", 0.0)):
+    one = evaluate(mode, queries, whole_retriever, clean_heading)
+    joint = evaluate(mode, queries, joint_retriever, clean_heading)
+    # measured (five collections, hybrid): nDCG@10 0.959 and MRR@10 0.945 both; before
+    # the statistics were pooled, 0.935 and 0.913 (per-collection BM25, decision 0041)
+    for metric, margin in (("ndcg@10", 0.005), ("mrr@10", 0.005), ("recall@5", 0.0)):
         assert joint.document[metric] >= one.document[metric] - margin, (
             metric, joint.document, one.document)
+
+
+def test_a_joint_search_leaves_no_thread_running(collections: Collections) -> None:
+    """The threads that ask the collections at once belong to the one search: none is left
+    running once it has answered."""
+    kbs = {n: collections.kb(n) for n in ("north", "east", "south")}
+    assert search_collections(kbs, "deploy").results
+    assert [t.name for t in threading.enumerate() if t.name.startswith("kb-mcp-collections")
+            ] == []

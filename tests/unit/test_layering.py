@@ -240,9 +240,29 @@ def import_graph(root: Path) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for module, rel in files.items():
         source = (root / rel).read_text(encoding="utf-8")
-        targets = {resolve(full) for _, _, full in imports_of(source, rel)}
+        if rel.stem == "__init__":  # a package face: what importing it runs
+            targets = {resolve(full) for full in face_imports(source, rel)}
+        else:
+            targets = {resolve(full) for _, _, full in imports_of(source, rel)}
+        # importing a module runs the faces of the packages around it first
+        targets |= {face for face in _faces_of(module) if face in files}
         graph[module] = {t for t in targets if t is not None and t != module}
     return graph
+
+
+def _faces_of(module: str) -> list[str]:
+    """The packages ``module`` is in (``a.b.c``: ``a``, ``a.b``)."""
+    parts = module.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def face_imports(source: str, rel: Path) -> list[str]:
+    """The project modules a package's ``__init__`` imports when it is imported: its
+    module-level imports, not those under ``if TYPE_CHECKING`` nor inside functions (a
+    lazy face, ``__getattr__``, names its modules without importing them)."""
+    tree = ast.parse(source)
+    at_import: list[ast.stmt] = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
+    return [full for _, _, full in imports_of(ast.unparse(ast.Module(at_import, [])), rel)]
 
 
 def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -284,6 +304,37 @@ def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_no_module_imports_itself_round_about() -> None:
     cycles = import_cycles(import_graph(ROOT))
     assert cycles == [], "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_the_cycle_check_finds_a_cycle_through_an_eager_package_face(tmp_path: Path) -> None:
+    # importing ``server.schemas`` runs ``server/__init__``, which imports ``http``, which
+    # imports ``schemas``: a cycle no import statement shows; a lazy face makes none
+    eager = "from kbmcp_adapters.server.http import serve\n"
+    lazy = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+            "    from kbmcp_adapters.server.http import serve\n"
+            "def __getattr__(name):\n    from kbmcp_adapters.server import http\n"
+            "    return http.serve\n")
+    files = {"kbmcp_core/__init__.py": "", "kbmcp_adapters/__init__.py": "",
+             "kbmcp_adapters/server/schemas.py": "import json\n",
+             "kbmcp_adapters/server/http.py": "from . import schemas\n",
+             "kbmcp_cli/__init__.py": ""}
+    assert import_cycles(import_graph(_tree(tmp_path / "eager", {
+        **files, "kbmcp_adapters/server/__init__.py": eager}))) == [
+        ["kbmcp_adapters.server", "kbmcp_adapters.server.http", "kbmcp_adapters.server.schemas"]]
+    assert import_cycles(import_graph(_tree(tmp_path / "lazy", {
+        **files, "kbmcp_adapters/server/__init__.py": lazy}))) == []
+
+
+def test_importing_the_server_schemas_loads_no_server() -> None:
+    """``schemas`` (the tool inputs the CLI reads) is imported without the HTTP server or
+    the MCP SDK's server: the package face imports nothing eagerly."""
+    import subprocess
+
+    code = ("import sys, kbmcp_adapters.mcp_server.schemas as s; "
+            "print(sorted(m for m in sys.modules if m.startswith('kbmcp_adapters.mcp_server')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=ROOT, timeout=60).stdout
+    assert out.strip() == "['kbmcp_adapters.mcp_server', 'kbmcp_adapters.mcp_server.schemas']"
 
 
 def test_the_cycle_check_finds_a_cycle_through_a_deferred_import(tmp_path: Path) -> None:

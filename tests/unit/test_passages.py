@@ -83,7 +83,7 @@ def test_passage_candidates_is_read_and_checked(tmp_path: Path) -> None:
 
 def test_an_embedding_service_failing_mid_search_leaves_the_chunks_scores(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    import kbmcp_core.search
+    import kbmcp_core.search_legs
     from kbmcp_core.errors import EmbeddingUnreachable
     from kbmcp_core.search_request import SearchRequest
     from tests.unit.test_search import build, doc
@@ -97,7 +97,7 @@ def test_an_embedding_service_failing_mid_search_leaves_the_chunks_scores(
         calls.append(1)
         raise EmbeddingUnreachable("connection refused")
 
-    monkeypatch.setattr(kbmcp_core.search, "passage_similarities", down)
+    monkeypatch.setattr(kbmcp_core.search_legs, "passage_similarities", down)
     searcher.passages = 10
     failed = searcher.search(SearchRequest("apple banana"))
     assert calls and without.results  # the paragraphs were asked for, and failed

@@ -42,14 +42,24 @@ def test_resolve_fills_every_default_from_the_settings_and_clamps_the_limit() ->
         search_diversity=0.5, search_context="section", search_context_chunks=3,
         search_rerank=True, search_rerank_candidates=9))
     req = resolve(SearchRequest("keys"), d)
-    assert (req.limit, req.chunks_per_document) == (30, 4)
-    assert req.shape(d) == ShapeOptions(diversity=0.5, context="section", context_chunks=3,
-                                        rerank=True, rerank_candidates=9)
+    assert (req.limit, req.chunks_per_document, req.mode, req.explain) == (30, 4, "hybrid",
+                                                                           False)
+    assert req.shape == ShapeOptions(diversity=0.5, context="section", context_chunks=3,
+                                     rerank=True, rerank_candidates=9)
     asked = resolve(SearchRequest("keys", limit=0, chunks_per_document=1, diversity=1.0,
                                   context="none", context_chunks=1, rerank=False), d)
-    assert (asked.limit, asked.chunks_per_document, asked.diversity, asked.context,
-            asked.context_chunks, asked.rerank) == (1, 1, 1.0, "none", 1, False)
-    assert resolve(req, d) == req  # resolving twice changes nothing
+    assert (asked.limit, asked.chunks_per_document, asked.shape.diversity, asked.shape.context,
+            asked.shape.context_chunks, asked.shape.rerank) == (1, 1, 1.0, "none", 1, False)
+    assert resolve(SearchRequest("keys"), d) == req  # the same request resolves the same
+
+
+def test_a_resolved_request_leaves_nothing_optional() -> None:
+    # one value the stages read: no None left for a stage to fill in or cast away
+    req = resolve(SearchRequest.of("keys -draft", tags_any=["a"], fields=None), SearchDefaults())
+    assert (req.text.strip(), req.parsed.excluded, req.documents.tags_any) == ("keys", ("draft",),
+                                                                      ("a",))
+    assert dict(req.filters) == {"tags_any": ["a"]} and req.applied is not None
+    assert all(getattr(req, name) is not None for name in req.__slots__)
 
 
 def test_a_request_from_front_arguments_takes_lists_and_leaves_none_out() -> None:

@@ -1,0 +1,120 @@
+"""SQLite's keyword legs scored on statistics pooled over several stores (decision 0052).
+
+``statistics`` counts what one store's legs rest on (chunks, and the chunks holding each
+term of the query in each FTS5 table); ``hits`` runs the same legs as ``ranking.rank`` and
+scores their candidates on the pooled counts instead of the store's own. FTS5's bm25()
+reads its own table's counts, so each candidate's BM25 is taken apart term by term (one
+bm25() per term over the candidates: its IDF times its term-frequency part), and the parts
+are summed again with the pooled IDFs. The coverage weight uses the pooled counts too.
+What is left to a store of its own is the average chunk length BM25 normalises by.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+
+from kbmcp_adapters.store.lexical import Terms, compile_query, quote
+from kbmcp_adapters.store.ranking import (
+    _document_frequencies,
+    _fts_leg,
+    _scratch_holders,
+    bm25_idf,
+    bm25_score,
+    coverage_shares,
+    substring_leg,
+)
+from kbmcp_adapters.store.tables import FTS_GRAMS, FTS_WORDS
+from kbmcp_core.keyword_pool import KeywordHit, KeywordStatistics, holding_of
+
+__all__ = ["hits", "statistics"]
+
+
+def _phrases(match: Terms) -> list[str]:
+    """The phrases of ``match.fts5()`` in order, a phrase written twice listed twice
+    (bm25() sums over the expression's phrases)."""
+    if not match.required:
+        return list(match.optional)
+    if not match.optional:
+        return list(match.required)
+    return [*match.required, match.required[0], *match.optional]
+
+
+def _chunks(conn: Connection) -> int:
+    return int(conn.execute(text("SELECT count(*) FROM chunks")).scalar_one() or 0)
+
+
+def statistics(conn: Connection, query: str, paths: str | None) -> KeywordStatistics:
+    """This store's counts for ``query``: what ``hits`` of any store needs, summed."""
+    compiled = compile_query(query)
+    holding: dict[tuple[str, str], int] = {}
+    found: set[str] = set()
+    legs = ((FTS_WORDS, compiled.words, compiled.word_match, compiled.word_coverage),
+            (FTS_GRAMS, compiled.grams, compiled.gram_match, compiled.gram_coverage))
+    for table, expression, match, coverage in legs:
+        if not expression:
+            continue
+        terms = list(dict.fromkeys([*match.all, *coverage]))
+        holding.update(zip(((table, t) for t in terms),
+                           _document_frequencies(conn, table, terms), strict=True))
+        if _fts_leg(conn, table, expression, 1, paths):
+            found.add(table)
+    return KeywordStatistics(_chunks(conn), holding, frozenset(found))
+
+
+def hits(conn: Connection, query: str, limit: int, paths: str | None,
+         pooled: KeywordStatistics) -> list[KeywordHit]:
+    """``ranking.rank``'s legs, each candidate scored on ``pooled`` (not yet relative to
+    any best: ``keyword_pool.pooled_relevance`` does that over every store). The trigram
+    leg stands in for the words when no store's words found anything."""
+    compiled = compile_query(query)
+    out: list[KeywordHit] = []
+    if compiled.words and not compiled.has_cjk:
+        leg = _fts_leg(conn, FTS_WORDS, compiled.words, limit, paths)
+        out += _rescored(conn, FTS_WORDS, compiled.word_match, compiled.word_coverage, leg,
+                         pooled)
+    if compiled.grams and (compiled.has_cjk or FTS_WORDS not in pooled.found):
+        leg = _fts_leg(conn, FTS_GRAMS, compiled.grams, limit, paths)
+        out += _rescored(conn, FTS_GRAMS, compiled.gram_match, compiled.gram_coverage, leg,
+                         pooled)
+    if compiled.short_runs and not compiled.grams:
+        out += [KeywordHit(cid, None, share)
+                for cid, share in substring_leg(conn, compiled.short_runs, limit, paths)]
+    return out
+
+
+def _rescored(conn: Connection, table: str, match: Terms, coverage: Sequence[str],
+              leg: list[tuple[int, float]], pooled: KeywordStatistics) -> list[KeywordHit]:
+    """The leg's candidates with their BM25 on the pooled counts, and their coverage."""
+    if not leg:
+        return []
+    ids = json.dumps([cid for cid, _ in leg])
+    phrases = _phrases(match)
+    distinct = list(dict.fromkeys(phrases))
+    own_total = _chunks(conn)
+    own_df = dict(zip(distinct, _document_frequencies(conn, table, distinct), strict=True))
+    pooled_df = dict(zip(distinct, holding_of(pooled.holding, table, distinct), strict=True))
+    weight = dict.fromkeys((cid for cid, _ in leg), 0.0)
+    for term in distinct:
+        times = phrases.count(term)
+        scale = times * bm25_idf(pooled.chunks, pooled_df[term]) / bm25_idf(own_total,
+                                                                              own_df[term])
+        rows = conn.execute(
+            text(f"SELECT rowid, {bm25_score(table)} FROM {table} WHERE {table} MATCH :t "
+                 "AND rowid IN (SELECT value FROM json_each(:ids))"),
+            {"t": quote(term), "ids": ids}).all()
+        for cid, part in rows:
+            weight[int(cid)] += float(part) * scale
+    shares: dict[int, float] | None = None
+    if len(coverage) >= 2:
+        rows = conn.execute(
+            text(f"SELECT rowid, title, heading, body FROM {table} "
+                 "WHERE rowid IN (SELECT value FROM json_each(:ids))"), {"ids": ids}).all()
+        holders = _scratch_holders(table, coverage, [tuple(row) for row in rows])
+        shares = coverage_shares(pooled.chunks, holding_of(pooled.holding, table, coverage),
+                                 holders, weight)
+    return [KeywordHit(cid, table, weight[cid], 1.0 if shares is None else shares[cid])
+            for cid, _ in leg]

@@ -1,0 +1,142 @@
+"""The legs stage of a search: each mode's strategy for running and fusing the legs.
+
+A search's mode chooses its strategy here and nowhere else (``LEGS``): ``hybrid`` runs
+the keyword and the vector leg, fuses them and re-scores the best candidates by their
+nearest paragraph (``passages``); ``vector`` and ``lexical`` run one leg alone. Every
+strategy returns the same ``Legs`` value, whose fields say what ran, so the stages after
+it (shaping, dressing) read facts, never the mode. A vector leg that cannot answer
+(damaged vector files, the embedding service down) leaves the keyword leg to answer and
+is recorded as ``failure``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from kbmcp_core.errors import EmbeddingUnreachable, VectorsUnreadable
+from kbmcp_core.fusion import Fusion, fuse
+from kbmcp_core.models import StoredChunk, Vector
+from kbmcp_core.passages import candidates_for, passage_similarities
+from kbmcp_core.ports import Embedder, IndexReader, VectorReader
+from kbmcp_core.questions import fusion_for
+from kbmcp_core.search_request import Mode, ResolvedSearch
+
+Ranking = list[tuple[int, float]]
+#: Why the vector leg could not answer.
+LegFailure = VectorsUnreadable | EmbeddingUnreachable
+
+
+class SearchPorts(Protocol):
+    """What a leg strategy reads from the searcher."""
+
+    store: IndexReader
+    vectors: VectorReader
+    embedder: Embedder
+    fusion: Fusion
+    passages: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Allowed:
+    """The documents and chunks the legs may return (None: every one)."""
+
+    paths: set[str] | None
+    ids: list[int] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Legs:
+    """What the legs found, fused, with the chunks of the fused candidates."""
+
+    #: the keyword leg; None when it did not run
+    lexical: Ranking | None
+    #: the vector leg; None when it did not run or could not answer (``failure``)
+    vector: Ranking | None
+    #: the vector leg as fused (its best candidates re-scored by paragraph)
+    rescored: Ranking
+    fused: Ranking
+    chunks: dict[int, StoredChunk]
+    #: the share of the query the embedding model reads (0 when no vector leg was asked)
+    readable: float
+    #: the fusion the two legs were fused with; None for one leg alone
+    fusion: Fusion | None
+    #: whether the vector leg was asked for, and why it could not answer
+    semantic: bool
+    failure: LegFailure | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Semantic:
+    query_vector: Vector | None
+    found: Ranking | None
+    failure: LegFailure | None
+
+
+def _keywords(ports: SearchPorts, req: ResolvedSearch, allowed: Allowed, pool: int) -> Ranking:
+    return ports.store.lexical_search(req.text, pool, allowed.paths)
+
+
+def _semantic(ports: SearchPorts, req: ResolvedSearch, allowed: Allowed, pool: int
+              ) -> _Semantic:
+    query_vector: Vector | None = None
+    try:
+        query_vector = ports.embedder.embed_query(req.text)
+        return _Semantic(query_vector, ports.vectors.search(query_vector, pool, allowed.ids),
+                         None)
+    except VectorsUnreadable as exc:  # damaged vector files: keywords still answer
+        return _Semantic(query_vector, None, exc)
+    except EmbeddingUnreachable as exc:  # the embedding service is down (0037)
+        return _Semantic(query_vector, None, exc)
+
+
+def hybrid(ports: SearchPorts, req: ResolvedSearch, allowed: Allowed, pool: int) -> Legs:
+    """Both legs, fused; the best fused candidates re-scored by their nearest paragraph."""
+    lexical = _keywords(ports, req, allowed, pool)
+    semantic = _semantic(ports, req, allowed, pool)
+    vector = semantic.found or []
+    readable = ports.embedder.coverage(req.text)
+    fusion = fusion_for(req.text, ports.fusion)  # a question leans on the vector leg (0028)
+    fused = fuse(vector, lexical, coverage=readable, fusion=fusion)
+    chunks = ports.store.get_chunks([cid for cid, _ in fused])
+    rescored = vector
+    candidates = candidates_for(ports.passages, ports.embedder)
+    qv = semantic.query_vector
+    if qv is not None and semantic.failure is None and candidates and readable > 0:
+        try:
+            rescored = passage_similarities(qv, fused, vector, chunks, ports.embedder,
+                                            candidates, separately=ports.passages is not None)
+            fused = fuse(rescored, lexical, coverage=readable, fusion=fusion)
+        except EmbeddingUnreachable:  # the service went away: the chunks' scores stand
+            rescored = vector
+    return Legs(lexical, semantic.found, rescored, fused, chunks, readable, fusion, True,
+                semantic.failure)
+
+
+def vector_alone(ports: SearchPorts, req: ResolvedSearch, allowed: Allowed, pool: int
+                 ) -> Legs:
+    """The vector leg alone (nothing when it cannot answer)."""
+    semantic = _semantic(ports, req, allowed, pool)
+    vector = semantic.found or []
+    readable = ports.embedder.coverage(req.text)
+    chunks = ports.store.get_chunks([cid for cid, _ in vector])
+    return Legs(None, semantic.found, vector, list(vector), chunks, readable, None, True,
+                semantic.failure)
+
+
+def lexical_alone(ports: SearchPorts, req: ResolvedSearch, allowed: Allowed, pool: int
+                  ) -> Legs:
+    """The keyword leg alone: no embedding model is asked anything."""
+    lexical = _keywords(ports, req, allowed, pool)
+    chunks = ports.store.get_chunks([cid for cid, _ in lexical])
+    return Legs(lexical, None, [], list(lexical), chunks, 0.0, None, False, None)
+
+
+LegStrategy = Callable[[SearchPorts, ResolvedSearch, Allowed, int], Legs]
+#: The one place a search's mode decides anything.
+LEGS: Mapping[Mode, LegStrategy] = {
+    "hybrid": hybrid,
+    "vector": vector_alone,
+    "lexical": lexical_alone,
+}
