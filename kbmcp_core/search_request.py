@@ -21,8 +21,8 @@ from kbmcp_core.errors import InvalidQuery
 from kbmcp_core.field_filters import FieldCondition, as_json, conditions
 from kbmcp_core.fields import Declared
 from kbmcp_core.models import DATE_PATTERN, DocumentFilter
-from kbmcp_core.settings_keys import default
 from kbmcp_core.query_syntax import ParsedQuery, parse_query
+from kbmcp_core.settings_keys import default
 from kbmcp_core.shaping import ShapeOptions
 
 if TYPE_CHECKING:
