@@ -238,6 +238,17 @@ class Settings:
     #: [server].trusted_proxies: addresses or networks whose X-Forwarded-* headers `serve`
     #: believes (none by default; --trusted-proxy adds to them)
     server_trusted_proxies: tuple[str, ...] = ()
+    #: [oauth]: JWT access tokens from these issuers are accepted over HTTP beside the
+    #: tokens file (decision 0054); none: OAuth is off
+    oauth_issuers: tuple[str, ...] = ()
+    #: [oauth].audience: the resource URI a token's ``aud`` must name (None: as served)
+    oauth_audience: str | None = None
+    #: [oauth].jwks_uri: the issuers' keys (None: from each issuer's metadata)
+    oauth_jwks_uri: str | None = None
+    oauth_read_scope: str = "kb:read"
+    oauth_rebuild_scope: str = "kb:rebuild"
+    oauth_jwks_cache_seconds: float = 300.0
+    oauth_clock_skew_seconds: float = 60.0
     #: ``[[collections]]``: the folders served under names (decision 0041); empty = the
     #: one folder ``kb_path``, served as one collection named after it
     collections: tuple[CollectionSpec, ...] = ()

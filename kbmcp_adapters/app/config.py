@@ -100,10 +100,17 @@ _SCHEMA: dict[str, dict[str, tuple[str, tuple[type, ...]]]] = {
     "server": {"tokens_file": ("server_tokens_file", (str,)),
                "index_on_start": ("server_index_on_start", (bool,)),
                "trusted_proxies": ("server_trusted_proxies", (list,))},
+    "oauth": {"issuers": ("oauth_issuers", (list,)),
+              "audience": ("oauth_audience", (str,)),
+              "jwks_uri": ("oauth_jwks_uri", (str,)),
+              "read_scope": ("oauth_read_scope", (str,)),
+              "rebuild_scope": ("oauth_rebuild_scope", (str,)),
+              "jwks_cache_seconds": ("oauth_jwks_cache_seconds", (int, float)),
+              "clock_skew_seconds": ("oauth_clock_skew_seconds", (int, float))},
 }
 
 _PATH_FIELDS = {"kb_path", "index_dir", "model_cache_dir", "server_tokens_file"}
-_TUPLE_FIELDS = {"enabled_formats", "exclude_dirs", "server_trusted_proxies"}
+_TUPLE_FIELDS = {"enabled_formats", "exclude_dirs", "server_trusted_proxies", "oauth_issuers"}
 
 #: Settings that say where data goes or comes from: a config file found by looking (in
 #: the knowledge base or the working folder) may set them only once trusted. ``index_dir``
@@ -113,7 +120,11 @@ _GATED_FIELDS = ("database_url", "vectors_uri", "vectors_storage_options", "mode
                  # a network endpoint the text goes to, and which secret goes with it (0037)
                  "embedding_base_url", "embedding_api_key_env",
                  # the folders a server serves, which could name any folder (0041)
-                 "collections")
+                 "collections",
+                 # who may sign the tokens the HTTP server accepts (0054)
+                 "oauth_issuers", "oauth_audience", "oauth_jwks_uri", "oauth_read_scope",
+                 "oauth_rebuild_scope", "oauth_jwks_cache_seconds",
+                 "oauth_clock_skew_seconds")
 
 log = logging.getLogger(__name__)
 
