@@ -25,6 +25,7 @@ from mcp.server.auth.provider import (
     AccessToken,
     AuthorizationCode,
     AuthorizationParams,
+    IdentityAssertionParams,
     RefreshToken,
     construct_redirect_uri,
 )
@@ -119,17 +120,21 @@ class Issuer:
     async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
         return None
 
+    async def exchange_identity_assertion(self, client: OAuthClientInformationFull,
+                                          params: IdentityAssertionParams) -> OAuthToken:
+        raise NotImplementedError
+
     def app(self) -> Starlette:
         """The SDK's routes, the metadata naming the JWKS first, and the JWKS."""
         metadata = build_metadata(AnyHttpUrl(self.url), None,
                                   ClientRegistrationOptions(enabled=True,
                                                             valid_scopes=list(self.grant)),
                                   RevocationOptions())
-        metadata.jwks_uri = AnyHttpUrl(self.url + "/jwks")
         metadata.scopes_supported = list(self.grant)
 
         async def described(request: Request) -> JSONResponse:
-            return JSONResponse(metadata.model_dump(mode="json", exclude_none=True))
+            return JSONResponse({**metadata.model_dump(mode="json", exclude_none=True),
+                                 "jwks_uri": self.url + "/jwks"})
 
         async def jwks(request: Request) -> JSONResponse:
             return JSONResponse({"keys": [public_jwk(self.key)]})
