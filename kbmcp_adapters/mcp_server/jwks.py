@@ -4,15 +4,14 @@ cached for their TTL, re-fetched once for an unknown ``kid`` at most every few s
 The keys' address is the configured ``jwks_uri``, else the ``jwks_uri`` of the issuer's
 metadata (RFC 8414 ``/.well-known/oauth-authorization-server``, then OpenID Connect's
 ``/.well-known/openid-configuration``). Every fetch is one ``GET`` through
-``service_wire.exchange`` (no redirect, no proxy, one deadline, ``MAX_BYTES`` at most), run
-in a worker thread. A token naming a key that is not cached makes one re-fetch (the issuer
+``app.json_fetch`` (no redirect, no proxy, one deadline, ``MAX_BYTES`` at most), run in a
+worker thread. A token naming a key that is not cached makes one re-fetch (the issuer
 rotated its keys), but at most one per ``REFETCH_GAP_S`` per issuer: a client sending
 random ``kid``s cannot make this server hammer the identity provider.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -24,7 +23,8 @@ import anyio.to_thread
 from jwt import PyJWK, PyJWKSet
 from jwt.exceptions import PyJWKError, PyJWKSetError
 
-from kbmcp_adapters.embedding.service_wire import exchange
+from kbmcp_adapters.app.json_fetch import FetchFailed
+from kbmcp_adapters.app.json_fetch import fetch_json as fetch_bounded
 
 log = logging.getLogger(__name__)
 
@@ -46,19 +46,9 @@ class KeysUnavailable(Exception):
 def fetch_json(url: str) -> dict[str, Any]:
     """``GET url`` as a JSON object: 200, at most ``MAX_BYTES``, within the deadline."""
     try:
-        answer = exchange(url, None, {"Accept": "application/json"}, method="GET",
-                          deadline=time.monotonic() + FETCH_DEADLINE_S, cap=MAX_BYTES)
-    except Exception as exc:  # OSError, TimeoutError, AnswerTooLarge, HTTPException
-        raise KeysUnavailable(f"cannot fetch {url}: {exc}") from None
-    if answer.status != 200:
-        raise KeysUnavailable(f"cannot fetch {url}: HTTP {answer.status}")
-    try:
-        data = json.loads(answer.body)
-    except ValueError:
-        raise KeysUnavailable(f"{url} did not answer JSON") from None
-    if not isinstance(data, dict):
-        raise KeysUnavailable(f"{url} did not answer a JSON object")
-    return data
+        return fetch_bounded(url, deadline_s=FETCH_DEADLINE_S, cap=MAX_BYTES)
+    except FetchFailed as exc:
+        raise KeysUnavailable(str(exc)) from None
 
 
 def discover_jwks_uri(issuer: str, get: Callable[[str], dict[str, Any]] = fetch_json) -> str:
