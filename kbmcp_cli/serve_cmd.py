@@ -349,9 +349,14 @@ def token_verifier(
 ) -> HashedTokenVerifier:
     """The tokens this server accepts: the tokens file (--tokens-file, else
     ``[server].tokens_file``, else tokens.json in the index folder) and the hashes given
-    by --token-hashes / KB_MCP_TOKEN_HASHES."""
+    by --token-hashes / KB_MCP_TOKEN_HASHES; with ``[oauth].issuers``, JWT access tokens
+    from those issuers too (decision 0054)."""
     from kbmcp_adapters.mcp_server.auth import HashedTokenVerifier
+    from kbmcp_adapters.mcp_server.oauth import OAuthVerifier, oauth_config
     from kbmcp_adapters.mcp_server.tokens import default_tokens_file, hashes_from_env
 
     path = tokens_file or default_tokens_file(settings)
+    oauth = oauth_config(settings)
+    if oauth is not None:
+        return OAuthVerifier(path, hashes_from_env(token_hashes), oauth)
     return HashedTokenVerifier(path, hashes_from_env(token_hashes))

@@ -20,6 +20,7 @@
     ├── WriterBusy              another process holds the writer lock
     ├── ReadBusy                every conversion slot of the server stayed taken
     ├── ParseError              a file could not be parsed (kept per file, never fatal)
+    ├── InsufficientScope       the caller's OAuth token lacks the scope a tool needs
     ├── PathRefused             a read was refused by the guard chain
     │   ├── NoSuchDocument      no document kb-mcp serves by that name (why: log only)
     │   └── NotOffered          the index does not offer the document as a resource
@@ -259,6 +260,18 @@ class ReadBusy(KbError):
 
 class ParseError(KbError):
     code = "parse_error"
+
+
+class InsufficientScope(KbError):
+    """The OAuth access token of the call does not hold ``scope``, which ``tool`` needs."""
+
+    code = "insufficient_scope"
+
+    def __init__(self, tool: str, scope: str) -> None:
+        super().__init__(f"{tool} needs an access token with the scope {scope!r}; this "
+                         "token does not hold it (ask the identity provider for it)")
+        self.tool = tool
+        self.scope = scope
 
 
 class PathRefused(KbError):

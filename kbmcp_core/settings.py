@@ -233,6 +233,17 @@ class Settings:
     server_header_timeout_s: float = default("server_header_timeout_s")
     server_max_connections: int = default("server_max_connections")
     server_max_connections_per_client: int = default("server_max_connections_per_client")
+    #: [oauth]: JWT access tokens from these issuers are accepted over HTTP beside the
+    #: tokens file (decision 0054); none: OAuth is off
+    oauth_issuers: tuple[str, ...] = default("oauth_issuers")
+    #: [oauth].audience: the resource URI a token's ``aud`` must name (None: as served)
+    oauth_audience: str | None = default("oauth_audience")
+    #: [oauth].jwks_uri: the issuers' keys (None: from each issuer's metadata)
+    oauth_jwks_uri: str | None = default("oauth_jwks_uri")
+    oauth_read_scope: str = default("oauth_read_scope")
+    oauth_rebuild_scope: str = default("oauth_rebuild_scope")
+    oauth_jwks_cache_seconds: float = default("oauth_jwks_cache_seconds")
+    oauth_clock_skew_seconds: float = default("oauth_clock_skew_seconds")
     #: ``[[collections]]``: the folders served under names (decision 0041); empty = the
     #: one folder ``kb_path``, served as one collection named after it
     collections: tuple[CollectionSpec, ...] = default("collections")

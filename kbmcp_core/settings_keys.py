@@ -281,8 +281,33 @@ _SERVER = (
         "(`--max-connections-per-client`)", low=1, gate="loosened", why=_HOLDS),
 )
 
+_SIGNERS = "who may sign the tokens the HTTP server accepts"
+_OAUTH = (
+    Key("oauth", "issuers", "oauth_issuers", _L, (),
+        "the OAuth 2.1 authorization servers whose JWT access tokens `serve --transport http` "
+        "accepts beside the tokens file (`https://`, or `http://` to 127.0.0.1 only); none: "
+        "OAuth is off ([decision 0054](decisions/0054-oauth-resource-server.md))",
+        form="strings", gate="always", why=_SIGNERS, shown="`[]` (OAuth off)"),
+    Key("oauth", "audience", "oauth_audience", _S, None,
+        "the resource URI a token's `aud` must name; set it behind a TLS proxy",
+        gate="always", why=_SIGNERS, shown="the URL served, `http://HOST:PORT/mcp`"),
+    Key("oauth", "jwks_uri", "oauth_jwks_uri", _S, None,
+        "the issuers' signing keys (JWKS)", gate="always", why=_SIGNERS,
+        shown="from each issuer's metadata"),
+    Key("oauth", "read_scope", "oauth_read_scope", _S, "kb:read",
+        "the scope a token needs to search and read", gate="always", why=_SIGNERS),
+    Key("oauth", "rebuild_scope", "oauth_rebuild_scope", _S, "kb:rebuild",
+        "the scope a token needs for `rebuild_index`", gate="always", why=_SIGNERS),
+    Key("oauth", "jwks_cache_seconds", "oauth_jwks_cache_seconds", _N, 300.0,
+        "how long fetched signing keys are kept (an unknown key id fetches again, at most "
+        "once per 30 s an issuer)", low=0, gate="always", why=_SIGNERS),
+    Key("oauth", "clock_skew_seconds", "oauth_clock_skew_seconds", _N, 60.0,
+        "leeway on a token's `exp`, `nbf` and `iat`", low=0, high=600, gate="always",
+        why=_SIGNERS),
+)
+
 SCHEMA = Schema(_TOP + _EMBEDDING + _PARSERS + _INDEX + _SEARCH + _TABLES + _WATCH_LOCK
-                + _SERVER)
+                + _SERVER + _OAUTH)
 
 
 def default(field: str) -> Any:

@@ -43,9 +43,10 @@ class Answer:
     body: bytes
 
 
-def exchange(url: str, body: bytes, headers: Mapping[str, str], *, deadline: float,
-             cap: int) -> Answer:
-    """``POST url`` and its answer, all of it before ``deadline`` (``time.monotonic``).
+def exchange(url: str, body: bytes | None, headers: Mapping[str, str], *, deadline: float,
+             cap: int, method: str = "POST") -> Answer:
+    """``method url`` (``POST`` with ``body`` by default; ``GET`` with ``None``) and its
+    answer, all of it before ``deadline`` (``time.monotonic``).
 
     Raises ``TimeoutError`` past the deadline, ``AnswerTooLarge`` for a 2xx body over
     ``cap`` bytes (other statuses keep their first ``ERROR_BYTES``), ``IncompleteRead`` for a
@@ -56,9 +57,9 @@ def exchange(url: str, body: bytes, headers: Mapping[str, str], *, deadline: flo
     connection: _Plain | _Tls = (
         _Tls(host, parts.port, deadline) if parts.scheme == "https"
         else _Plain(host, parts.port, deadline))
-    target = parts.path or "/"
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     try:
-        connection.request("POST", target, body=body, headers=dict(headers))
+        connection.request(method, target, body=body, headers=dict(headers))
         response = connection.getresponse()
         if connection.guard is not None and connection.guard.ended:
             # http.client takes a header block cut by the end of the connection as whole

@@ -9,9 +9,10 @@ with ``401`` and ``WWW-Authenticate: Bearer error="invalid_token", ...``. Other 
 back with ``429``.
 
 kb-mcp tokens are issued by ``kb-mcp token create``, not by an OAuth authorization
-server, so the 401 carries no ``resource_metadata``: the SDK's protected-resource
-metadata must name an authorization server, and there is none to name. A client is
-configured with the token (an ``Authorization`` header) instead of discovering one.
+server, so with them alone the 401 carries no ``resource_metadata``: a client is
+configured with the token (an ``Authorization`` header) instead of discovering one. With
+``[oauth].issuers`` (``oauth.OAuthVerifier``, decision 0054) the 401 names the protected
+resource metadata, and a token needs the read scope.
 """
 
 from __future__ import annotations
@@ -20,11 +21,13 @@ import hmac
 import json
 import logging
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
 from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.auth.provider import AccessToken
+from pydantic import AnyHttpUrl
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -153,14 +156,18 @@ class AuthGate:
     request that carries a token, whatever the token."""
 
     def __init__(self, app: ASGIApp, verifier: HashedTokenVerifier, protected: str, *,
-                 open_without_tokens: bool, failures: FailedTokens) -> None:
+                 open_without_tokens: bool, failures: FailedTokens,
+                 required_scopes: Sequence[str] = (),
+                 resource_metadata_url: str | None = None) -> None:
         self.app = app
         self.verifier = verifier
         self.protected = protected
         self.open_without_tokens = open_without_tokens
         self.failures = failures
-        self.required = RequireAuthMiddleware(RevocationWatch(app, verifier),
-                                              required_scopes=[])
+        self.required = RequireAuthMiddleware(
+            RevocationWatch(app, verifier), required_scopes=list(required_scopes),
+            resource_metadata_url=None if resource_metadata_url is None
+            else AnyHttpUrl(resource_metadata_url))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not self._guarded(str(scope.get("path", ""))):
@@ -246,11 +253,16 @@ class RevocationWatch:
 
 
 def with_bearer_auth(app: ASGIApp, verifier: HashedTokenVerifier, protected: str, *,
-                     open_without_tokens: bool, failures: FailedTokens) -> ASGIApp:
+                     open_without_tokens: bool, failures: FailedTokens,
+                     required_scopes: Sequence[str] = (),
+                     resource_metadata_url: str | None = None) -> ASGIApp:
     """``app`` behind the SDK's bearer authentication for every path under ``protected``
-    (tokens that are not accepted counted in ``failures``, shared by every path)."""
+    (tokens that are not accepted counted in ``failures``, shared by every path; a token
+    without every one of ``required_scopes`` answered 403; every 401 naming
+    ``resource_metadata_url`` when there is one: OAuth, decision 0054)."""
     gate = AuthGate(app, verifier, protected, open_without_tokens=open_without_tokens,
-                    failures=failures)
+                    failures=failures, required_scopes=required_scopes,
+                    resource_metadata_url=resource_metadata_url)
     return AuthenticationMiddleware(gate, backend=BearerAuthBackend(verifier))
 
 

@@ -8,6 +8,7 @@ import json
 import logging
 import socket
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import anyio
 from mcp.server.transport_security import TransportSecuritySettings
@@ -22,6 +23,7 @@ from kbmcp_adapters.mcp_server.host import Host
 from kbmcp_adapters.mcp_server.http_limits import BodyGuard, HttpLimits, SessionCap
 from kbmcp_adapters.mcp_server.http_proxy import ForwardedHeaders, Network, peer_of
 from kbmcp_adapters.mcp_server.http_sessions import SessionQuota
+from kbmcp_adapters.mcp_server.oauth import OAuthVerifier
 from kbmcp_adapters.mcp_server.runtime import BackgroundTask, KbRuntime
 from kbmcp_adapters.mcp_server.server import build_server, exit_now
 from kbmcp_adapters.mcp_server.ui import SECURITY_HEADERS, UI_API_PATH, UI_PATH, ui_routes
@@ -249,7 +251,16 @@ def build_http_app(
         return JSONResponse({"status": "ok", "rebuilding": rt.rebuilding_since() is not None,
                              **({"read_only": True} if stateless else {})})
 
-    server = build_server(rt)
+    oauth_routes: list[Route] = []
+    gate: dict[str, Any] = {}
+    if isinstance(verifier, OAuthVerifier):  # decision 0054
+        shown = f"[{host.strip('[]')}]" if ":" in host else host
+        verifier.serve_at(f"http://{shown}:{port}{MCP_PATH}")
+        oauth_routes = verifier.metadata_routes()
+        gate = {"required_scopes": [verifier.config.read_scope],
+                "resource_metadata_url": verifier.metadata_url()}
+    server = build_server(rt, rebuild_scope=verifier.config.rebuild_scope
+                          if isinstance(verifier, OAuthVerifier) else None)
     app: ASGIApp = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         host=host,
@@ -263,7 +274,7 @@ def build_http_app(
             allowed_origins=sorted(origins),
         ),
         custom_starlette_routes=[Route(HEALTH_PATH, healthz, methods=["GET"]),
-                                 *ui_routes(ui_api(Host.of(rt)))],
+                                 *oauth_routes, *ui_routes(ui_api(Host.of(rt)))],
     )
     app = BodyGuard(app, limits)
     if not stateless:
@@ -274,7 +285,7 @@ def build_http_app(
         for protected in (MCP_PATH, UI_API_PATH):
             app = with_bearer_auth(app, verifier, protected,
                                    open_without_tokens=open_without_tokens,
-                                   failures=failures)
+                                   failures=failures, **gate)
     return SecurityHeaders(ForwardedHeaders(HostOriginGuard(app, hosts, origins),
                                             trusted_proxies))
 

@@ -34,6 +34,7 @@ from kbmcp_adapters.mcp_server import (
 from kbmcp_adapters.mcp_server.host import Host
 from kbmcp_adapters.mcp_server.icons import server_icons
 from kbmcp_adapters.mcp_server.index_run_tools import progress_report, request_progress
+from kbmcp_adapters.mcp_server.oauth import scope_refusal
 from kbmcp_adapters.mcp_server.runtime import SHUTDOWN_S, BackgroundTask, KbRuntime
 from kbmcp_adapters.mcp_server.schemas import ArgumentChecker
 from kbmcp_adapters.mcp_server.stdio import claim_stdin, claim_stdout, stdio_transport
@@ -99,11 +100,13 @@ def server_version() -> str:
         return "0"
 
 
-def build_server(rt: KbRuntime | Host) -> Server[Any]:
+def build_server(rt: KbRuntime | Host, *, rebuild_scope: str | None = None) -> Server[Any]:
     """The low-level SDK server with every kb-mcp handler registered, for the host's
     collections (``Host.of``: a runtime alone is the host of its one folder). Here, once,
     the surface is chosen: a host of several collections (decision 0042) gets the tools,
-    resources and completion that take a collection; a host of one, one folder's."""
+    resources and completion that take a collection; a host of one, one folder's.
+    ``rebuild_scope``: the OAuth scope a token must hold to call a tool that changes the
+    index (decision 0054; None: no scope is asked)."""
     host = Host.of(rt)
     surface: dict[str, Any]
     target: Any
@@ -135,6 +138,10 @@ def build_server(rt: KbRuntime | Host) -> Server[Any]:
                 types.INVALID_PARAMS,
                 f"unknown tool {params.name[:64]!r}; the tools are {', '.join(specs)}",
             )
+        if rebuild_scope is not None and spec.annotations.read_only_hint is False:
+            refused = scope_refusal(getattr(ctx, "request", None), spec.name, rebuild_scope)
+            if refused is not None:
+                return tools.failure_result(refused)
         try:
             args = checkers[spec.name].check(params.arguments or {})
             with request_progress(progress_report(ctx)):

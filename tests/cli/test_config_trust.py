@@ -86,6 +86,9 @@ GATED = [
     ('[parsers]\ntimeout_seconds = 600\n', "parsers.timeout_seconds"),
     # a found config may not name folders to serve: it could name ~/.ssh (decision 0041)
     ('[[collections]]\nname = "keys"\npath = "{elsewhere}"\n', "collections"),
+    # a found config may not say whose access tokens are accepted (decision 0054)
+    ('[oauth]\nissuers = ["https://id.evil.example.test"]\n', "oauth.issuers"),
+    ('[oauth]\nrebuild_scope = "openid"\n', "oauth.rebuild_scope"),
 ]
 
 
