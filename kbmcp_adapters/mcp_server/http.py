@@ -25,7 +25,6 @@ from kbmcp_adapters.mcp_server.http_sessions import SessionQuota
 from kbmcp_adapters.mcp_server.runtime import BackgroundTask, KbRuntime
 from kbmcp_adapters.mcp_server.server import build_server, exit_now
 from kbmcp_adapters.mcp_server.ui import SECURITY_HEADERS, UI_API_PATH, UI_PATH, ui_routes
-from kbmcp_adapters.mcp_server.ui_collections import ui_api
 from kbmcp_core.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -263,7 +262,7 @@ def build_http_app(
             allowed_origins=sorted(origins),
         ),
         custom_starlette_routes=[Route(HEALTH_PATH, healthz, methods=["GET"]),
-                                 *ui_routes(ui_api(Host.of(rt)))],
+                                 *ui_routes(rt)],
     )
     app = BodyGuard(app, limits)
     if not stateless:
