@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -53,22 +53,6 @@ def one_collection(settings: Settings, name: str | None) -> tuple[Collections, K
     except BaseException:
         collections.close()
         raise
-
-
-def collections_search(settings: Settings, query: str, params: dict[str, Any],
-                       names: Sequence[str], fmt: str, color: bool | None) -> str:
-    """``kb-mcp search`` over collections, rendered: the named ones (else the default
-    ones) searched as one; text output names each hit's collection when several were
-    searched."""
-    from kbmcp_cli.search_fast import render
-
-    collections = open_for(settings)
-    try:
-        chosen = collections.resolve(list(names) or None)
-        response = collections.search(query, list(chosen), **params)
-    finally:
-        collections.close()
-    return render(response.as_dict(), fmt, color, show_collection=len(chosen) > 1)
 
 
 @click.group("collections", invoke_without_command=True)

@@ -9,7 +9,6 @@ import click
 
 from kbmcp_cli import field_option
 from kbmcp_cli.collection_option import collections_option
-from kbmcp_cli.collections_cmd import collections_search, wants_collections
 from kbmcp_cli.options import kb_options, setup_logging
 from kbmcp_cli.search_fast import NO_SERVER_ENV, ask_server, render, search_params
 from kbmcp_core.context import CONTEXT_KINDS
@@ -95,12 +94,11 @@ def search(query: str, kb_path: Path | None, config: Path | None, fmt: str, no_s
     settings = settings_for(kb_path, config)
     names = options.pop("collection_names", ())
     params = search_params(options)
-    if wants_collections(settings, names):  # several indexes, searched here (0041)
-        if verbose:
-            click.echo("kb-mcp: search: searched in this process (collections)", err=True)
-        click.echo(collections_search(settings, query, params, names, fmt, color),
-                   color=color)
-        return
+    # the collections searched (decisions 0041, 0051): asked for by name, or those of
+    # [[collections]]; a plain folder named by no --collection keeps its own search
+    chosen = searched_collections(settings, names)
+    if chosen:
+        params["collection"] = list(chosen)
     response = None
     if no_server:
         note = "searched in this process (--no-server)"
@@ -108,26 +106,50 @@ def search(query: str, kb_path: Path | None, config: Path | None, fmt: str, no_s
         reply = ask_server(settings, query, params)
         response, note = reply.response, reply.note
     text = None
+    show = len(chosen) > 1
     if response is not None:
         try:
-            text = render(response, fmt, color)
+            text = render(response, fmt, color, show_collection=show)
         except (KeyError, TypeError, ValueError, AttributeError):
             response, note = None, "the server's answer was malformed"
     if text is None:
         if not no_server:
             note = f"searched in this process: {note}"
-        text = render(local_search(settings, query, params), fmt, color)
+        text = render(local_search(settings, query, params), fmt, color, show_collection=show)
     if verbose:
         click.echo(f"kb-mcp: search: {note}", err=True)
     click.echo(text, color=color)
 
 
+def searched_collections(settings: Settings, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The collections a search names (checked: an unknown name is ``UnknownCollection``),
+    else the default ones of several; none for one (a plain folder, or one collection),
+    whose search and output are one folder's."""
+    from kbmcp_adapters.app.collections import Collections
+
+    collections = Collections(settings)
+    if not names and len(collections.names) == 1:  # a collection of one: a folder's search
+        return ()
+    return collections.resolve(list(names) or None)
+
+
 def local_search(settings: Settings, query: str, params: dict[str, Any]) -> dict[str, Any]:
-    """The search run in this process (``--mode lexical`` never loads the model)."""
+    """The search run in this process (``--mode lexical`` never loads the model): the
+    collections ``params`` names, or the plain folder."""
+    from kbmcp_adapters.app.collections import Collections, open_collections
     from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 
-    kb = KnowledgeBase.from_settings(settings)
+    params = dict(params)
+    selector = params.pop("collection", None)
+    if selector is None:
+        one = Collections(settings)
+        kb = KnowledgeBase.from_settings(one.settings(one.names[0]))
+        try:
+            return kb.search(query, **params).as_dict()
+        finally:
+            kb.close()
+    collections = open_collections(settings)
     try:
-        return kb.search(query, **params).as_dict()
+        return collections.search(query, selector, **params).as_dict()
     finally:
-        kb.close()
+        collections.close()

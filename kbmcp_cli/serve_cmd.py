@@ -288,11 +288,11 @@ def serve(
     if read_only:
         log.info("read-only: this server never writes the index (no watcher, no local "
                  "search socket); its writer is `kb-mcp watch` or `kb-mcp index`")
-    elif not runtime.several:
+    else:
         from kbmcp_adapters.local_search.serve_task import local_search_task
 
-        # `kb-mcp search` asks this server over a local socket (decision 0018)
-        background += runtime.tasks(local_search_task)
+        # `kb-mcp search` asks this server over a local socket (decisions 0018, 0051)
+        background.append(local_search_task)
     if not read_only and settings.watch and not no_watch:
         from kbmcp_adapters.live.serve_task import watch_task
 

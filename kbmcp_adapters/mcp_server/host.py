@@ -16,7 +16,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from kbmcp_adapters.app.collections import Collections
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
@@ -29,7 +29,7 @@ from kbmcp_adapters.mcp_server.runtime import (
 from kbmcp_core.errors import IndexNotFound, InvalidQuery, PathRefused
 from kbmcp_core.reading import clean_request_path
 from kbmcp_core.settings import Settings
-from kbmcp_core.uris import UriSpace
+from kbmcp_core.uris import UriSpace, collection_of
 
 T = TypeVar("T")
 #: A tool's ``collection`` argument: a name, a list of names, or omitted.
@@ -86,6 +86,24 @@ class Host:
         """The runtime of a host of one collection (a plain folder)."""
         (name,) = self.names
         return self.runtimes[name]
+
+    def label(self, name: str) -> str | None:
+        """The collection name a hit, URI or answer of ``name`` carries: none on a host
+        of one (its answers are one folder's, exactly)."""
+        return name if self.several else None
+
+    def labelled(self, name: str, data: dict[str, Any]) -> dict[str, Any]:
+        """``data`` (an answer from collection ``name``) naming its collection, when the
+        host has several."""
+        return {**data, "collection": name} if self.several else data
+
+    def route(self, uri: str) -> tuple[str, str]:
+        """The collection a ``kb://`` URI reads and the URI inside it: on a host of
+        several, the collection it names (``uris.collection_of``); on a host of one, the
+        one, with the URI whole (a first folder named like the collection stays a folder)."""
+        if not self.several:
+            return self.names[0], uri
+        return collection_of(uri, self.space)
 
     def runtime(self, name: str) -> KbRuntime:
         (known,) = self.collections.resolve(name)

@@ -27,7 +27,6 @@ from kbmcp_adapters.mcp_server.oauth import OAuthVerifier
 from kbmcp_adapters.mcp_server.runtime import BackgroundTask, KbRuntime
 from kbmcp_adapters.mcp_server.server import build_server, exit_now
 from kbmcp_adapters.mcp_server.ui import SECURITY_HEADERS, UI_API_PATH, UI_PATH, ui_routes
-from kbmcp_adapters.mcp_server.ui_collections import ui_api
 from kbmcp_core.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -274,7 +273,7 @@ def build_http_app(
             allowed_origins=sorted(origins),
         ),
         custom_starlette_routes=[Route(HEALTH_PATH, healthz, methods=["GET"]),
-                                 *oauth_routes, *ui_routes(ui_api(Host.of(rt)))],
+                                 *oauth_routes, *ui_routes(rt)],
     )
     app = BodyGuard(app, limits)
     if not stateless:

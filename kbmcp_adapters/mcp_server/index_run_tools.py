@@ -6,6 +6,10 @@ once (true), waits for its end (false), or waits at most ``WAIT_S`` (omitted), s
 client never waits past a usual request timeout; a run still going on then is reported by
 ``index_status``. While it waits, a request that carried a ``progressToken`` hears the
 run's progress, at most every ``PROGRESS_EVERY_S``.
+
+Each collection of the host has its own index and runs (run ids count per collection):
+a call about one collection answers as one folder does (naming its collection when the
+host has several); about several, ``runs`` (one view each) under an overall ``state``.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from kbmcp_adapters.mcp_server.host import Host
 from kbmcp_adapters.mcp_server.index_runs import KEPT, IndexRunRecord, IndexRuns
 from kbmcp_adapters.mcp_server.runtime import KbRuntime
 from kbmcp_adapters.mcp_server.schemas import REBUILD_OUTPUT, JsonObject
@@ -35,6 +40,9 @@ PROGRESS_EVERY_S = 0.5
 #: ``report(progress, total, message)``: the request's progress notification (a no-op
 #: when the request carried no ``progressToken``).
 Report = Callable[[float, float | None, str | None], Awaitable[None]]
+
+#: the overall state of several runs: the first of these that any run is in
+_ORDER = ("running", "failed", "stopped", "finished", "none")
 
 _report: ContextVar[Report | None] = ContextVar("kbmcp_progress_report", default=None)
 
@@ -74,6 +82,16 @@ RUN_OUTPUT: JsonObject = {
     },
     "required": ["state", "message"],
 }  # fmt: skip
+#: a run of one collection on a host of several, naming it
+_ONE_OF_SEVERAL: JsonObject = {**RUN_OUTPUT, "properties": {**RUN_OUTPUT["properties"],
+                                                             "collection": _STR}}
+#: ``rebuild_index``/``index_status`` on a host of several: one run, or ``runs``
+RUNS_OUTPUT: JsonObject = {
+    **_ONE_OF_SEVERAL,
+    "properties": {**_ONE_OF_SEVERAL["properties"],
+                   "runs": {"type": "array", "items": _ONE_OF_SEVERAL,
+                            "description": "one run per collection, when several"}},
+}
 
 
 @contextlib.contextmanager
@@ -86,7 +104,51 @@ def request_progress(report: Report | None) -> Iterator[None]:
         _report.reset(token)
 
 
-async def rebuild_index(rt: KbRuntime, args: JsonObject) -> JsonObject:
+async def rebuild_index(host: Host, args: JsonObject) -> JsonObject:
+    """A run in each collection named (omitted: every one), waited for as ``background``
+    says; one collection's answer is one folder's."""
+    names = host.every(args.pop("collection", None))
+    if len(names) == 1:
+        return host.labelled(names[0], await _rebuild_in(host.runtime(names[0]), args))
+    force, background = bool(args.get("force", False)), args.get("background")
+    started = []
+    for name in names:  # a refusal (a read-only replica, shutting down) refuses the call
+        view, run, _new = host.runtimes[name].start_rebuild(force=force)
+        started.append((name, run))
+    if background is not True:
+        deadline = None if background is False else anyio.current_time() + WAIT_S
+        for name, run in started:
+            left = None if deadline is None else max(0.0, deadline - anyio.current_time())
+            await follow(host.runtimes[name].runs, run, None, left, first="")
+    out = overall([{**host.runtimes[n].runs.view(run), "collection": n}
+                   for n, run in started])
+    if out["state"] == "running":
+        out["note"] = ("still running (each collection's run goes on in the background): "
+                       "index_status reports them")
+    return out
+
+
+async def index_status(host: Host, args: JsonObject) -> JsonObject:
+    names = host.every(args.pop("collection", None))
+    if len(names) == 1:
+        return host.labelled(names[0], await _status_in(host.runtime(names[0]), args))
+    if args.get("run_id") is not None:
+        raise InvalidQuery("run ids are per collection: name the collection of "
+                           f"{args['run_id']!r} with collection (one of {', '.join(names)})")
+    return overall([{**await _status_in(host.runtimes[n], {}), "collection": n}
+                    for n in names])
+
+
+def overall(views: list[JsonObject]) -> JsonObject:
+    """Several collections' run views under one ``state`` and ``message``: the first
+    state of ``_ORDER`` that any run is in."""
+    states = {str(v.get("state")) for v in views}
+    state = next((s for s in _ORDER if s in states), "none")
+    message = "; ".join(f"{v['collection']}: {v.get('message')}" for v in views)
+    return {"state": state, "message": message, "runs": views}
+
+
+async def _rebuild_in(rt: KbRuntime, args: JsonObject) -> JsonObject:
     view, run, started = rt.start_rebuild(force=bool(args.get("force", False)))
     if not started:
         return {**view, "already_running": True, "note": (
@@ -108,7 +170,7 @@ async def rebuild_index(rt: KbRuntime, args: JsonObject) -> JsonObject:
     return view
 
 
-async def index_status(rt: KbRuntime, args: JsonObject) -> JsonObject:
+async def _status_in(rt: KbRuntime, args: JsonObject) -> JsonObject:
     run_id = args.get("run_id")
     run = rt.runs.get(run_id)
     if run is None and run_id is not None:
@@ -172,5 +234,6 @@ def progress_report(ctx: Any) -> Report | None:
     return getattr(session, "report_progress", None)
 
 
-__all__ = ["PROGRESS_EVERY_S", "REBUILD_INPUT", "RUN_OUTPUT", "STATUS_INPUT", "WAIT_S",
-           "index_status", "progress_report", "rebuild_index", "request_progress"]
+__all__ = ["PROGRESS_EVERY_S", "REBUILD_INPUT", "RUNS_OUTPUT", "RUN_OUTPUT", "STATUS_INPUT",
+           "WAIT_S", "index_status", "overall", "progress_report", "rebuild_index",
+           "request_progress"]

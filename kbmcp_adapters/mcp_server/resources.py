@@ -1,14 +1,16 @@
-"""MCP resources: topic groups in the listing, documents by template, and guarded reads."""
+"""MCP resources over the host's 1..N collections: topic groups in the listing, documents
+by template, and guarded reads (decisions 0042, 0051)."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any
 
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
-from kbmcp_adapters.mcp_server.runtime import KbRuntime
+from kbmcp_adapters.mcp_server.host import Host
 from kbmcp_adapters.mcp_server.tools import log_not_served, printable
 from kbmcp_core.errors import (
     IndexNotFound,
@@ -19,7 +21,12 @@ from kbmcp_core.errors import (
     ReadBusy,
 )
 from kbmcp_core.offer import TopicSummary
-from kbmcp_core.uris import DOC_PREFIX, DOC_URI_TEMPLATE
+from kbmcp_core.uris import (
+    COLLECTION_DOC_URI_TEMPLATE,
+    DOC_PREFIX,
+    DOC_URI_TEMPLATE,
+    topic_uri,
+)
 
 log = logging.getLogger(__name__)
 
@@ -45,60 +52,93 @@ def topic_resource(group: TopicSummary) -> types.Resource:
     )
 
 
-async def list_resources(rt: KbRuntime, ctx: Any, params: Any) -> types.ListResourcesResult:
-    """One entry per topic group, sorted by URI. No index yet: an empty listing."""
+async def list_resources(host: Host, ctx: Any, params: Any) -> types.ListResourcesResult:
+    """One entry per topic group of each collection, sorted by URI (on a host of several,
+    ``kb://topic/<collection>/<prefix>``, named by collection). No index yet: none of it."""
 
     def run() -> list[types.Resource]:
-        try:
-            groups = rt.open_index().topic_summaries()
-        except IndexNotFound:
-            if rt.indexing() is None:  # else serve's start run is building it (0024)
-                log.warning("resources/list: no index yet; run `kb-mcp index` to offer "
-                            "documents")
-            return []
-        return sorted((topic_resource(g) for g in groups), key=lambda r: r.uri)
+        out = []
+        for name in host.names:
+            rt, label = host.runtimes[name], host.label(name)
+            try:
+                groups = rt.open_index().topic_summaries()
+            except IndexNotFound:
+                if rt.indexing() is None:  # else serve's start run is building it (0024)
+                    log.warning("resources/list: no index yet%s; run `kb-mcp index` to offer "
+                                "documents", "" if label is None else f" in {label}")
+                continue
+            out += [topic_resource(g) if label is None else _labelled(g, label)
+                    for g in groups]
+        return sorted(out, key=lambda r: r.uri)
 
     try:
-        listed = await rt.in_thread(run)
+        listed = await host.in_thread(run)
     except Exception as exc:
         raise read_error(exc, "") from None
     return types.ListResourcesResult(resources=listed)
 
 
-async def list_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
-    return types.ListResourceTemplatesResult(
-        resource_templates=[
-            types.ResourceTemplate(
-                uri_template=DOC_URI_TEMPLATE,
-                name="document",
-                title="A document of the knowledge base",
-                description=(
-                    "One indexed document by its path relative to the knowledge base, "
-                    "percent-encoded (search hits and topic listings carry ready-made URIs). "
-                    "Add #L40-58 to read lines 40 to 58 only (#L40: one line). A document "
-                    "over 1 MiB comes back as its first lines with a notice naming the URI "
-                    "of the next ones. Markdown comes back as text/markdown; text and text "
-                    "extracted from PDFs as text/plain."
-                ),
-            )
-        ]
-    )
+def _labelled(group: TopicSummary, label: str) -> types.Resource:
+    resource = topic_resource(dataclasses.replace(group, uri=topic_uri(group.prefix, label)))
+    return resource.model_copy(update={
+        "name": f"{label}: {topic_name(group)}",
+        "title": f"Topic: {topic_name(group)} ({label})",
+        "description": f"Collection {label}. {resource.description}"})
+
+
+async def list_templates(host: Host, ctx: Any,
+                         params: Any) -> types.ListResourceTemplatesResult:
+    """The document template: ``kb://doc/{path}``, or on a host of several
+    ``kb://doc/{collection}/{path}``."""
+    if not host.several:
+        return types.ListResourceTemplatesResult(resource_templates=[types.ResourceTemplate(
+            uri_template=DOC_URI_TEMPLATE,
+            name="document",
+            title="A document of the knowledge base",
+            description=(
+                "One indexed document by its path relative to the knowledge base, "
+                "percent-encoded (search hits and topic listings carry ready-made URIs). "
+                "Add #L40-58 to read lines 40 to 58 only (#L40: one line). A document "
+                "over 1 MiB comes back as its first lines with a notice naming the URI "
+                "of the next ones. Markdown comes back as text/markdown; text and text "
+                "extracted from PDFs as text/plain."
+            ),
+        )])
+    default = host.space.default
+    short = (f" A URI without a collection reads the default collection ({default})."
+             if default else "")
+    return types.ListResourceTemplatesResult(resource_templates=[types.ResourceTemplate(
+        uri_template=COLLECTION_DOC_URI_TEMPLATE,
+        name="document",
+        title="A document of one collection",
+        description=(
+            f"One indexed document of a collection ({', '.join(host.names)}) by its path "
+            "relative to the collection's folder, percent-encoded (search hits and topic "
+            "listings carry ready-made URIs). Add #L40-58 to read lines 40 to 58 only. A "
+            "document over 1 MiB comes back as its first lines with a notice naming the URI "
+            f"of the next ones.{short}"),
+    )])
 
 
 async def read_resource(
-    rt: KbRuntime, ctx: Any, params: types.ReadResourceRequestParams
+    host: Host, ctx: Any, params: types.ReadResourceRequestParams
 ) -> types.ReadResourceResult:
+    """The collection the URI reads (``Host.route``), then that collection's own read:
+    the guard chain of one folder, bound to that collection's folder."""
     uri = params.uri
-
-    def run() -> types.ReadResourceResult:
-        body = rt.open_index().read_resource(uri)
-        return types.ReadResourceResult(
-            contents=[
-                types.TextResourceContents(uri=uri, mime_type=body.media_type, text=body.text)
-            ]
-        )
-
     try:
+        name, inner = host.route(uri)
+        rt = host.runtimes[name]
+
+        def run() -> types.ReadResourceResult:
+            body = rt.open_index().read_resource(inner, collection=host.label(name))
+            return types.ReadResourceResult(
+                contents=[
+                    types.TextResourceContents(uri=uri, mime_type=body.media_type,
+                                               text=body.text)
+                ]
+            )
+
         return await rt.in_thread(run)
     except Exception as exc:
         raise read_error(exc, uri) from None

@@ -23,14 +23,7 @@ from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import ListenHandler
 from mcp.shared.exceptions import MCPError
 
-from kbmcp_adapters.mcp_server import (
-    collection_resources,
-    collection_tools,
-    completion,
-    prompts,
-    resources,
-    tools,
-)
+from kbmcp_adapters.mcp_server import completion, prompts, resources, tools
 from kbmcp_adapters.mcp_server.host import Host
 from kbmcp_adapters.mcp_server.icons import server_icons
 from kbmcp_adapters.mcp_server.index_run_tools import progress_report, request_progress
@@ -102,29 +95,13 @@ def server_version() -> str:
 
 def build_server(rt: KbRuntime | Host, *, rebuild_scope: str | None = None) -> Server[Any]:
     """The low-level SDK server with every kb-mcp handler registered, for the host's
-    collections (``Host.of``: a runtime alone is the host of its one folder). Here, once,
-    the surface is chosen: a host of several collections (decision 0042) gets the tools,
-    resources and completion that take a collection; a host of one, one folder's.
+    collections (``Host.of``: a runtime alone is the host of its one folder). Every
+    handler takes the host; on a host of several (decision 0042) the tools grow
+    ``collection`` and ``list_collections``, and the URIs name the collection.
     ``rebuild_scope``: the OAuth scope a token must hold to call a tool that changes the
     index (decision 0054; None: no scope is asked)."""
     host = Host.of(rt)
-    surface: dict[str, Any]
-    target: Any
-    if host.several:
-        target, listed = host, collection_tools.tool_specs(host)
-        surface = {"on_list_resources": partial(collection_resources.list_resources, host),
-                   "on_list_resource_templates": partial(collection_resources.list_templates,
-                                                         host),
-                   "on_read_resource": partial(collection_resources.read_resource, host),
-                   "on_completion": partial(collection_resources.complete, host)}
-    else:
-        target = host.only
-        listed = tools.tool_specs(target.settings)
-        surface = {"on_list_resources": partial(resources.list_resources, target),
-                   "on_list_resource_templates": resources.list_templates,
-                   "on_read_resource": partial(resources.read_resource, target),
-                   "on_completion": partial(completion.complete, target)}
-    specs = {spec.name: spec for spec in listed}
+    specs = {spec.name: spec for spec in tools.tool_specs(host)}
     #: each tool's arguments are checked against the very schema tools/list publishes
     checkers = {name: ArgumentChecker(spec.input_schema) for name, spec in specs.items()}
 
@@ -145,7 +122,7 @@ def build_server(rt: KbRuntime | Host, *, rebuild_scope: str | None = None) -> S
         try:
             args = checkers[spec.name].check(params.arguments or {})
             with request_progress(progress_report(ctx)):
-                data = await spec.run(target, args)
+                data = await spec.run(host, args)
             return tools.success_result(data, spec.links)
         except Exception as exc:
             return tools.failure_result(exc)
@@ -162,7 +139,10 @@ def build_server(rt: KbRuntime | Host, *, rebuild_scope: str | None = None) -> S
         on_call_tool=call_tool,
         on_list_prompts=prompts.list_prompts,
         on_get_prompt=prompts.get_prompt,
-        **surface,
+        on_list_resources=partial(resources.list_resources, host),
+        on_list_resource_templates=partial(resources.list_templates, host),
+        on_read_resource=partial(resources.read_resource, host),
+        on_completion=partial(completion.complete, host),
         on_subscriptions_listen=ListenHandler(host.notifier.bus),
     )
     server.middleware.append(host.notifier)

@@ -1,7 +1,9 @@
-"""The MCP tools: their specs, the use-case calls behind them, and their results."""
+"""The MCP tools: their specs over the host's 1..N collections (the calls behind them are
+``tool_calls``', ``tools_read``'s and ``index_run_tools``'), and their results."""
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -12,10 +14,11 @@ import mcp_types as types
 
 from kbmcp_adapters.app.knowledge_base import IndexRunStopped
 from kbmcp_adapters.mcp_server import index_run_tools as runs
+from kbmcp_adapters.mcp_server import tool_calls as calls
 from kbmcp_adapters.mcp_server import tools_read
+from kbmcp_adapters.mcp_server.host import Host
 from kbmcp_adapters.mcp_server.icons import tool_icons
 from kbmcp_adapters.mcp_server.links import hit_links
-from kbmcp_adapters.mcp_server.runtime import KbRuntime
 from kbmcp_adapters.mcp_server.schemas import (
     DOCUMENT_INPUT,
     DOCUMENT_OUTPUT,
@@ -27,7 +30,6 @@ from kbmcp_adapters.mcp_server.schemas import (
     JsonObject,
     search_input,
 )
-from kbmcp_adapters.mcp_server.start_run import RETRY_HINT
 from kbmcp_core.errors import (
     IndexNotFound,
     IndexNotReady,
@@ -36,17 +38,12 @@ from kbmcp_core.errors import (
     PathRefused,
     StoreError,
 )
-from kbmcp_core.graph import GraphBounds
-from kbmcp_core.search_request import needs_embedder
 from kbmcp_core.settings import Settings
 
 log = logging.getLogger(__name__)
 
-#: A tool's work, given the server's host: its ``KbRuntime``, or the ``Host`` of a
-#: server of several collections (whose tools are ``collection_tools``').
-ToolRun = Callable[[Any, JsonObject], Awaitable[JsonObject]]
-
-TOPIC_TITLES_SHOWN = 3
+#: A tool's work, given the server's ``Host`` (one collection or several).
+ToolRun = Callable[[Host, JsonObject], Awaitable[JsonObject]]
 
 NO_INDEX_MESSAGE = (
     "this knowledge base has no index yet: run `kb-mcp index` with the same --kb-path or "
@@ -91,8 +88,19 @@ def _hints(title: str, *, read_only: bool = True) -> types.ToolAnnotations:
     )
 
 
-def tool_specs(settings: Settings) -> list[ToolSpec]:
-    """The tools, with bounds taken from the settings."""
+def tool_specs(host: Host | Settings) -> list[ToolSpec]:
+    """The tools of ``host``, with bounds taken from its settings (``Settings`` alone:
+    one folder's). A host of several collections grows each tool a ``collection``
+    argument (and its answer a ``collection`` field) and adds ``list_collections``; a
+    host of one keeps the single-folder schemas exactly."""
+    settings = host if isinstance(host, Settings) else host.settings
+    specs = _folder_specs(settings)
+    if isinstance(host, Settings) or not host.several:
+        return specs
+    return _grown(specs, host)
+
+
+def _folder_specs(settings: Settings) -> list[ToolSpec]:
     return [
         ToolSpec(
             "search", "Search the knowledge base",
@@ -108,8 +116,8 @@ def tool_specs(settings: Settings) -> list[ToolSpec]:
             "(query_applied echoes both); explain=true shows why each hit scored what it did. "
             "indexing (with notice) "
             "means the server is still building its index: tell the user, try again shortly.",
-            search_input(settings), SEARCH_OUTPUT, _hints("Search the knowledge base"), _search,
-            links=hit_links,
+            search_input(settings), SEARCH_OUTPUT, _hints("Search the knowledge base"),
+            calls.search, links=hit_links,
         ),
         ToolSpec(
             "get_document", "Read one document",
@@ -121,7 +129,7 @@ def tool_specs(settings: Settings) -> list[ToolSpec]:
             "is read in ranges. Documents over 400 lines (or outline=true) come with an "
             "outline of headings (PDF: pages) and their line ranges. truncated=true means a "
             "converted document's text was cut at 1 MiB: read on from next_start_line.",
-            DOCUMENT_INPUT, DOCUMENT_OUTPUT, _hints("Read one document"), _get_document,
+            DOCUMENT_INPUT, DOCUMENT_OUTPUT, _hints("Read one document"), calls.get_document,
         ),
         ToolSpec(
             "get_documents", tools_read.TITLE, tools_read.DESCRIPTION, tools_read.INPUT,
@@ -133,7 +141,7 @@ def tool_specs(settings: Settings) -> list[ToolSpec]:
             "with their kb://topic/ resource, document count and a few titles, the number of "
             "indexed documents, and when the index was last updated; indexing, while the "
             "server is still building its index, says how far it got.",
-            TOPICS_INPUT, TOPICS_OUTPUT, _hints("List topics"), _list_topics,
+            TOPICS_INPUT, TOPICS_OUTPUT, _hints("List topics"), calls.list_topics,
         ),
         ToolSpec(
             "get_connection_graph", "Connection graph",
@@ -142,7 +150,7 @@ def tool_specs(settings: Settings) -> list[ToolSpec]:
             "one document (path) or from the documents a search finds (query); depth, "
             "fan_out, threshold and max_nodes bound it, and truncated=true says a bound cut "
             "something (truncation says what). x and y place each node for a drawing.",
-            GRAPH_INPUT, GRAPH_OUTPUT, _hints("Connection graph"), _connection_graph,
+            GRAPH_INPUT, GRAPH_OUTPUT, _hints("Connection graph"), calls.connection_graph,
         ),
         ToolSpec(
             "rebuild_index", "Update the index",
@@ -166,92 +174,89 @@ def tool_specs(settings: Settings) -> list[ToolSpec]:
     ]  # fmt: skip
 
 
-# -- the calls ---------------------------------------------------------------------------------
-async def _search(rt: KbRuntime, args: JsonObject) -> JsonObject:
-    query = args.pop("query")
-
-    def run() -> JsonObject:
-        try:
-            kb = rt.open_index()
-            # not before the index is ready: no model load to say "not ready" (0024)
-            if needs_embedder(args.get("mode")) and kb.is_ready():  # /ui: lexical alone
-                rt.ensure_model(kb)
-            return kb.search(query, **args).as_dict()
-        except IndexNotFound:  # IndexNotReady too: while serve's start run reads the folder
-            indexing = rt.indexing()
-            if indexing is None:
-                raise
-            return {"results": [], "low_confidence": True, "filter_applied": {},
-                    "notice": f"{indexing['status']}; {RETRY_HINT}", "indexing": indexing}
-
-    return await rt.in_thread(run)
+# -- a host of several collections ----------------------------------------------------------
+_STR, _BOOL = {"type": "string"}, {"type": "boolean"}
+_COUNT = {"type": "integer", "minimum": 0}
 
 
-async def _get_document(rt: KbRuntime, args: JsonObject) -> JsonObject:
-    def run() -> JsonObject:
-        return rt.knowledge_base_for_reads().get_document(**args).as_dict()
-
-    return await rt.in_thread(run)
-
-
-async def _list_topics(rt: KbRuntime, args: JsonObject) -> JsonObject:
-    def run() -> JsonObject:
-        try:
-            kb = rt.open_index()
-            indexing = None if kb.is_ready() else rt.indexing()
-        except IndexNotFound:  # no index yet: serve's start run may be about to build it
-            indexing = rt.indexing()
-            if indexing is None:
-                raise
-            return {"topics": [], "documents": 0, "watcher": _watcher_status(rt),
-                    "indexing": indexing}
-        groups = kb.topic_summaries()
-        titles = kb.titles([p for g in groups for p in g.first_paths])
-        stats = kb.stats()
-        last = (stats.last_run or {}).get("finished_at")
-        return {
-            "topics": [
-                {
-                    "prefix": g.prefix,
-                    "uri": g.uri,
-                    "documents": g.count,
-                    "titles": [titles.get(p, p) for p in g.first_paths[:TOPIC_TITLES_SHOWN]],
-                }
-                for g in groups
-            ],
-            "documents": stats.documents,
-            "last_indexed": str(last) if last is not None else None,
-            "watcher": _watcher_status(rt),
-            "indexing": indexing,  # what is indexed so far, while the start run reads on
-        }
-
-    return await rt.in_thread(run)
+def collection_argument(host: Host, omitted: str) -> JsonObject:
+    """The ``collection`` argument: one name or a list of names (the names are checked by
+    ``Collections.resolve``, whose error lists the real ones)."""
+    return {"type": ["string", "array"], "items": {"type": "string", "minLength": 1},
+            "minItems": 1, "maxItems": len(host.names),
+            "description": f"The collection to work in, or a list of them (omitted: "
+                           f"{omitted}). The collections: {', '.join(host.names)} "
+                           "(list_collections describes them)."}
 
 
-def _watcher_status(rt: KbRuntime) -> JsonObject:
-    """Whether live sync runs, and when it last brought the index up to date."""
-    if rt.watcher is None:
-        return {"alive": False}
-    status = rt.watcher.status()
-    out: JsonObject = {"alive": bool(status.get("alive"))}
-    for key in ("last_sync", "last_error"):
-        if status.get(key):
-            out[key] = str(status[key])
+def with_collection(schema: JsonObject, argument: JsonObject) -> JsonObject:
+    """``schema`` with ``collection`` among its properties: an input argument, or (given
+    ``_STR``) an output field naming the collection the answer comes from."""
+    out = copy.deepcopy(schema)
+    out["properties"]["collection"] = argument
     return out
 
 
-async def _connection_graph(rt: KbRuntime, args: JsonObject) -> JsonObject:
-    bounds = {k: args[k] for k in ("depth", "fan_out", "threshold", "max_nodes") if k in args}
+def _grown(specs: list[ToolSpec], host: Host) -> list[ToolSpec]:
+    """``specs`` with ``collection`` in each input and output, what it means said in each
+    description, and ``list_collections``."""
+    defaults = f"the default collections ({', '.join(host.collections.defaults) or 'none'})"
+    pick = collection_argument(host, defaults)
+    every = collection_argument(host, "every collection")
+    topics_output = copy.deepcopy(TOPICS_OUTPUT)
+    topics_output["properties"]["topics"]["items"]["properties"]["collection"] = _STR
+    topics_output["properties"]["collections"] = {"type": "array", "items": _TOPIC_PART}
+    grow: dict[str, tuple[JsonObject, JsonObject, str]] = {
+        "search": (pick, SEARCH_OUTPUT, " Hits carry their collection; collection scopes "
+                   f"the search (omitted: {defaults})."),
+        "get_document": (pick, with_collection(DOCUMENT_OUTPUT, _STR), " collection names "
+                         "the document's collection (a hit's collection); omitted, the "
+                         "default collection that holds the path."),
+        "get_documents": (pick, with_collection(tools_read.OUTPUT, _STR), " From one "
+                          "collection (collection; omitted: the one default collection)."),
+        "list_topics": (pick, topics_output, f" Per collection (omitted: {defaults})."),
+        "get_connection_graph": (pick, with_collection(GRAPH_OUTPUT, _STR), " Within one "
+                                 "collection (collection; omitted: the default one, or the "
+                                 "one holding path)."),
+        "rebuild_index": (every, runs.RUNS_OUTPUT, " Per collection; omitted: every "
+                          "collection, each its own run (runs)."),
+        "index_status": (every, runs.RUNS_OUTPUT, " Run ids are per collection; omitted: "
+                         "every collection's (runs)."),
+    }
+    out = [ToolSpec(s.name, s.title, s.description + grow[s.name][2],
+                    with_collection(s.input_schema, grow[s.name][0]), grow[s.name][1],
+                    s.annotations, s.run, s.links) for s in specs]
+    return [*out, ToolSpec(
+        "list_collections", "List collections",
+        "The collections this server serves: name, description, whether a search that "
+        "names none covers it (default), its document count, when it was last indexed, "
+        "whether it is ready to search, and its live sync. Pass a name (or several) as "
+        "collection to search, read or list within them.",
+        {"type": "object", "properties": {}, "additionalProperties": False},
+        LIST_OUTPUT, _hints("List collections"), calls.list_collections)]
 
-    def run() -> JsonObject:
-        kb = rt.open_index()
-        if args.get("query") is not None:
-            rt.ensure_model(kb)
-        graph = kb.connection_graph(path=args.get("path"), query=args.get("query"),
-                                    bounds=GraphBounds(**bounds))
-        return graph.as_dict()
 
-    return await rt.in_thread(run)
+_TOPIC_PART: JsonObject = {
+    "type": "object",
+    "properties": {"collection": _STR, "documents": _COUNT, "indexed": _BOOL,
+                   "last_indexed": _STR, "watcher": TOPICS_OUTPUT["properties"]["watcher"],
+                   "indexing": TOPICS_OUTPUT["properties"]["indexing"]},
+    "required": ["collection", "documents", "indexed"],
+}
+LIST_OUTPUT: JsonObject = {
+    "type": "object",
+    "properties": {"collections": {"type": "array", "items": {
+        "type": "object",
+        "properties": {
+            "name": _STR, "description": _STR, "default": _BOOL, "documents": _COUNT,
+            "ready": {"type": "boolean",
+                      "description": "a run has read the whole folder: searches answer"},
+            "last_indexed": _STR,
+            "watcher": TOPICS_OUTPUT["properties"]["watcher"],
+            "indexing": TOPICS_OUTPUT["properties"]["indexing"]},
+        "required": ["name", "description", "default", "documents", "ready"]}}},
+    "required": ["collections"],
+}
 
 
 # -- results -----------------------------------------------------------------------------------

@@ -3,7 +3,7 @@ size, through the facade's ``get_documents`` (``kbmcp_core.batch_read``)."""
 
 from __future__ import annotations
 
-from kbmcp_adapters.mcp_server.runtime import KbRuntime
+from kbmcp_adapters.mcp_server.host import Host
 from kbmcp_adapters.mcp_server.schemas import (
     DOCUMENT_OUTPUT,
     MAX_PATH_CHARS,
@@ -66,7 +66,11 @@ OUTPUT: JsonObject = {
 }
 
 
-async def get_documents(rt: KbRuntime, args: JsonObject) -> JsonObject:
+async def get_documents(host: Host, args: JsonObject) -> JsonObject:
+    """From one collection (on a host of one: its one), named in the answer when the
+    host has several."""
+    name = host.one(args.pop("collection", None), "get_documents")
+    rt = host.runtimes[name]
     max_chars = int(args.get("max_chars", DEFAULT_BATCH_CHARS))
 
     def run() -> JsonObject:
@@ -93,7 +97,7 @@ async def get_documents(rt: KbRuntime, args: JsonObject) -> JsonObject:
         }
         return out
 
-    return await rt.in_thread(run)
+    return host.labelled(name, await rt.in_thread(run))
 
 
 __all__ = ["DESCRIPTION", "INPUT", "OUTPUT", "TITLE", "get_documents"]

@@ -22,12 +22,13 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from kbmcp_adapters.mcp_server import resources, tools
+from kbmcp_adapters.mcp_server import resources, tools, ui_health
+from kbmcp_adapters.mcp_server.host import Host
 from kbmcp_adapters.mcp_server.runtime import KbRuntime
 from kbmcp_adapters.mcp_server.schemas import ArgumentChecker, JsonObject
 from kbmcp_core.errors import IndexNotFound, InvalidQuery
 from kbmcp_core.search_request import check_mode
-from kbmcp_core.uris import SCHEME, doc_uri
+from kbmcp_core.uris import SCHEME, doc_uri, topic_uri
 
 log = logging.getLogger(__name__)
 
@@ -89,13 +90,13 @@ def error_response(code: str, message: str, status: int | None = None, **extra: 
 
 
 class UiApi:
-    """The page's API over one runtime."""
+    """The page's API over the host's collections (``Host.of``: a runtime alone is the
+    host of its folder): the host's own tools and resources, so a host of several gets
+    ``collection`` in the same places the MCP surface has it."""
 
-    def __init__(self, rt: KbRuntime) -> None:
-        self.rt = rt
-        #: what the tools are run with (``ui_collections``: the ``Host`` of several)
-        self.host: Any = rt
-        self.specs = {s.name: s for s in tools.tool_specs(rt.settings)}
+    def __init__(self, rt: KbRuntime | Host) -> None:
+        self.host = Host.of(rt)
+        self.specs = {s.name: s for s in tools.tool_specs(self.host)}
         self.checkers = {n: ArgumentChecker(s.input_schema) for n, s in self.specs.items()}
 
     async def tool(self, name: str, args: JsonObject, extra: JsonObject | None = None
@@ -140,7 +141,8 @@ class UiApi:
         if not isinstance(uri, str) or not uri.startswith(SCHEME):
             return error_response("invalid_argument", f"uri must be a {SCHEME} URI")
         try:
-            result = await self.read_uri(uri)
+            result = await resources.read_resource(self.host, None,
+                                                   types.ReadResourceRequestParams(uri=uri))
         except MCPError as exc:
             if exc.code == resources.RESOURCE_NOT_FOUND:
                 data = exc.error.data if isinstance(exc.error.data, dict) else {}
@@ -151,60 +153,49 @@ class UiApi:
         assert isinstance(content, types.TextResourceContents)
         return json_response({"uri": uri, "mime_type": content.mime_type, "text": content.text})
 
-    async def read_uri(self, uri: str) -> types.ReadResourceResult:
-        """The ``resources/read`` handler of this server."""
-        return await resources.read_resource(self.rt, None,
-                                             types.ReadResourceRequestParams(uri=uri))
-
     async def topics(self, request: Request) -> Response:
         """``resources/list`` as a client sees it, with each group's offered documents."""
+        host = self.host
         try:
-            listed = await resources.list_resources(self.rt, None, None)
+            listed = await resources.list_resources(host, None, None)
         except MCPError as exc:
             return error_response("internal_error", exc.error.message, 500)
 
         def members() -> dict[str, list[JsonObject]]:
-            try:
-                groups = self.rt.open_index().topic_groups()
-            except IndexNotFound:
-                return {}
-            return {g.uri: [{"path": d.path, "title": d.title, "uri": doc_uri(d.path)}
-                            for d in g.documents] for g in groups}
+            out: dict[str, list[JsonObject]] = {}
+            for name in host.names:
+                label = host.label(name)
+                try:
+                    groups = host.runtimes[name].open_index().topic_groups()
+                except IndexNotFound:
+                    continue
+                for g in groups:
+                    uri = g.uri if label is None else topic_uri(g.prefix, label)
+                    out[uri] = [host.labelled(name, {"path": d.path, "title": d.title,
+                                                     "uri": doc_uri(d.path, label)})
+                                for d in g.documents]
+            return out
 
-        documents = await self.rt.in_thread(members)
+        documents = await host.in_thread(members)
         return json_response({"topics": [
             {"uri": r.uri, "name": r.name, "title": r.title, "description": r.description,
              "documents": documents.get(r.uri, [])} for r in listed.resources]})
 
     async def health(self, request: Request) -> Response:
-        """``status`` and ``doctor`` in one answer, plus the running rebuild's progress."""
-        rt = self.rt
-
-        def run() -> JsonObject:
-            kb = rt.open_index()
-            stats, report = kb.stats(), kb.doctor()
-            return {
-                "status": {
-                    "documents": stats.documents, "chunks": stats.chunks,
-                    "model": stats.model_id, "dimension": stats.dimension,
-                    "schema_revision": stats.schema_revision, "last_run": stats.last_run,
-                    "read_only": rt.read_only or kb.is_read_only(),
-                    "watcher": tools._watcher_status(rt),
-                },
-                "doctor": {**report.as_dict(), "healthy": report.healthy},
-            }
-
+        """``status`` and ``doctor`` in one answer, plus the running rebuild's progress;
+        on a host of several, their sums and each collection's (``ui_health``)."""
         try:
-            data = await rt.in_thread(run)
+            data = await self.host.in_thread(lambda: ui_health.health(self.host))
         except Exception as exc:
             return failure_response(exc)
         return json_response({**tools.without_nulls(data), "progress": self._progress()})
 
     def _progress(self) -> JsonObject | None:
-        since = self.rt.rebuilding_since()
-        if since is None:
-            return None
-        return {"phase": "start", **(self.rt.progress or {})}
+        for name in self.host.names:
+            rt = self.host.runtimes[name]
+            if rt.rebuilding_since() is not None:
+                return self.host.labelled(name, {"phase": "start", **(rt.progress or {})})
+        return None
 
     async def progress(self, request: Request) -> Response:
         return json_response({"progress": self._progress()})
@@ -216,8 +207,11 @@ class UiApi:
         return await self.tool("rebuild_index", args)
 
     async def collections(self, request: Request) -> Response:
-        """The collections the page offers to pick from: none for one folder."""
-        return json_response({"collections": []})
+        """The collections the page offers to pick from (``list_collections``): none on a
+        host of one, which has no such tool."""
+        if "list_collections" not in self.specs:
+            return json_response({"collections": []})
+        return await self.tool("list_collections", {})
 
 
 def _text(result: types.CallToolResult) -> str:
@@ -269,11 +263,10 @@ def _nesting(raw: bytes) -> int:
     return deepest
 
 
-def ui_routes(rt: KbRuntime | UiApi) -> list[Route]:
+def ui_routes(rt: KbRuntime | Host) -> list[Route]:
     """The /ui page and its static files, / (a redirect to it), /favicon.ico, and /ui/api/*
-    (``rt``'s, or the API given: over several collections ``http.py`` hands in
-    ``ui_collections.CollectionsUiApi``)."""
-    api = rt if isinstance(rt, UiApi) else UiApi(rt)
+    over ``rt``'s collections."""
+    api = UiApi(rt)
     files = {name: static_file(name) for name in _STATIC}
 
     def serve(name: str) -> Any:

@@ -184,3 +184,53 @@ def test_a_lexical_search_without_a_server_loads_neither_lancedb_nor_the_model_n
                           capture_output=True, text=True, timeout=DEADLINE, check=False)
     assert "guides/keys.md" in done.stdout, done.stderr
     assert "heavy: []" in done.stderr
+
+
+def test_a_server_of_several_collections_answers_their_searches(
+    tmp_path: Path, server_env: Env, servers: list[Server]
+) -> None:
+    """One socket for the host's collections (decision 0051): `kb-mcp search` over the
+    default collections, or the one it names, is answered by the running server with what
+    a search in its own process prints."""
+    from kbmcp_adapters.app.config import build_settings
+    from tests.conftest import write_files
+
+    for name, topic in (("alpha", "signing keys rotation vault"),
+                        ("beta", "tomato garden vault staking")):
+        write_files(tmp_path / name, {f"{name}.md": f"# {topic.title()}\n\n{topic}\n"})
+    config = tmp_path / "kb-mcp.toml"
+    config.write_text("".join(f'[[collections]]\nname = "{n}"\npath = "{n}"\n\n'
+                              for n in ("alpha", "beta")), encoding="utf-8")
+    env = {**os.environ, **server_env}
+    indexed = subprocess.run([*kb_mcp_command(), "index", "--config", str(config)], env=env,
+                             capture_output=True, text=True, timeout=DEADLINE, check=False)
+    assert indexed.returncode == 0, indexed.stderr
+    proc = subprocess.Popen([*kb_mcp_command(), "serve", "--config", str(config),
+                             "--no-watch"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    server = Server.__new__(Server)
+    server.kb, server.proc = tmp_path, proc
+    assert proc.stderr is not None
+    server.stderr = LineReader(proc.stderr)
+    servers.append(server)
+    path = build_settings(config, user_config=False, env={}).index_dir / SOCKET_NAME
+    end = time.monotonic() + DEADLINE
+    while not path.exists():
+        assert proc.poll() is None, f"the server exited: {server.stderr.drain()}"
+        assert time.monotonic() < end, "no socket within the deadline"
+        time.sleep(0.05)
+
+    def search(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*kb_mcp_command(), "search", "--config", str(config), *args],
+                              env=env, capture_output=True, text=True, timeout=DEADLINE,
+                              check=False)
+
+    for args in (["vault", "--mode", "lexical"], ["vault", "--mode", "lexical", "--format",
+                                                  "json"],
+                 ["vault", "--mode", "lexical", "--collection", "beta"]):
+        remote, local = search(*args, "-v"), search(*args, "--no-server")
+        assert remote.returncode == local.returncode == 0, remote.stderr + local.stderr
+        assert answered_by(proc.pid) in remote.stderr, (args, remote.stderr)
+        assert remote.stdout == local.stdout, args
+    assert "alpha:" in search("vault", "--mode", "lexical").stdout
+    assert "alpha" not in search("vault", "--mode", "lexical", "--collection", "beta").stdout
