@@ -157,7 +157,10 @@ def test_config_discovery_strict_keys_and_flags_win(tmp_path: Path, kb_env: dict
     work = tmp_path / "work"
     work.mkdir()
     (work / "kb-mcp.toml").write_text(f'kb_path = "{kb}"\n[parsers]\nenabled = ["md", "txt"]\n')
-    r = run(["index", "--format", "json"], kb_env, cwd=work)  # ./kb-mcp.toml is found
+    r = run(["index", "--format", "json"], kb_env, cwd=work)  # ./kb-mcp.toml is found ...
+    assert r.returncode == 2 and "sets kb_path" in r.stderr, r.stderr  # ... names another folder
+    assert run(["trust", str(work / "kb-mcp.toml")], kb_env).returncode == 0  # issue 37 item 5
+    r = run(["index", "--format", "json"], kb_env, cwd=work)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["added"] == 2
 
