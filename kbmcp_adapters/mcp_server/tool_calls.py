@@ -49,13 +49,17 @@ async def search(host: Host, args: JsonObject) -> JsonObject:
             if not waiting:
                 raise (next(iter(missing.values())) if len(missing) == 1
                        else IndexNotFound(", ".join(missing)))
-            first = next(iter(waiting.values()))
-            return {"results": [], "low_confidence": True, "filter_applied": {},
-                    "notice": f"{first['status']}; {RETRY_HINT}", "indexing": first}
-        if host.several:  # hits name their collection, URIs carry it
-            data = search_collections(kbs, query, qualify_uris=True, **args).as_dict()
-        else:
-            data = next(iter(kbs.values())).search(query, **args).as_dict()
+            return _still_indexing(waiting)
+        try:
+            if host.several:  # hits name their collection, URIs carry it
+                data = search_collections(kbs, query, qualify_uris=True, **args).as_dict()
+            else:
+                data = next(iter(kbs.values())).search(query, **args).as_dict()
+        except IndexNotFound:  # IndexNotReady: serve's start run has not read every file yet
+            states = {n: s for n in kbs if (s := host.runtimes[n].indexing()) is not None}
+            if not states:
+                raise
+            return _still_indexing(states)
         notes = [str(data["notice"])] if data.get("notice") else []
         if waiting:
             notes.append(f"still indexing, not searched yet: {', '.join(waiting)}")
@@ -65,6 +69,13 @@ async def search(host: Host, args: JsonObject) -> JsonObject:
         return data
 
     return await host.in_thread(run)
+
+
+def _still_indexing(waiting: dict[str, JsonObject]) -> JsonObject:
+    """A search's answer while serve's start run reads the folder: no hits, its progress."""
+    first = next(iter(waiting.values()))
+    return {"results": [], "low_confidence": True, "filter_applied": {},
+            "notice": f"{first['status']}; {RETRY_HINT}", "indexing": first}
 
 
 async def get_document(host: Host, args: JsonObject) -> JsonObject:
