@@ -31,7 +31,7 @@ Checks:
 The index database gets SQLite's quick integrity check, stopped after
 {CHECK_BUDGET_S:g} s on a very large index ("store check: unfinished").
 
-With [[collections]], each collection is checked in turn and reported under its name
+With several collections, each is checked in turn and reported under its name
 (--collection narrows them); the exit status is the highest of theirs.
 
 Exit status: 0 healthy, 1 findings (or a database server that cannot be reached), 2

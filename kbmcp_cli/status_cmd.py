@@ -49,7 +49,7 @@ def skipped_files(kb: KnowledgeBase) -> dict[str, list[str]]:
 def status(kb_path: Path | None, config: Path | None, fmt: str, skipped: bool,
            collection_names: tuple[str, ...]) -> None:
     """Show what the index holds: documents, chunks, model, location, last run, and who
-    keeps it up to date (`kb-mcp serve` or `kb-mcp watch`). With [[collections]], each
+    keeps it up to date (`kb-mcp serve` or `kb-mcp watch`). With several collections, each
     collection in turn (--collection narrows them)."""
     setup_logging()
     collections, chosen = open_selected(kb_path, config, collection_names)
