@@ -44,8 +44,8 @@ def migrate_collections(
     ``vectors_uri = vectors_to`` when given). ``starting(name, source, target)`` is told
     before each copy. Refusals are ``migrate_store``'s, per collection, before that
     collection's copy writes anything; ``ConfigError`` when ``to_url`` cannot hold
-    several ``[[collections]]`` (a SQLite file). A plain folder's copy is
-    ``migrate_configured``'s, its lines naming the target's vectors wherever they are."""
+    several ``[[collections]]`` (a SQLite file). A plain folder's copy goes to the
+    target itself, its lines naming the target's vectors wherever they are."""
     from sqlalchemy.engine import make_url
 
     from kbmcp_adapters.store.urls import safe_url
