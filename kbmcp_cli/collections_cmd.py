@@ -1,15 +1,15 @@
 """``kb-mcp collections`` and the ``--collection`` of ``index``, ``search`` and ``get``.
 
 A config with ``[[collections]]`` serves several folders, each with its own index
-(decision 0041). ``index`` then indexes each one (or those ``--collection`` names),
-``search`` searches the default ones (or those named) as one, and ``get`` reads from the
-one named. Without ``[[collections]]`` every command works on the one folder as before.
+(decision 0041); a plain folder is a collection of one (decision 0051). ``index`` indexes
+each one (or those ``--collection`` names), ``search`` searches the default ones (or those
+named) as one, and ``get`` reads from the one named; output names a collection only when
+there are several.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,14 +21,6 @@ if TYPE_CHECKING:
     from kbmcp_adapters.app.collections import Collections
     from kbmcp_adapters.app.knowledge_base import KnowledgeBase
     from kbmcp_core.settings import Settings
-
-
-def wants_collections(settings: Settings, names: Sequence[str]) -> bool:
-    """True when the command must go through the collections: the config has
-    ``[[collections]]``, or the command line named one."""
-    from kbmcp_adapters.app.collections import named_collections
-
-    return named_collections(settings) or bool(names)
 
 
 def open_for(settings: Settings) -> Collections:

@@ -1,5 +1,5 @@
-"""``kb-mcp doctor``: a read-only health report of the index, as text or JSON (each
-collection's under its name when there are several)."""
+"""``kb-mcp doctor``: a read-only health report of the index, as text or JSON (a plain
+folder's, or each collection's under its name when there are several)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ Checks:
 The index database gets SQLite's quick integrity check, stopped after
 {CHECK_BUDGET_S:g} s on a very large index ("store check: unfinished").
 
-With [[collections]], each collection is checked in turn and reported under its name
+With several collections, each is checked in turn and reported under its name
 (--collection narrows them); the exit status is the highest of theirs.
 
 Exit status: 0 healthy, 1 findings (or a database server that cannot be reached), 2
@@ -54,23 +54,13 @@ def doctor(kb_path: Path | None, config: Path | None, fmt: str,
         click.echo(f"kb-mcp: doctor could not run: {exc}", err=True)
         sys.exit(1 if isinstance(exc, StoreUnreachable) else EXIT_CANNOT_RUN)
     try:
-        if not collections.single:
-            sys.exit(doctor_collections(collections, chosen, fmt))
-        try:
-            kb = collections.kb(chosen[0])
-            report = kb.doctor()
-        except KbError as exc:
-            click.echo(f"kb-mcp: doctor could not run: {exc}", err=True)
-            sys.exit(1 if isinstance(exc, StoreUnreachable) else EXIT_CANNOT_RUN)
+        code = doctor_collections(collections, chosen, fmt)
+    except KbError as exc:  # a collection of one: a plain folder's doctor could not run
+        click.echo(f"kb-mcp: doctor could not run: {exc}", err=True)
+        sys.exit(1 if isinstance(exc, StoreUnreachable) else EXIT_CANNOT_RUN)
     finally:
         collections.close()
-    where = where_of(kb.settings)
-    if fmt == "json":
-        click.echo(json.dumps({**report.as_dict(), **where}, ensure_ascii=False, indent=2))
-    else:
-        click.echo(f"config: {where['config']}\nstore: {where['store']}")
-        echo_report(report)
-    sys.exit(0 if report.healthy else 1)
+    sys.exit(code)
 
 
 def where_of(settings: Settings) -> dict[str, str]:
@@ -78,6 +68,15 @@ def where_of(settings: Settings) -> dict[str, str]:
     from kbmcp_adapters.app.bootstrap import store_location
 
     return {"config": settings.config_origin.describe(), "store": store_location(settings)}
+
+
+def _echo_one(report: DoctorReport, where: dict[str, str], fmt: str) -> None:
+    """The doctor report of a collection of one: a plain folder's."""
+    if fmt == "json":
+        click.echo(json.dumps({**report.as_dict(), **where}, ensure_ascii=False, indent=2))
+        return
+    click.echo(f"config: {where['config']}\nstore: {where['store']}")
+    echo_report(report)
 
 
 def echo_report(report: DoctorReport, indent: str = "") -> None:
@@ -103,15 +102,23 @@ def echo_report(report: DoctorReport, indent: str = "") -> None:
 def doctor_collections(collections: Collections, names: Sequence[str], fmt: str) -> int:
     """Check each collection in ``names`` and print the reports; the exit code is the
     highest of theirs: 0 healthy, 1 findings or an unreachable store, 2 one could not be
-    checked as asked (no index yet, bad config)."""
+    checked as asked (no index yet, bad config). A collection of one prints a plain
+    folder's report (its ``KbError`` is raised: the command's); several, the config once,
+    then each under its name."""
     from kbmcp_core.errors import KbError
 
+    several = collections.several
     reports: list[dict[str, Any]] = []
     codes = {0}
-    if fmt == "text":
+    if fmt == "text" and several:
         click.echo(f"config: {collections.top.config_origin.describe()}")
     for name in names:
         spec, settings = collections.spec(name), collections.settings(name)
+        if not several:
+            report = collections.kb(name).doctor()
+            _echo_one(report, where_of(settings), fmt)
+            codes.add(0 if report.healthy else 1)
+            continue
         block: dict[str, Any] = {"name": name, "path": str(spec.path),
                                  "store": where_of(settings)["store"]}
         if fmt == "text":
@@ -129,7 +136,7 @@ def doctor_collections(collections: Collections, names: Sequence[str], fmt: str)
         reports.append({**block, **report.as_dict()})
         if fmt == "text":
             echo_report(report, indent="  ")
-    if fmt == "json":
+    if fmt == "json" and several:
         click.echo(json.dumps({"config": collections.top.config_origin.describe(),
                                "collections": reports}, ensure_ascii=False, indent=2))
     return max(codes)

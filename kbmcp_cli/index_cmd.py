@@ -10,14 +10,13 @@ from typing import TYPE_CHECKING
 import click
 
 from kbmcp_cli.collection_option import collections_option
-from kbmcp_cli.collections_cmd import wants_collections
 from kbmcp_cli.options import kb_options, setup_logging
 from kbmcp_cli.progress import IndexProgress
 
 if TYPE_CHECKING:
+    from kbmcp_adapters.app.collections import Collections
     from kbmcp_adapters.app.knowledge_base import KnowledgeBase
     from kbmcp_core.models import RunSummary
-    from kbmcp_core.settings import Settings
 
 
 @click.command()
@@ -42,28 +41,21 @@ if TYPE_CHECKING:
                     "writer lock.")
 def index(kb_path: Path | None, config: Path | None, force: bool, prune: bool, quiet: bool,
           fmt: str, strict: bool, verbose: bool, collection_names: tuple[str, ...]) -> None:
-    """Index the knowledge base (incremental: unchanged files cost a hash). With
-    [[collections]], index each collection (every line of the summary names its own)."""
-    from kbmcp_adapters.app.bootstrap import settings_for
-    from kbmcp_adapters.app.knowledge_base import KnowledgeBase
+    """Index the knowledge base (incremental: unchanged files cost a hash). With several
+    [[collections]], index each in turn (every line of the summary names its own)."""
+    from kbmcp_cli.collection_option import open_selected
 
     setup_logging(quiet=quiet, verbose=verbose)
-    settings = settings_for(kb_path, config)
-    if wants_collections(settings, collection_names):
-        _index_collections(settings, collection_names, force, prune, quiet, fmt, strict,
-                           verbose)
-        return
-    summary = _run(KnowledgeBase.from_settings(settings), force, prune, quiet)
-    if fmt == "json":
-        click.echo(json.dumps(summary.as_dict(files=verbose), ensure_ascii=False))
-    else:
-        _report(summary, verbose)
-    if strict and summary.failed:
-        sys.exit(1)
+    collections, chosen = open_selected(kb_path, config, collection_names)
+    try:
+        code = _index_each(collections, chosen, force, prune, quiet, fmt, strict, verbose)
+    finally:
+        collections.close()
+    if code:
+        sys.exit(code)
 
 
-def _run(kb: KnowledgeBase, force: bool, prune: bool, quiet: bool, *,
-         close: bool = True) -> RunSummary:
+def _run(kb: KnowledgeBase, force: bool, prune: bool, quiet: bool) -> RunSummary:
     progress = IndexProgress(quiet)
     try:
         # this process embeds nothing after the run: the model's memory is given back
@@ -71,8 +63,6 @@ def _run(kb: KnowledgeBase, force: bool, prune: bool, quiet: bool, *,
         return kb.index(force=force, prune=prune, progress=progress, release_model=True)
     finally:
         progress.close()
-        if close:
-            kb.close()
 
 
 def _report(summary: RunSummary, verbose: bool, prefix: str = "") -> None:
@@ -85,38 +75,36 @@ def _report(summary: RunSummary, verbose: bool, prefix: str = "") -> None:
     click.echo(f"{prefix}{summary.line()}")
 
 
-def _index_collections(settings: Settings, names: tuple[str, ...], force: bool, prune: bool,
-                       quiet: bool, fmt: str, strict: bool, verbose: bool) -> None:
-    """Each chosen collection in turn. A collection that cannot be indexed (its writer
-    busy, its folder unreadable...) is reported and the others still run; the exit code
-    is the first failure's."""
-    from kbmcp_adapters.app.collections import open_collections
+def _index_each(collections: Collections, chosen: tuple[str, ...], force: bool, prune: bool,
+                quiet: bool, fmt: str, strict: bool, verbose: bool) -> int:
+    """Each chosen collection in turn; the exit code. One collection prints a plain
+    folder's summary and its failure is the command's; of several, each part names its
+    collection, and one that cannot be indexed (its writer busy, its folder
+    unreadable...) is reported while the others still run: the first failure's code."""
     from kbmcp_cli.options import exit_code_of
     from kbmcp_core.errors import KbError
 
-    collections = open_collections(settings)
+    several = collections.several
     code = 0
     out: list[dict[str, object]] = []
-    try:
-        chosen = collections.resolve(list(names)) if names else collections.names
-        for name in chosen:
-            if not quiet:
-                click.echo(f"kb-mcp: indexing collection {name}", err=True)
-            try:
-                summary = _run(collections.kb(name), force, prune, quiet, close=False)
-            except KbError as exc:
-                click.echo(f"kb-mcp: error: collection {name}: {exc}", err=True)
-                code = code or exit_code_of(exc)
-                continue
-            if fmt == "json":
-                out.append({"collection": name, **summary.as_dict(files=verbose)})
-            else:
-                _report(summary, verbose, f"{name}: ")
-            if strict and summary.failed:
-                code = code or 1
-    finally:
-        collections.close()
+    for name in chosen:
+        if several and not quiet:
+            click.echo(f"kb-mcp: indexing collection {name}", err=True)
+        try:
+            summary = _run(collections.kb(name), force, prune, quiet)
+        except KbError as exc:
+            if not several:
+                raise
+            click.echo(f"kb-mcp: error: collection {name}: {exc}", err=True)
+            code = code or exit_code_of(exc)
+            continue
+        if fmt == "json":
+            out.append({"collection": name, **summary.as_dict(files=verbose)} if several
+                       else summary.as_dict(files=verbose))
+        else:
+            _report(summary, verbose, f"{name}: " if several else "")
+        if strict and summary.failed:
+            code = code or 1
     if fmt == "json":
-        click.echo(json.dumps({"collections": out}, ensure_ascii=False))
-    if code:
-        sys.exit(code)
+        click.echo(json.dumps({"collections": out} if several else out[0], ensure_ascii=False))
+    return code

@@ -64,26 +64,32 @@ def _vectors_arg(value: str | None) -> str | None:
 def migrate_store(kb_path: Path | None, config: Path | None, to_url: str,
                   vectors_to: str | None, replace_target: bool,
                   collection_names: tuple[str, ...]) -> None:
-    from kbmcp_adapters.app.bootstrap import settings_for
-    from kbmcp_adapters.app.collections import named_collections, open_collections
-    from kbmcp_adapters.app.migrate_store import migrate_configured
+    """Each chosen collection's store to the target (one: exactly a plain folder's copy
+    and lines; several: each line names its collection)."""
+    from kbmcp_adapters.app.migrate_collections import migrate_collections
+    from kbmcp_cli.collection_option import open_selected
 
     setup_logging()
-    settings = settings_for(kb_path, config)
-    if named_collections(settings):
-        _migrate_collections(kb_path, config, to_url, vectors_to, replace_target,
-                             collection_names)
-        return
-    open_collections(settings).resolve(list(collection_names))  # one folder: its own name
+    collections, chosen = open_selected(kb_path, config, collection_names)  # names checked
+    several = collections.several
+    collections.close()
+    label = "collection {}: ".format if several else "".format
 
-    def starting(source: str, target: str) -> None:
-        click.echo(f"kb-mcp: copying {source} to {target}", err=True)
+    def starting(name: str, source: str, target: str) -> None:
+        click.echo(f"kb-mcp: copying {label(name)}{source} to {target}", err=True)
 
-    done = migrate_configured(kb_path, config, to_url, _vectors_arg(vectors_to),
-                              replace_target=replace_target, progress=_Progress(),
-                              starting=starting)
-    click.echo(f"copied {_copied(done.report)}")
-    _config_lines(done.config_lines, done.password_hidden)
+    done = migrate_collections(kb_path, config, to_url, _vectors_arg(vectors_to),
+                               names=chosen, replace_target=replace_target,
+                               progress=_Progress(), starting=starting)
+    for name, report in done.reports:
+        click.echo(f"copied {label(name)}{_copied(report)}")
+    fill = " (write the password where it shows ***)" if done.password_hidden else ""
+    click.echo(f"\nTo use the new store, put this in kb-mcp.toml{fill}:\n")
+    for line in done.config_lines:
+        click.echo(line)
+    click.echo("\nThen `kb-mcp doctor` there should report: healthy: no findings")
+    click.echo("(Name that file with --config, or run `kb-mcp trust` on it once: a "
+               "kb-mcp.toml found in the knowledge base may not set these keys untrusted.)")
 
 
 def _copied(report: CopyReport) -> str:
@@ -92,30 +98,3 @@ def _copied(report: CopyReport) -> str:
     again = f", {report.already_copied} already copied" if report.already_copied else ""
     return (f"{report.documents} documents{again}, {report.chunks} chunks and {vectors}; "
             "nothing was re-embedded")
-
-
-def _migrate_collections(kb_path: Path | None, config: Path | None, to_url: str,
-                         vectors_to: str | None, replace_target: bool,
-                         names: tuple[str, ...]) -> None:
-    """Each collection's store to the target's matching schema and vectors prefix."""
-    from kbmcp_adapters.app.migrate_collections import migrate_collections
-
-    def starting(name: str, source: str, target: str) -> None:
-        click.echo(f"kb-mcp: copying collection {name}: {source} to {target}", err=True)
-
-    done = migrate_collections(kb_path, config, to_url, _vectors_arg(vectors_to), names=names,
-                               replace_target=replace_target, progress=_Progress(),
-                               starting=starting)
-    for name, report in done.reports:
-        click.echo(f"copied collection {name}: {_copied(report)}")
-    _config_lines(done.config_lines, done.password_hidden)
-
-
-def _config_lines(lines: tuple[str, ...], password_hidden: bool) -> None:
-    fill = " (write the password where it shows ***)" if password_hidden else ""
-    click.echo(f"\nTo use the new store, put this in kb-mcp.toml{fill}:\n")
-    for line in lines:
-        click.echo(line)
-    click.echo("\nThen `kb-mcp doctor` there should report: healthy: no findings")
-    click.echo("(Name that file with --config, or run `kb-mcp trust` on it once: a "
-               "kb-mcp.toml found in the knowledge base may not set these keys untrusted.)")

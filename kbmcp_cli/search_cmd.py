@@ -10,7 +10,13 @@ import click
 from kbmcp_cli import field_option
 from kbmcp_cli.collection_option import collections_option
 from kbmcp_cli.options import kb_options, setup_logging
-from kbmcp_cli.search_fast import NO_SERVER_ENV, ask_server, render, search_params
+from kbmcp_cli.search_fast import (
+    NO_SERVER_ENV,
+    ask_server,
+    render,
+    scope,
+    search_params,
+)
 from kbmcp_core.context import CONTEXT_KINDS
 from kbmcp_core.rerank import RERANK_CANDIDATES
 from kbmcp_core.search_request import MAX_CONTEXT_CHUNKS, MODES, SearchDefaults
@@ -94,11 +100,7 @@ def search(query: str, kb_path: Path | None, config: Path | None, fmt: str, no_s
     settings = settings_for(kb_path, config)
     names = options.pop("collection_names", ())
     params = search_params(options)
-    # the collections searched (decisions 0041, 0051): asked for by name, or those of
-    # [[collections]]; a plain folder named by no --collection keeps its own search
-    chosen = searched_collections(settings, names)
-    if chosen:
-        params["collection"] = list(chosen)
+    show = scope(settings, names, params)  # the collections searched (0041, 0051)
     response = None
     if no_server:
         note = "searched in this process (--no-server)"
@@ -106,7 +108,6 @@ def search(query: str, kb_path: Path | None, config: Path | None, fmt: str, no_s
         reply = ask_server(settings, query, params)
         response, note = reply.response, reply.note
     text = None
-    show = len(chosen) > 1
     if response is not None:
         try:
             text = render(response, fmt, color, show_collection=show)
@@ -119,18 +120,6 @@ def search(query: str, kb_path: Path | None, config: Path | None, fmt: str, no_s
     if verbose:
         click.echo(f"kb-mcp: search: {note}", err=True)
     click.echo(text, color=color)
-
-
-def searched_collections(settings: Settings, names: tuple[str, ...]) -> tuple[str, ...]:
-    """The collections a search names (checked: an unknown name is ``UnknownCollection``),
-    else the default ones of several; none for one (a plain folder, or one collection),
-    whose search and output are one folder's."""
-    from kbmcp_adapters.app.collections import Collections
-
-    collections = Collections(settings)
-    if not names and len(collections.names) == 1:  # a collection of one: a folder's search
-        return ()
-    return collections.resolve(list(names) or None)
 
 
 def local_search(settings: Settings, query: str, params: dict[str, Any]) -> dict[str, Any]:

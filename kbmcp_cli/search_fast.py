@@ -14,7 +14,7 @@ import codecs
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 #: ``typing`` costs this route milliseconds: type checkers see this.
@@ -44,6 +44,7 @@ _OPTIONS: dict[str, tuple[str, object]] = {
     "--category": ("category", "text"),
     "--topic": ("topic", "text"),
     "--chunks-per-document": ("chunks_per_document", "int"),
+    "--collection": ("collection_names", "multi"),
     # search_request.MODES, spelled out: importing it would slow this route down
     "--mode": ("mode", frozenset({"hybrid", "vector", "lexical"})),
 }
@@ -55,7 +56,8 @@ _COLOR_FLAGS = {"--color": True, "--no-color": False}
 
 def parse(args: list[str]) -> dict[str, Any] | None:
     """The command's parameters from its arguments, or None for anything unusual."""
-    got: dict[str, Any] = {"path_globs": [], "tags_any": [], "tags_all": []}
+    got: dict[str, Any] = {"path_globs": [], "tags_any": [], "tags_all": [],
+                           "collection_names": []}
     query: str | None = None
     i = 0
     while i < len(args):
@@ -115,7 +117,25 @@ def no_server_from_env() -> bool:
 
 
 #: Parameters of the command that are not arguments of ``KnowledgeBase.search``.
-CLI_ONLY = frozenset({"query", "kb_path", "config", "fmt", "no_server", "verbose", "color"})
+CLI_ONLY = frozenset({"query", "kb_path", "config", "fmt", "no_server", "verbose", "color",
+                      "collection_names"})
+
+
+def scope(settings: Settings, names: Sequence[str], params: dict[str, Any]) -> bool:
+    """Put in ``params`` the collections a search covers (decisions 0041, 0051): those
+    ``--collection`` names (checked: an unknown name is ``UnknownCollection``), else the
+    default ones of several; none for a collection of one named by no ``--collection`` (a
+    plain folder, or one ``[[collections]]`` entry), whose search is one folder's. True
+    when several are searched: each hit's path is then written ``collection:path``."""
+    from kbmcp_core.collections import resolve_names, served_specs
+
+    specs = served_specs(settings)
+    if not names and len(specs) == 1:
+        return False
+    chosen = resolve_names(list(names) or None, [s.name for s in specs],
+                           [s.name for s in specs if s.default])
+    params["collection"] = list(chosen)
+    return len(chosen) > 1
 
 
 def search_params(got: Mapping[str, Any]) -> dict[str, Any]:
@@ -236,13 +256,14 @@ def answer(argv: list[str]) -> int | None:
     if got is None or got.get("no_server") or stdout is None or not _utf8(stdout.encoding):
         return None
     try:
-        reply, config = _ask(got)
+        reply, config, several = _ask(got)
     except Exception:  # a bad configuration, a missing folder...: the click route reports it
         return None
     if reply.response is None:
         return None
     try:
-        text = render(reply.response, got.get("fmt") or "text", got.get("color"))
+        text = render(reply.response, got.get("fmt") or "text", got.get("color"),
+                      show_collection=several)
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
     if "\x1b" in text and not stdout.isatty() and got.get("color") is not True:
@@ -255,17 +276,19 @@ def answer(argv: list[str]) -> int | None:
     return 0
 
 
-def _ask(got: Mapping[str, Any]) -> tuple[Reply, str]:
-    """Ask the server of the index these parameters name; its reply and the config file
-    used. With only --kb-path and no config file at all (none named, in the environment,
-    in the knowledge base or in the user's config folder) the configuration is left to
-    the server to read from the same inputs: this process then imports nothing but the
-    socket client and the trust list's paths."""
+def _ask(got: Mapping[str, Any]) -> tuple[Reply, str, bool]:
+    """Ask the server of the index these parameters name; its reply, the config file
+    used and whether several collections were searched (each hit then names its own).
+    With only --kb-path and no config file at all (none named, in the environment, in
+    the knowledge base or in the user's config folder) and no --collection, the
+    configuration is left to the server to read from the same inputs: this process then
+    imports nothing but the socket client and the trust list's paths."""
     from kbmcp_adapters.app import trust
     from kbmcp_adapters.local_search import channel, client
 
     kb_path, config, cwd = got.get("kb_path"), got.get("config"), os.getcwd()
-    if (config is None and kb_path is not None and not os.environ.get(trust.CONFIG_ENV)
+    if (config is None and kb_path is not None and not got["collection_names"]
+            and not os.environ.get(trust.CONFIG_ENV)
             and not os.path.isfile(os.path.join(cwd, os.path.expanduser(kb_path),
                                                 channel.CONFIG_FILE_NAME))
             and not (trust.user_config_dir() / trust.USER_CONFIG_NAME).is_file()):
@@ -275,15 +298,14 @@ def _ask(got: Mapping[str, Any]) -> tuple[Reply, str]:
         index_dir = root.resolve() / channel.INDEX_DIR_NAME
         return _remember(index_dir, client.ask_with_inputs(
             index_dir, str(root.absolute()), cwd, got["query"], search_params(got))
-        ), "no config file"
-    from kbmcp_adapters.app.collections import named_collections
+        ), "no config file", False
     from kbmcp_adapters.app.config import build_settings
 
     settings = build_settings(config, kb_path=kb_path)
-    if named_collections(settings):  # several indexes: the command searches them itself (0041)
-        raise LookupError("a configuration with [[collections]]")
     params = search_params(got)
-    return ask_server(settings, got["query"], params), settings.config_origin.describe()
+    several = scope(settings, got["collection_names"], params)  # one socket for all (0051)
+    reply = ask_server(settings, got["query"], params)
+    return reply, settings.config_origin.describe(), several
 
 
 def _utf8(encoding: str | None) -> bool:
@@ -294,4 +316,4 @@ def _utf8(encoding: str | None) -> bool:
 
 
 __all__ = ["CLI_ONLY", "NO_SERVER_ENV", "answer", "ask_server", "no_server_from_env", "parse",
-           "render", "search_params"]
+           "render", "scope", "search_params"]

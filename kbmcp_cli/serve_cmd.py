@@ -269,10 +269,10 @@ def serve(
     from kbmcp_adapters.mcp_server.host import open_host
 
     # one host for one folder or several collections (decisions 0042, 0051)
-    runtime = open_host(settings, read_only=read_only, index_on_start=index_on_start)
-    for name, each in runtime.runtimes.items():
+    served = open_host(settings, read_only=read_only, index_on_start=index_on_start)
+    for name, each in served.runtimes.items():
         if each.settings.database_url is None and not each.settings.sqlite_path.exists():
-            where = f"collection {name} has " if runtime.several else ""
+            where = f"collection {name} has " if served.several else ""
             if index_on_start:
                 log.info("%sno index yet at %s: building it in the background (search "
                          "answers by keywords once every file is read)", where,
@@ -297,13 +297,13 @@ def serve(
         from kbmcp_adapters.live.serve_task import watch_task
 
         # one watcher per collection; its first sync is the start run (decision 0024)
-        background += runtime.tasks(watch_task)
+        background += served.tasks(watch_task)
         if not verbose:
             logging.getLogger("watchfiles").setLevel(logging.WARNING)
     elif index_on_start:
         from kbmcp_adapters.mcp_server.start_run import start_index_task
 
-        background += runtime.tasks(start_index_task)
+        background += served.tasks(start_index_task)
     if transport == "http":
         from kbmcp_adapters.mcp_server.http_limits import HttpLimits
 
@@ -314,14 +314,14 @@ def serve(
             max_connections=max_connections,
             max_connections_per_client=max_connections_per_client)
         serve_http(
-            runtime, host=host, port=port, allow_remote=allow_remote,
+            served, host=host, port=port, allow_remote=allow_remote,
             extra_hosts=allowed_hosts, background=background, limits=limits,
             verifier=verifier, insecure_no_auth=insecure_no_auth, trusted_proxies=proxies,
             listening=listening,
         )
         log.info("stopped")
         return
-    serve_stdio(runtime, wire=wire, background=background)
+    serve_stdio(served, wire=wire, background=background)
     log.info("stopped")
     from kbmcp_adapters.mcp_server.server import end_process
 

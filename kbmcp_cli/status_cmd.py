@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from kbmcp_adapters.app.collections import Collections
     from kbmcp_adapters.app.knowledge_base import KnowledgeBase
     from kbmcp_core.models import IndexStats
-    from kbmcp_core.settings import Settings
 
 
 def _watcher(index_dir: Path) -> dict[str, Any] | None:
@@ -50,19 +49,16 @@ def skipped_files(kb: KnowledgeBase) -> dict[str, list[str]]:
 def status(kb_path: Path | None, config: Path | None, fmt: str, skipped: bool,
            collection_names: tuple[str, ...]) -> None:
     """Show what the index holds: documents, chunks, model, location, last run, and who
-    keeps it up to date (`kb-mcp serve` or `kb-mcp watch`). With [[collections]], each
+    keeps it up to date (`kb-mcp serve` or `kb-mcp watch`). With several collections, each
     collection in turn (--collection narrows them)."""
     setup_logging()
     collections, chosen = open_selected(kb_path, config, collection_names)
     try:
-        if collections.single:
-            kb = collections.kb(chosen[0])
-            data, stats, ready = status_data(kb, skipped)
-            _exit_unless(_show_one(data, stats, ready, kb.settings, fmt))
-            return
-        sys.exit(show_collections(collections, chosen, fmt, skipped))
+        code = show_collections(collections, chosen, fmt, skipped)
     finally:
         collections.close()
+    if code:
+        sys.exit(code)
 
 
 def status_data(kb: KnowledgeBase, skipped: bool) -> tuple[dict[str, Any], IndexStats, bool]:
@@ -101,18 +97,6 @@ def status_data(kb: KnowledgeBase, skipped: bool) -> tuple[dict[str, Any], Index
     if note is not None and stats.model_id == settings.embedding_model:
         data["model_note"] = note
     return data, stats, ready
-
-
-def _show_one(data: dict[str, Any], stats: IndexStats, ready: bool, settings: Settings,
-              fmt: str) -> bool:
-    """Today's ``status`` of the one folder; returns ``ready``."""
-    if fmt == "json":
-        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
-        return ready
-    click.echo(f"kb_path: {data['kb_path']}")
-    click.echo(f"config: {settings.config_origin.describe()}")
-    echo_facts(data, stats, ready)
-    return ready
 
 
 def echo_facts(data: dict[str, Any], stats: IndexStats, ready: bool, indent: str = "") -> None:
@@ -156,9 +140,6 @@ def echo_facts(data: dict[str, Any], stats: IndexStats, ready: bool, indent: str
                 echo(f"  {reason}: {path}")
 
 
-# -- several collections ---------------------------------------------------------
-
-
 def _heading(collections: Collections, name: str) -> dict[str, Any]:
     spec = collections.spec(name)
     return {"name": name, "description": spec.description, "default": spec.default,
@@ -169,19 +150,24 @@ def show_collections(collections: Collections, names: Sequence[str], fmt: str,
                      skipped: bool) -> int:
     """Print the status of each collection in ``names``; the exit code: 0 when every
     one is ready, 1 when one failed while running (an unreachable store), else 2 when one
-    is not ready or has no index yet."""
+    is not ready or has no index yet. A collection of one prints a plain folder's status
+    (its failure is the command's); several, the config once, then each under its name
+    (one failing not hiding the others)."""
     from kbmcp_core.errors import KbError
 
     origin = collections.top.config_origin
+    several = collections.several
     blocks: list[dict[str, Any]] = []
     codes = {0}
-    if fmt == "text":
+    if fmt == "text" and several:
         click.echo(f"config: {origin.describe()}")
     for name in names:
         block = _heading(collections, name)
         try:
             data, stats, ready = status_data(collections.kb(name), skipped)
         except KbError as exc:
+            if not several:
+                raise
             codes.add(exit_code_of(exc))
             block.update(ready=False, error=str(exc))
             blocks.append(block)
@@ -189,15 +175,18 @@ def show_collections(collections: Collections, names: Sequence[str], fmt: str,
                 _echo_heading(block)
                 click.echo(f"  error: {exc}")
             continue
+        if not ready:
+            codes.add(EXIT_CANNOT_RUN)
+        if not several:
+            _show_one(data, stats, ready, fmt)
+            continue
         del data["config"]  # one config for all: said once, at the top
         block.update(data)
         blocks.append(block)
-        if not ready:
-            codes.add(EXIT_CANNOT_RUN)
         if fmt == "text":
             _echo_heading(block)
             echo_facts(data, stats, ready, indent="  ")
-    if fmt == "json":
+    if fmt == "json" and several:
         config = {"file": str(origin.path) if origin.path else None,
                   "found_by": origin.found_by or None, "trusted": origin.trusted,
                   "over": str(origin.over) if origin.over else None,
@@ -205,6 +194,16 @@ def show_collections(collections: Collections, names: Sequence[str], fmt: str,
         click.echo(json.dumps({"config": config, "collections": blocks},
                               ensure_ascii=False, indent=2))
     return 1 if 1 in codes else max(codes)
+
+
+def _show_one(data: dict[str, Any], stats: IndexStats, ready: bool, fmt: str) -> None:
+    """The ``status`` of a collection of one: a plain folder's."""
+    if fmt == "json":
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+        return
+    click.echo(f"kb_path: {data['kb_path']}")
+    click.echo(f"config: {data['config']['summary']}")
+    echo_facts(data, stats, ready)
 
 
 def _echo_heading(block: dict[str, Any]) -> None:
@@ -237,9 +236,3 @@ def watcher_line(w: dict[str, Any] | None) -> str:
 #: Why an index is not ready, as ``status`` says it.
 NOT_READY = ("no index run has finished reading the folder yet: search answers "
              "index_not_ready; run `kb-mcp index`")
-
-
-def _exit_unless(ready: bool) -> None:
-    """An index no run has read the folder into is "no index yet" for scripts: exit 2."""
-    if not ready:
-        sys.exit(EXIT_CANNOT_RUN)

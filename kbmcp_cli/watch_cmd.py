@@ -98,7 +98,7 @@ def watch(kb_path: Path | None, config: Path | None, verbose: bool, quiet: bool,
     from kbmcp_cli.progress import IndexProgress
     from kbmcp_core.errors import StoreError
 
-    several = not collections.single
+    several = collections.several  # each log line names its collection
     kbs = {name: collections.kb(name) for name in names}
     try:
         for name, kb in kbs.items():  # one after the other: one model, two cores

@@ -11,8 +11,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
-from kbmcp_core.errors import ConfigError
+from kbmcp_core.errors import ConfigError, InvalidQuery, UnknownCollection
 
 #: A collection name: lower-case letters, digits, ``_`` and ``-``, starting with a letter
 #: or digit, at most 64 characters (it becomes a folder name, a schema name and a URI part).
@@ -54,6 +55,42 @@ def folder_name(path: Path) -> str:
     text = re.sub(r"[^a-z0-9_-]+", "-", path.name.lower())
     text = text.lstrip("_-")[:64].rstrip("-_") or FALLBACK_NAME
     return text if _NAME.fullmatch(text) else FALLBACK_NAME
+
+
+class Served(Protocol):
+    """What names the collections of a configuration (``Settings``)."""
+
+    @property
+    def collections(self) -> tuple[CollectionSpec, ...]: ...
+
+    @property
+    def kb_path(self) -> Path: ...
+
+
+def served_specs(settings: Served) -> tuple[CollectionSpec, ...]:
+    """The collections a configuration serves, in configured order: its
+    ``[[collections]]``, or its one folder as a collection of one named after it
+    (decision 0051: a plain folder is a collection of one)."""
+    return settings.collections or (CollectionSpec(folder_name(settings.kb_path),
+                                                   settings.kb_path),)
+
+
+def resolve_names(selector: str | Sequence[str] | None, names: Sequence[str],
+                  defaults: Sequence[str]) -> tuple[str, ...]:
+    """The collections a call covers: None (or an empty list) means the ``defaults``; a
+    name or a list of names means those, in the order given, each once. A name that is
+    not one of ``names`` is ``UnknownCollection`` naming the real ones: never all."""
+    if selector is None or (not isinstance(selector, str) and len(selector) == 0):
+        if not defaults:
+            raise UnknownCollection((), names)
+        return tuple(defaults)
+    asked = [selector] if isinstance(selector, str) else list(selector)
+    if not all(isinstance(n, str) for n in asked):
+        raise InvalidQuery("collection must be a name or a list of names")
+    unknown = unknown_names(asked, names)
+    if unknown:
+        raise UnknownCollection(unknown, names)
+    return tuple(dict.fromkeys(asked))
 
 
 def parse_collections(value: object, base: Path, where: str) -> tuple[CollectionSpec, ...]:

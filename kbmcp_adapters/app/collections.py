@@ -23,8 +23,8 @@ from urllib.parse import urlsplit, urlunsplit
 from kbmcp_adapters.app.bootstrap import bootstrap
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 from kbmcp_adapters.app.search_collections import search_collections
-from kbmcp_core.collections import CollectionSpec, folder_name, unknown_names
-from kbmcp_core.errors import ConfigError, IndexNotFound, InvalidQuery, UnknownCollection
+from kbmcp_core.collections import CollectionSpec, resolve_names, served_specs
+from kbmcp_core.errors import ConfigError, IndexNotFound, UnknownCollection
 from kbmcp_core.ports import Clock, Embedder, Reranker
 from kbmcp_core.search import SearchResponse
 from kbmcp_core.settings import INDEX_DB_NAME, INDEX_DIR_NAME, Settings, is_remote_uri
@@ -34,8 +34,8 @@ COLLECTIONS_DIR = "collections"
 #: A collection's PostgreSQL schema is this prefix and its name.
 SCHEMA_PREFIX = "kb_"
 
-__all__ = ["CollectionInfo", "Collections", "collection_settings", "named_collections",
-           "open_collections", "search_collections"]
+__all__ = ["CollectionInfo", "Collections", "collection_settings", "open_collections",
+           "search_collections"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,10 +130,8 @@ class Collections:
         """``embedder``, ``reranker``, ``clock``: adapters every collection uses instead
         of building its own (tests pass stand-ins this way)."""
         self.top = settings
-        if settings.collections:
-            specs = settings.collections
-        else:  # one folder: one collection named after it, with exactly these settings
-            specs = (CollectionSpec(folder_name(settings.kb_path), settings.kb_path),)
+        # one folder: one collection named after it, with exactly these settings
+        specs = served_specs(settings)
         self._specs = {spec.name: spec for spec in specs}
         self.names: tuple[str, ...] = tuple(self._specs)
         self.defaults: tuple[str, ...] = tuple(s.name for s in specs if s.default)
@@ -148,9 +146,11 @@ class Collections:
         self._lock = threading.Lock()
 
     @property
-    def single(self) -> bool:
-        """True for the one-folder case (no ``[[collections]]``): today's server."""
-        return not self.top.collections
+    def several(self) -> bool:
+        """More than one collection: the one thing a command's output tells apart (each
+        part names its collection); one, a plain folder or one ``[[collections]]`` entry,
+        answers as a plain folder does."""
+        return len(self.names) > 1
 
     def spec(self, name: str) -> CollectionSpec:
         return self._specs[self._known(name)]
@@ -191,20 +191,9 @@ class Collections:
             return found
 
     def resolve(self, selector: str | Sequence[str] | None) -> tuple[str, ...]:
-        """The collections a call searches: None (or an empty list) means the default
-        ones; a name or a list of names means those, in the order given. A name that is
-        not a collection is ``UnknownCollection`` naming the real ones: never all."""
-        if selector is None or (not isinstance(selector, str) and len(selector) == 0):
-            if not self.defaults:
-                raise UnknownCollection((), self.names)
-            return self.defaults
-        asked = [selector] if isinstance(selector, str) else list(selector)
-        if not all(isinstance(n, str) for n in asked):
-            raise InvalidQuery("collection must be a name or a list of names")
-        unknown = unknown_names(asked, self.names)
-        if unknown:
-            raise UnknownCollection(unknown, self.names)
-        return tuple(dict.fromkeys(asked))
+        """The collections a call searches (``collections.resolve_names``): None (or an
+        empty list) means the default ones; a name or a list of names means those."""
+        return resolve_names(selector, self.names, self.defaults)
 
     def info(self) -> list[CollectionInfo]:
         """Each collection with its document count and freshness, in configured order;
@@ -241,12 +230,6 @@ class Collections:
         if name not in self._specs:
             raise UnknownCollection([name], self.names)
         return name
-
-
-def named_collections(settings: Settings) -> bool:
-    """Whether ``settings`` name ``[[collections]]``: the command line's output then
-    names each collection (a plain folder, a collection of one, keeps its own output)."""
-    return bool(settings.collections)
 
 
 def open_collections(settings: Settings, *, embedder: Embedder | None = None,

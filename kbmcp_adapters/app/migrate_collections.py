@@ -1,6 +1,8 @@
-"""``kb-mcp migrate-store`` with ``[[collections]]``: each collection's store copied to the
-target's matching place (PostgreSQL schema ``kb_<name>``, vectors under ``<uri>/<name>``),
-one collection after the other, each under its own two writer locks."""
+"""``kb-mcp migrate-store`` over the configured collections, 1..N (decision 0051): each
+collection's store copied to the target's matching place, one after the other, each
+under its own two writer locks. A plain folder (a collection of one) goes to the target
+itself; a ``[[collections]]`` entry to its schema ``kb_<name>``, vectors under
+``<uri>/<name>``."""
 
 from __future__ import annotations
 
@@ -11,7 +13,6 @@ from pathlib import Path
 from kbmcp_adapters.app.bootstrap import bootstrap, settings_for
 from kbmcp_adapters.app.collections import open_collections
 from kbmcp_adapters.app.migrate_store import describe_store, migrate_store, toml_string
-from kbmcp_core.errors import ConfigError
 from kbmcp_core.index_copy import CopyProgress, CopyReport
 
 __all__ = ["CollectionsMigration", "migrate_collections"]
@@ -19,7 +20,7 @@ __all__ = ["CollectionsMigration", "migrate_collections"]
 
 @dataclass(frozen=True, slots=True)
 class CollectionsMigration:
-    """A finished copy of several collections: each one's report, in the order copied,
+    """A finished copy of the chosen collections: each one's report, in the order copied,
     and the top-level ``kb-mcp.toml`` lines every collection derives its store from."""
 
     reports: tuple[tuple[str, CopyReport], ...]
@@ -42,17 +43,15 @@ def migrate_collections(
     the store the same ``[[collections]]`` would use with ``database_url = to_url`` (and
     ``vectors_uri = vectors_to`` when given). ``starting(name, source, target)`` is told
     before each copy. Refusals are ``migrate_store``'s, per collection, before that
-    collection's copy writes anything; ``ConfigError`` when no collections are configured
-    or ``to_url`` cannot hold several (a SQLite file)."""
+    collection's copy writes anything; ``ConfigError`` when ``to_url`` cannot hold
+    several ``[[collections]]`` (a SQLite file). A plain folder's copy goes to the
+    target itself, its lines naming the target's vectors wherever they are."""
     from sqlalchemy.engine import make_url
 
     from kbmcp_adapters.store.urls import safe_url
     from kbmcp_core.settings import public_uri
 
     source_top = settings_for(kb_path, config)
-    if not source_top.collections:
-        raise ConfigError("no [[collections]] in the configuration: migrate-store copies "
-                          "the one index of kb_path")
     target_top = settings_for(kb_path, config, database_url=to_url, vectors_uri=vectors_to)
     sources, targets = open_collections(source_top), open_collections(target_top)
     chosen = sources.resolve(list(names)) if names else sources.names
@@ -70,8 +69,12 @@ def migrate_collections(
             target.close()
             source.close()
     lines = [f"database_url = {toml_string(safe_url(to_url))}"]
-    if target_top.vectors_uri is not None:
-        lines.append(f"vectors_uri = {toml_string(public_uri(target_top.vectors_uri))}")
+    # a plain folder's vectors are the target's own; a [[collections]] entry's derive
+    # from the top level's vectors_uri, when one is set
+    folder = sources.settings(chosen[0]) is source_top
+    vectors = targets.settings(chosen[0]).vectors_location if folder else target_top.vectors_uri
+    if vectors is not None:
+        lines.append(f"vectors_uri = {toml_string(public_uri(vectors))}")
     lines += ["", "[embedding]", f"model = {toml_string(reports[0][1].model_id)}"]
     return CollectionsMigration(tuple(reports), tuple(lines),
                                 make_url(to_url).password is not None)

@@ -1,18 +1,19 @@
 """``kb-mcp migrate-store``, wired: open the source and the target, lock both, copy.
 
-The copy itself is ``kbmcp_core.index_copy``; this module builds the two ends from settings
-(``bootstrap``), takes their writer locks and writes the ``kb-mcp.toml`` lines of the copy.
+The copy itself is ``kbmcp_core.index_copy``; this module takes the two ends' writer locks
+around it. ``migrate_collections`` builds the ends from settings (``bootstrap``), one
+collection after the other (a plain folder is a collection of one), and writes the
+``kb-mcp.toml`` lines of the copy.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 
-from kbmcp_adapters.app.bootstrap import Container, bootstrap, settings_for
+from kbmcp_adapters.app.bootstrap import Container
 from kbmcp_adapters.embedding.service_config import configured_model
 from kbmcp_core.errors import ConfigError
 from kbmcp_core.index_copy import (
@@ -24,57 +25,7 @@ from kbmcp_core.index_copy import (
 )
 from kbmcp_core.settings import Settings
 
-__all__ = ["Migration", "describe_store", "migrate_configured", "migrate_store",
-           "toml_string", "vectors_location"]
-
-
-@dataclass(frozen=True, slots=True)
-class Migration:
-    """A finished ``migrate-store``: what was copied and the config that opens the copy."""
-
-    report: CopyReport
-    #: ``kb-mcp.toml`` lines for the target: database_url (password hidden), vectors_uri,
-    #: the model
-    config_lines: tuple[str, ...]
-    #: True when ``config_lines`` show ``***`` where the password goes
-    password_hidden: bool
-
-
-def migrate_configured(
-    kb_path: Path | None,
-    config: Path | None,
-    to_url: str,
-    vectors_to: str | None = None,
-    *,
-    replace_target: bool = False,
-    progress: CopyProgress | None = None,
-    starting: Callable[[str, str], None] | None = None,
-) -> Migration:
-    """``migrate-store`` for a configured knowledge base: the source is its index, the
-    target the same settings with ``database_url = to_url`` and, when given,
-    ``vectors_uri = vectors_to``. ``starting(source, target)`` is told what is copied
-    where (password hidden) once the settings are read."""
-    from sqlalchemy.engine import make_url
-
-    from kbmcp_adapters.store.urls import safe_url
-    from kbmcp_core.settings import public_uri
-
-    source_settings = settings_for(kb_path, config)
-    target_settings = settings_for(kb_path, config, database_url=to_url, vectors_uri=vectors_to)
-    if starting is not None:
-        starting(describe_store(source_settings.store_url),
-                 describe_store(target_settings.store_url))
-    source, target = bootstrap(source_settings), bootstrap(target_settings)
-    try:
-        report = migrate_store(source, target, replace_target=replace_target,
-                               progress=progress)
-    finally:
-        target.close()
-        source.close()
-    lines = (f"database_url = {toml_string(safe_url(to_url))}",
-             f"vectors_uri = {toml_string(public_uri(target_settings.vectors_location))}",
-             "", "[embedding]", f"model = {toml_string(report.model_id)}")
-    return Migration(report, lines, make_url(to_url).password is not None)
+__all__ = ["describe_store", "migrate_store", "toml_string", "vectors_location"]
 
 
 def toml_string(value: str) -> str:

@@ -48,7 +48,7 @@ def test_adding_an_indexed_folder_reuses_its_index_and_its_formats(
 
     again = kb_mcp("index", "--collection", "docs", "--format", "json", "-q")
     assert again.exit_code == 0, again.output
-    (run,) = json.loads(again.stdout)["collections"]
+    run = json.loads(again.stdout)  # a collection of one: a plain folder's summary
     assert (run["added"], run["unchanged"], run["deleted"]) == (0, 2, 0)
     assert run["chunks_embedded"] == 0  # nothing re-embedded
     assert not (_user_config().parent / ".kb-mcp").exists()  # no second index made

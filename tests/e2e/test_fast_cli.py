@@ -234,3 +234,18 @@ def test_a_server_of_several_collections_answers_their_searches(
         assert remote.stdout == local.stdout, args
     assert "alpha:" in search("vault", "--mode", "lexical").stdout
     assert "alpha" not in search("vault", "--mode", "lexical", "--collection", "beta").stdout
+
+    # the route before click answers too (decision 0051, third addendum): never imported
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import sys\nfrom kbmcp_cli.main import main\n"
+        "sys.argv = ['kb-mcp', 'search', *sys.argv[1:]]\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\nfinally:\n"
+        "    print('click imported:', 'click' in sys.modules, file=sys.stderr)\n")
+    for args in (["vault", "--mode", "lexical"], ["vault", "--mode", "lexical", "--collection",
+                                                  "beta", "--format", "json"]):
+        fast = subprocess.run([sys.executable, str(probe), "--config", str(config), *args],
+                              env=env, capture_output=True, text=True, timeout=DEADLINE,
+                              check=False)
+        assert "click imported: False" in fast.stderr, (args, fast.stderr)
+        assert fast.stdout == search(*args, "--no-server").stdout, args

@@ -105,7 +105,7 @@ def test_one_folder_is_one_collection_named_after_it_with_the_same_settings(
     collections = open_collections(s)
     assert collections.names == ("my-team-notes",) == collections.defaults
     assert collections.settings("my-team-notes") is s  # nothing moves on disk
-    assert collections.single
+    assert not collections.several
 
 
 @pytest.mark.parametrize(("folder", "name"), [
