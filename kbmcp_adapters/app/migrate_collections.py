@@ -44,9 +44,7 @@ def migrate_collections(
     before each copy. Refusals are ``migrate_store``'s, per collection, before that
     collection's copy writes anything; ``ConfigError`` when no collections are configured
     or ``to_url`` cannot hold several (a SQLite file)."""
-    from sqlalchemy.engine import make_url
-
-    from kbmcp_adapters.store.urls import safe_url
+    from kbmcp_adapters.app.bootstrap import store_of
     from kbmcp_core.settings import public_uri
 
     source_top = settings_for(kb_path, config)
@@ -60,8 +58,7 @@ def migrate_collections(
     for name in chosen:
         source_settings, target_settings = sources.settings(name), targets.settings(name)
         if starting is not None:
-            starting(name, describe_store(source_settings.store_url),
-                     describe_store(target_settings.store_url))
+            starting(name, describe_store(source_settings), describe_store(target_settings))
         source, target = bootstrap(source_settings), bootstrap(target_settings)
         try:
             reports.append((name, migrate_store(source, target, replace_target=replace_target,
@@ -69,9 +66,9 @@ def migrate_collections(
         finally:
             target.close()
             source.close()
-    lines = [f"database_url = {toml_string(safe_url(to_url))}"]
+    to = store_of(target_top)
+    lines = [f"database_url = {toml_string(to.public)}"]
     if target_top.vectors_uri is not None:
         lines.append(f"vectors_uri = {toml_string(public_uri(target_top.vectors_uri))}")
     lines += ["", "[embedding]", f"model = {toml_string(reports[0][1].model_id)}"]
-    return CollectionsMigration(tuple(reports), tuple(lines),
-                                make_url(to_url).password is not None)
+    return CollectionsMigration(tuple(reports), tuple(lines), to.has_password)

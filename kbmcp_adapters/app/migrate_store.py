@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from kbmcp_adapters.app.bootstrap import Container, bootstrap, settings_for
+from kbmcp_adapters.app.bootstrap import Container, bootstrap, settings_for, store_of
 from kbmcp_adapters.embedding.service_config import configured_model
 from kbmcp_core.errors import ConfigError
 from kbmcp_core.index_copy import (
@@ -54,16 +54,12 @@ def migrate_configured(
     target the same settings with ``database_url = to_url`` and, when given,
     ``vectors_uri = vectors_to``. ``starting(source, target)`` is told what is copied
     where (password hidden) once the settings are read."""
-    from sqlalchemy.engine import make_url
-
-    from kbmcp_adapters.store.urls import safe_url
     from kbmcp_core.settings import public_uri
 
     source_settings = settings_for(kb_path, config)
     target_settings = settings_for(kb_path, config, database_url=to_url, vectors_uri=vectors_to)
     if starting is not None:
-        starting(describe_store(source_settings.store_url),
-                 describe_store(target_settings.store_url))
+        starting(describe_store(source_settings), describe_store(target_settings))
     source, target = bootstrap(source_settings), bootstrap(target_settings)
     try:
         report = migrate_store(source, target, replace_target=replace_target,
@@ -71,10 +67,11 @@ def migrate_configured(
     finally:
         target.close()
         source.close()
-    lines = (f"database_url = {toml_string(safe_url(to_url))}",
+    to = store_of(target_settings)
+    lines = (f"database_url = {toml_string(to.public)}",
              f"vectors_uri = {toml_string(public_uri(target_settings.vectors_location))}",
              "", "[embedding]", f"model = {toml_string(report.model_id)}")
-    return Migration(report, lines, make_url(to_url).password is not None)
+    return Migration(report, lines, to.has_password)
 
 
 def toml_string(value: str) -> str:
@@ -82,14 +79,11 @@ def toml_string(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def describe_store(url: str) -> str:
+def describe_store(settings: Settings) -> str:
     """The store for messages and markers: a SQLite file's path, or the URL with its
     password hidden."""
-    from kbmcp_adapters.store.engine import sqlite_file
-    from kbmcp_adapters.store.urls import safe_url
-
-    file = sqlite_file(url)
-    return str(file.resolve()) if file is not None else safe_url(url)
+    where = store_of(settings)
+    return str(where.path.resolve()) if where.path is not None else where.public
 
 
 def vectors_location(settings: Settings) -> str:
@@ -115,8 +109,8 @@ def migrate_store(
     documents (unless ``replace_target``), or the source is incomplete.
     """
     s = source.settings
-    source_name = describe_store(s.store_url)
-    target_name = describe_store(target.settings.store_url)
+    source_name = describe_store(s)
+    target_name = describe_store(target.settings)
     if source_name == target_name:
         raise ConfigError(f"--to names the index being copied ({target_name}); "
                           "point it at another database")
@@ -137,16 +131,15 @@ def migrate_store(
 def _writer_locks(source: Settings, target: Settings) -> Iterator[None]:
     """The source's writer lock (its rows must not change mid-copy), then the target's
     when it is another lock (a PostgreSQL target; a SQLite one shares the index folder's)."""
-    from kbmcp_adapters.store.advisory_lock import is_postgresql_url
     from kbmcp_adapters.store.cross_process_lock import writer_lock
 
     def key(settings: Settings) -> str:
-        url = settings.store_url
-        return url if is_postgresql_url(url) else str(settings.index_dir.resolve())
+        where = store_of(settings)
+        return where.url if where.is_postgresql else str(settings.index_dir.resolve())
 
     timeout = source.writer_lock_timeout_s
     with contextlib.ExitStack() as stack:
         for settings in (source, target) if key(source) != key(target) else (source,):
             stack.enter_context(writer_lock(settings.index_dir, timeout, "migrate-store",
-                                            store_url=settings.store_url))
+                                            store_url=store_of(settings)))
         yield
