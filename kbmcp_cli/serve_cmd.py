@@ -232,7 +232,7 @@ def serve(
     sets up), it serves the socket systemd passed, at that socket's address, instead of
     --host and --port.
     """
-    from kbmcp_adapters.app.bootstrap import settings_for
+    from kbmcp_adapters.app.bootstrap import settings_for, store_of
 
     # A bad configuration fails here, before the process hands its stdout to the protocol.
     settings = settings_for(kb_path, config)
@@ -281,8 +281,7 @@ def serve(
                 log.warning("%sno index yet at %s: tools will ask for `kb-mcp index` (or the "
                             "rebuild_index tool) until one exists", where,
                             each.settings.index_dir)
-        url = each.settings.database_url
-        if url is not None and not url.startswith("sqlite"):
+        if store_of(each.settings).is_postgresql:
             reach_store(each)
     background: list[BackgroundTask] = [signals.stop_server]
     if read_only:

@@ -10,7 +10,7 @@ from dataclasses import replace
 from kbmcp_core.fields import Declared, declared_json, front_matter, values_of
 from kbmcp_core.meta_keys import META_FIELDS
 from kbmcp_core.models import DocumentRecord, StoredDocument
-from kbmcp_core.ports import IndexWriter
+from kbmcp_core.ports import FieldRows
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ def with_fields(record: DocumentRecord, declared: Declared, warn: Warn) -> Docum
     return replace(record, fields=rows)
 
 
-def sync_fields(store: IndexWriter, declared: Declared, warn: Warn) -> bool:
+def sync_fields(store: FieldRows, declared: Declared, warn: Warn) -> bool:
     """When the rows were made for other declarations than ``declared`` (``META_FIELDS``),
     make every stored document's rows again from the front matter its row keeps: no file
     is read and no chunk embedded. With nothing declared every row goes. True when it did

@@ -244,10 +244,10 @@ def batch_paths(batch: Sequence[DocumentWrite]) -> set[str]:
     return paths
 
 
-class IndexWriter(IndexMeta, Protocol):
-    """What an index run needs: its own view of what is indexed, and the writes."""
-
-    def indexed_states(self) -> dict[str, IndexedState]: ...
+class DocumentRows(Protocol):
+    """The write port of the document rows: each write replaces a document's row with its
+    chunks, lexical rows and field rows in one transaction (the chunk and lexical rows are
+    never written apart from their document's)."""
 
     def write_documents(self, batch: Sequence[DocumentWrite]) -> list[int]:
         """Write a batch of documents in one transaction: all of them or, on any error,
@@ -284,6 +284,19 @@ class IndexWriter(IndexMeta, Protocol):
         remaining document refers to; returns chunk ids."""
         ...
 
+    def backfill_sizes(self, sizes: Mapping[str, int]) -> int:
+        """Set size_bytes only where it is NULL. Returns rows changed."""
+        ...
+
+    def record_size(self, path: str, size: int) -> bool:
+        """Overwrite the recorded size of an existing row (oversize refusal)."""
+        ...
+
+
+class FieldRows(IndexMeta, Protocol):
+    """The declared-field rows, rewritten apart from the documents when the declarations
+    they were made for (a meta marker) change (``field_index.sync_fields``)."""
+
     def documents(self, paths: Collection[str] | None = None) -> list[StoredDocument]:
         """Every document row, or only those at ``paths``, sorted by path."""
         ...
@@ -294,22 +307,10 @@ class IndexWriter(IndexMeta, Protocol):
         field row. Returns how many of the paths were indexed documents."""
         ...
 
-    def keep_conversions(self, texts: Sequence[ConvertedText]) -> int:
-        """Keep (or replace) these converted texts, each only while a document carries its
-        hash (one no document carries is not kept); returns how many were kept."""
-        ...
 
-    def converted_hashes(self, hashes: Collection[str]) -> set[str]:
-        """Which of ``hashes`` have a converted text kept."""
-        ...
-
-    def backfill_sizes(self, sizes: Mapping[str, int]) -> int:
-        """Set size_bytes only where it is NULL. Returns rows changed."""
-        ...
-
-    def record_size(self, path: str, size: int) -> bool:
-        """Overwrite the recorded size of an existing row (oversize refusal)."""
-        ...
+class ChunkRows(Protocol):
+    """What an index run reuses of the chunks already stored: their hashes (a chunk whose
+    text did not change keeps its vector) and the rows themselves."""
 
     def chunk_hashes(self, hashes: Iterable[str]) -> dict[str, int]:
         """Map chunk text hashes (``ChunkRecord.text_hash``) to an existing chunk id
@@ -324,10 +325,37 @@ class IndexWriter(IndexMeta, Protocol):
 
     def get_chunks(self, ids: Collection[int]) -> dict[int, StoredChunk]: ...
 
+
+class ConversionRows(Protocol):
+    """The converted texts kept with the index apart from a document write."""
+
+    def keep_conversions(self, texts: Sequence[ConvertedText]) -> int:
+        """Keep (or replace) these converted texts, each only while a document carries its
+        hash (one no document carries is not kept); returns how many were kept."""
+        ...
+
+    def converted_hashes(self, hashes: Collection[str]) -> set[str]:
+        """Which of ``hashes`` have a converted text kept."""
+        ...
+
+
+class RunBookkeeping(IndexMeta, Protocol):
+    """An index run's own state: what is indexed (hash and size per path), its meta
+    markers, and the sweep of rows left dangling."""
+
+    def indexed_states(self) -> dict[str, IndexedState]: ...
+
     def prune_dangling(self) -> int:
         """Remove lexical rows and chunks whose owner is gone, and converted texts no
         document refers to; returns rows removed."""
         ...
+
+
+class IndexWriter(DocumentRows, FieldRows, ChunkRows, ConversionRows, RunBookkeeping,
+                  Protocol):
+    """What an index run needs: every write port above, as the read side is
+    ``IndexReader`` of ``DocumentCatalog`` and ``ConvertedTexts``. A module that needs
+    less names the smaller port."""
 
 
 class DocumentCatalog(Protocol):

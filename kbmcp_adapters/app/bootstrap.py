@@ -26,6 +26,7 @@ from kbmcp_core.ports import (
     VectorStore,
 )
 from kbmcp_core.settings import Settings
+from kbmcp_core.store_location import StoreLocation
 
 if TYPE_CHECKING:
     from kbmcp_adapters.filesystem.local import LocalFileSystem
@@ -300,8 +301,15 @@ def real_store(settings: Settings, *, create: bool = False, migrate: bool = True
             raise IndexReadOnly(str(settings.index_dir),
                                 f"cannot create the folder: {exc.strerror}",
                                 IndexReadOnly.NO_FOLDER) from None
-    return SqlIndexStore(settings.store_url, create=create, migrate_schema=migrate,
+    return SqlIndexStore(store_of(settings), create=create, migrate_schema=migrate,
                          read_only=settings.read_only)
+
+
+def store_of(settings: Settings) -> StoreLocation:
+    """The settings' index store, parsed once (``urls.store_location`` keeps the value)."""
+    from kbmcp_adapters.store.urls import store_location as parsed
+
+    return parsed(settings.store_url)
 
 
 def store_location(settings: Settings) -> str:
@@ -309,9 +317,7 @@ def store_location(settings: Settings) -> str:
     as ``***``, or the SQLite file."""
     if settings.database_url is None:
         return str(settings.sqlite_path)
-    from kbmcp_adapters.store.urls import safe_url
-
-    return safe_url(settings.database_url)
+    return store_of(settings).public
 
 
 def schema_revisions(settings: Settings) -> tuple[str | None, str]:

@@ -88,9 +88,9 @@ def collection_settings(settings: Settings, spec: CollectionSpec) -> Settings:
                        vectors_uri=mine.vectors_uri if mine is not None else None)
     database_url = settings.database_url
     if database_url is not None:
-        from kbmcp_adapters.store.urls import is_postgresql
+        from kbmcp_adapters.store.urls import store_location
 
-        if not is_postgresql(database_url):
+        if not store_location(database_url).is_postgresql:
             raise ConfigError("a SQLite database_url cannot hold several collections: leave "
                               "it out (each collection keeps its own index.db under "
                               "index_dir) or use PostgreSQL")

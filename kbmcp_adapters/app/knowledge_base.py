@@ -17,7 +17,7 @@ from logging import Logger
 from pathlib import Path
 from typing import Any
 
-from kbmcp_adapters.app.bootstrap import Container, OpenedStore, bootstrap, settings_for
+from kbmcp_adapters.app.bootstrap import Container, OpenedStore, bootstrap, settings_for, store_of
 from kbmcp_adapters.app.in_process_lock import (
     IndexRunStopped,
     InProcessWriter,
@@ -241,7 +241,7 @@ class KnowledgeBase:
         deadline = time.monotonic() + max(timeout, 0.0)
         with (self._writer.hold(purpose, deadline, timeout, check) as now_writing,
               writer_lock(self.settings.index_dir, timeout, purpose, deadline=deadline,
-                          check=check, store_url=self.settings.store_url)):
+                          check=check, store_url=store_of(self.settings))):
             now_writing()
             c = self._container
             # before anything asks the model for its window (which may need a download)
@@ -291,9 +291,9 @@ class KnowledgeBase:
             raise StoreCorrupt(self._damaged_hint(), " ".join(problems[0].split())[:200])
 
     def _damaged_hint(self) -> str:
-        from kbmcp_adapters.store.engine import rebuild_hint, sqlite_file
+        from kbmcp_adapters.store.engine import rebuild_hint
 
-        db = sqlite_file(self.settings.store_url)
+        db = store_of(self.settings).path
         return rebuild_hint(db) if db is not None else "the index database"
 
     def is_ready(self) -> bool:
@@ -307,11 +307,7 @@ class KnowledgeBase:
         """``IndexNotReady`` unless a run has read the whole folder into the index: an
         empty answer from an index that never got there would look like "no match"."""
         if not self.is_ready():
-            from kbmcp_adapters.store.engine import pg_location, sqlite_file
-
-            url = self.settings.store_url
-            db = sqlite_file(url)
-            raise IndexNotReady(str(db) if db is not None else pg_location(url) or url)
+            raise IndexNotReady(store_of(self.settings).shown)
 
     def stop_writers(self) -> None:
         """For shutdown: every index run stops at its next safe point (between documents

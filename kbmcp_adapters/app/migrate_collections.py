@@ -46,9 +46,7 @@ def migrate_collections(
     collection's copy writes anything; ``ConfigError`` when ``to_url`` cannot hold
     several ``[[collections]]`` (a SQLite file). A plain folder's copy goes to the
     target itself, its lines naming the target's vectors wherever they are."""
-    from sqlalchemy.engine import make_url
-
-    from kbmcp_adapters.store.urls import safe_url
+    from kbmcp_adapters.app.bootstrap import store_of
     from kbmcp_core.settings import public_uri
 
     source_top = settings_for(kb_path, config)
@@ -59,8 +57,7 @@ def migrate_collections(
     for name in chosen:
         source_settings, target_settings = sources.settings(name), targets.settings(name)
         if starting is not None:
-            starting(name, describe_store(source_settings.store_url),
-                     describe_store(target_settings.store_url))
+            starting(name, describe_store(source_settings), describe_store(target_settings))
         source, target = bootstrap(source_settings), bootstrap(target_settings)
         try:
             reports.append((name, migrate_store(source, target, replace_target=replace_target,
@@ -68,7 +65,8 @@ def migrate_collections(
         finally:
             target.close()
             source.close()
-    lines = [f"database_url = {toml_string(safe_url(to_url))}"]
+    to = store_of(target_top)
+    lines = [f"database_url = {toml_string(to.public)}"]
     # a plain folder's vectors are the target's own; a [[collections]] entry's derive
     # from the top level's vectors_uri, when one is set
     folder = sources.settings(chosen[0]) is source_top
@@ -76,5 +74,4 @@ def migrate_collections(
     if vectors is not None:
         lines.append(f"vectors_uri = {toml_string(public_uri(vectors))}")
     lines += ["", "[embedding]", f"model = {toml_string(reports[0][1].model_id)}"]
-    return CollectionsMigration(tuple(reports), tuple(lines),
-                                make_url(to_url).password is not None)
+    return CollectionsMigration(tuple(reports), tuple(lines), to.has_password)

@@ -33,14 +33,11 @@ def toml_string(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def describe_store(url: str) -> str:
+def describe_store(settings: Settings) -> str:
     """The store for messages and markers: a SQLite file's path, or the URL with its
     password hidden."""
-    from kbmcp_adapters.store.engine import sqlite_file
-    from kbmcp_adapters.store.urls import safe_url
-
-    file = sqlite_file(url)
-    return str(file.resolve()) if file is not None else safe_url(url)
+    where = store_of(settings)
+    return str(where.path.resolve()) if where.path is not None else where.public
 
 
 def vectors_location(settings: Settings) -> str:
@@ -66,8 +63,8 @@ def migrate_store(
     documents (unless ``replace_target``), or the source is incomplete.
     """
     s = source.settings
-    source_name = describe_store(s.store_url)
-    target_name = describe_store(target.settings.store_url)
+    source_name = describe_store(s)
+    target_name = describe_store(target.settings)
     if source_name == target_name:
         raise ConfigError(f"--to names the index being copied ({target_name}); "
                           "point it at another database")
@@ -88,16 +85,15 @@ def migrate_store(
 def _writer_locks(source: Settings, target: Settings) -> Iterator[None]:
     """The source's writer lock (its rows must not change mid-copy), then the target's
     when it is another lock (a PostgreSQL target; a SQLite one shares the index folder's)."""
-    from kbmcp_adapters.store.advisory_lock import is_postgresql_url
     from kbmcp_adapters.store.cross_process_lock import writer_lock
 
     def key(settings: Settings) -> str:
-        url = settings.store_url
-        return url if is_postgresql_url(url) else str(settings.index_dir.resolve())
+        where = store_of(settings)
+        return where.url if where.is_postgresql else str(settings.index_dir.resolve())
 
     timeout = source.writer_lock_timeout_s
     with contextlib.ExitStack() as stack:
         for settings in (source, target) if key(source) != key(target) else (source,):
             stack.enter_context(writer_lock(settings.index_dir, timeout, "migrate-store",
-                                            store_url=settings.store_url))
+                                            store_url=store_of(settings)))
         yield

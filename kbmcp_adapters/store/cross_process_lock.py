@@ -27,6 +27,7 @@ from pathlib import Path
 from kbmcp_adapters.store.advisory_lock import advisory_lock, is_postgresql_url
 from kbmcp_core.errors import IndexReadOnly, IndexUnwritable, WriterBusy
 from kbmcp_core.settings import WRITER_LOCK_NAME
+from kbmcp_core.store_location import StoreLocation
 
 LOCK_NAME = WRITER_LOCK_NAME
 #: What a folder the user may read but not write answers (EROFS: a read-only mount).
@@ -59,7 +60,7 @@ def _unwritable(index_dir: Path, exc: OSError) -> IndexUnwritable:
 def writer_lock(index_dir: Path, timeout_s: float, purpose: str = "index", *,
                 deadline: float | None = None,
                 check: Callable[[], None] | None = None,
-                store_url: str | None = None) -> Iterator[None]:
+                store_url: str | StoreLocation | None = None) -> Iterator[None]:
     """Hold the index's writer lock; wait at most ``timeout_s``, then raise WriterBusy.
 
     ``deadline`` (a ``time.monotonic()`` value) ends the wait instead, for a caller that
@@ -69,9 +70,12 @@ def writer_lock(index_dir: Path, timeout_s: float, purpose: str = "index", *,
     ``IndexReadOnly`` when the index folder cannot be created or the lock file cannot be
     opened for writing: a writer stops there, before it touches the store.
 
-    When ``store_url`` names a PostgreSQL database the lock is that database's advisory
-    lock, with the same deadline and ``check``, and the index folder is not touched.
+    When ``store_url`` (a URL, or the location parsed from one) names a PostgreSQL
+    database the lock is that database's advisory lock, with the same deadline and
+    ``check``, and the index folder is not touched.
     """
+    if isinstance(store_url, StoreLocation):
+        store_url = store_url.url if store_url.is_postgresql else None
     if store_url is not None and is_postgresql_url(store_url):
         with advisory_lock(store_url, timeout_s, purpose, deadline=deadline, check=check):
             yield

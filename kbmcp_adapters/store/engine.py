@@ -15,13 +15,18 @@ from typing import Any
 from urllib.parse import quote
 
 from sqlalchemy import Engine, create_engine, event, inspect, text
-from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.exc import OperationalError as SAOperationalError
 from sqlalchemy.pool import NullPool
 
 from kbmcp_adapters.store.pg_schema import create_schema, schema_exists, url_schema
-from kbmcp_adapters.store.urls import check_database_url, is_postgresql, normalized_url, safe_url
+from kbmcp_adapters.store.urls import (
+    is_postgresql,
+    normalized_url,
+    safe_url,
+    store_location,
+)
 from kbmcp_core.errors import (
     IndexNotFound,
     IndexReadOnly,
@@ -170,13 +175,9 @@ def rebuild_hint(db: Path) -> str:
 
 
 def sqlite_file(url: str) -> Path | None:
-    """The database file of a SQLite URL, or None for memory or non-SQLite URLs."""
-    check_database_url(url)
-    parsed = make_url(url)
-    database = parsed.database
-    if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:":
-        return None
-    return None if database.startswith("file:") else Path(database)
+    """The database file of a SQLite URL, or None for a PostgreSQL one
+    (``StoreLocation.path``)."""
+    return store_location(url).path
 
 
 def _one_line(reason: object) -> str:
@@ -307,7 +308,8 @@ def _open_pg_engine(url: str, create: bool) -> Engine:
 
 def pg_location(url: str) -> str | None:
     """A PostgreSQL store's URL as messages show it (password hidden); None for SQLite."""
-    return safe_url(url) if is_postgresql(url) else None
+    location = store_location(url)
+    return location.public if location.is_postgresql else None
 
 
 @contextmanager

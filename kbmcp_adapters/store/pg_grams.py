@@ -14,7 +14,8 @@ term, the average length over the rows matched, the same floating-point operatio
 same order (the per-row sum in term order), ties by chunk id. A row whose tokens were too
 long to post carries the marker ``''``; its words are counted in its text. A query with
 required (quoted) terms is left to the text scan, which the trigram index already narrows
-to the rows holding them.
+to the rows holding them. Given counts pooled over several stores (decision 0052), the IDFs
+are computed from those instead of from the rows found here.
 """
 
 from __future__ import annotations
@@ -25,14 +26,17 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from kbmcp_adapters.store.lexical import Terms
-from kbmcp_adapters.store.ranking import BM25_WEIGHTS, weigh_by_coverage
+from kbmcp_adapters.store.ranking import BM25_WEIGHTS, Scored
 from kbmcp_adapters.store.tables import JOIN_DOCUMENTS, PG_GRAMS, PG_PATH_FILTER, PG_WORDS
 from kbmcp_core.cjk import is_cjk
+from kbmcp_core.keyword_pool import KeywordStatistics, holding_of
 
-__all__ = ["grams_leg", "is_gram", "is_word"]
+__all__ = ["GRAMS", "grams_leg", "is_gram", "is_word"]
 
 #: Okapi BM25 constants, as FTS5 (and pg_lexical) use them.
 _K1, _B = 1.2, 0.75
+#: The trigram leg's name in pooled keyword statistics.
+GRAMS = "pg_grams"
 
 
 def is_gram(term: str) -> bool:
@@ -83,9 +87,10 @@ def _worded(words: Sequence[tuple[int, str]], params: dict[str, object]) -> str:
 
 
 def grams_leg(conn: Connection, match: Terms, coverage: Sequence[str], limit: int,
-              paths: str | None) -> list[tuple[int, float]] | None:
-    """``pg_lexical._grams_leg`` from the postings; None for a query it leaves to the
-    text scan (required terms, or a term neither a CJK trigram nor a word)."""
+              paths: str | None, pooled: KeywordStatistics | None = None) -> Scored | None:
+    """``pg_lexical._grams_leg`` from the postings, its BM25 on ``pooled`` counts when
+    given (leg ``pg_grams``); None for a query it leaves to the text scan (required
+    terms, or a term neither a CJK trigram nor a word)."""
     if match.required:
         return None
     terms = [t.lower() for t in dict.fromkeys([*match.all, *coverage])]
@@ -106,6 +111,13 @@ def grams_leg(conn: Connection, match: Terms, coverage: Sequence[str], limit: in
     if words:
         parts.append(_worded(words, params))
     hits = " UNION ALL ".join(parts)
+    df_sql = "SELECT i, count(*) AS n FROM hits GROUP BY i"
+    if pooled is not None:
+        total = pooled.chunks
+        params.update(total=total, dfi=list(range(len(terms))),
+                      dfn=holding_of(pooled.holding, GRAMS, terms))
+        df_sql = ("SELECT i, n FROM unnest(CAST(:dfi AS integer[]), CAST(:dfn AS bigint[])) "
+                  "AS p(i, n)")
     wanted = restrict = ""
     if paths is not None:
         wanted = f"JOIN chunks ON chunks.id = h.id {JOIN_DOCUMENTS} WHERE {PG_PATH_FILTER}"
@@ -113,7 +125,7 @@ def grams_leg(conn: Connection, match: Terms, coverage: Sequence[str], limit: in
         params["paths"] = paths
     sql = (
         f"WITH hits AS MATERIALIZED ({hits}), "
-        "df AS (SELECT i, count(*) AS n FROM hits GROUP BY i), "
+        f"df AS ({df_sql}), "
         "idf AS (SELECT i, CASE WHEN x > 0 THEN x ELSE CAST(1e-6 AS float8) END AS w FROM "
         "(SELECT i, ln((CAST(:total - n AS float8) + CAST(0.5 AS float8)) / "
         "(CAST(n AS float8) + CAST(0.5 AS float8))) AS x FROM df) AS d), "
@@ -137,12 +149,12 @@ def grams_leg(conn: Connection, match: Terms, coverage: Sequence[str], limit: in
         conn.execute(text("SELECT set_config('max_parallel_workers_per_gather', :v, true)"),
                      {"v": str(before)})
     if not rows:
-        return []
+        return Scored([])
     leg = [(int(row[0]), float(row[1])) for row in rows]
     if len(coverage) < 2:
-        return weigh_by_coverage(leg, total, [], [])
+        return Scored(leg, total)
     df = {int(i): int(n) for i, n in dict(rows[0][3]).items()}
     held = [terms.index(t.lower()) for t in coverage]
     holding = {int(row[0]): set(row[2]) for row in rows}
     holders = [{cid for cid, _ in leg if i in holding[cid]} for i in held]
-    return weigh_by_coverage(leg, total, [df.get(i, 0) for i in held], holders)
+    return Scored(leg, total, [df.get(i, 0) for i in held], holders)

@@ -14,28 +14,33 @@ plain text, never tsquery syntax) or as an escaped ``ILIKE`` substring. The legs
 * short CJK runs: the same substring scan as SQLite;
 
 each leg relative to its best and weighed by coverage (``ranking.weigh_by_coverage``).
+
+A joint search pools the counts over several stores (decision 0052): ``statistics`` reads
+the chunks and the chunks holding each term per leg, ``hits`` runs the same legs with the
+IDFs and coverage of the summed counts and leaves each weight raw (``keyword_pool`` makes
+it relative over every store). Only the average chunk length stays per store.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from kbmcp_adapters.store.lexical import Terms, compile_query
-from kbmcp_adapters.store.pg_grams import grams_leg
+from kbmcp_adapters.store.pg_grams import GRAMS, grams_leg
 from kbmcp_adapters.store.ranking import (
     BM25_WEIGHTS,
+    Scored,
     bm25_idf,
     merge,
     substring_leg,
-    weigh_by_coverage,
 )
 from kbmcp_adapters.store.tables import JOIN_DOCUMENTS, PG_LEXICAL, PG_PATH_FILTER
-from kbmcp_core.keyword_pool import KeywordHit, KeywordStatistics
+from kbmcp_core.keyword_pool import KeywordHit, KeywordStatistics, holding_of
 
-__all__ = ["HAYSTACK", "hits", "rank", "statistics"]
+__all__ = ["GRAMS", "HAYSTACK", "WORDS", "hits", "rank", "statistics"]
 
 #: The text the trigram index covers; the index (migration 0001) is on this very
 #: expression, so a query must spell it the same way to use it.
@@ -46,6 +51,13 @@ _TITLE_W, _HEADING_W, _BODY_W = BM25_WEIGHTS
 _TS_WEIGHTS = "{%g,0,%g,%g}" % (_BODY_W / 3, _TITLE_W / 3, _HEADING_W / 3)  # noqa: UP031
 #: Okapi BM25 constants, as FTS5 uses them.
 K1, B = 1.2, 0.75
+#: The legs' names in pooled statistics (not FTS5's: PostgreSQL stems words its own way).
+WORDS = "pg_words"
+#: A row holds gram term ``{i}`` in one of its columns (its term frequency is not 0).
+_GRAM_TEST = ("(strpos(lower(lx.title), :t{i}) > 0 OR strpos(lower(lx.heading), :t{i}) > 0"
+              " OR strpos(lower(lx.body), :t{i}) > 0)")
+_WORD_QUERY = "phraseto_tsquery('english', :t{i})"
+_WORD_TEST = "lx.words @@ " + _WORD_QUERY
 
 
 def rank(conn: Connection, query: str, limit: int, paths: str | None, *,
@@ -56,30 +68,76 @@ def rank(conn: Connection, query: str, limit: int, paths: str | None, *,
     compiled = compile_query(query)
     legs: list[list[tuple[int, float]]] = []
     if compiled.word_match and not compiled.has_cjk:
-        legs.append(_words_leg(conn, compiled.word_match, compiled.word_coverage, limit, paths))
+        legs.append(_words_leg(conn, compiled.word_match, compiled.word_coverage, limit,
+                               paths).relevances())
     if compiled.gram_match and (compiled.has_cjk or not any(legs)):
-        leg = None
-        if postings:
-            leg = grams_leg(conn, compiled.gram_match, compiled.gram_coverage, limit, paths)
-        if leg is None:
-            leg = _grams_leg(conn, compiled.gram_match, compiled.gram_coverage, limit, paths)
-        legs.append(leg)
+        legs.append(_any_grams_leg(conn, compiled.gram_match, compiled.gram_coverage, limit,
+                                   paths, None, postings=postings).relevances())
     if compiled.short_runs and not compiled.gram_match:
         legs.append(substring_leg(conn, compiled.short_runs, limit, paths,
                                   find="strpos", path_filter=PG_PATH_FILTER))
     return merge(legs, limit)
 
 
-def statistics(_conn: Connection, _query: str, _paths: str | None) -> KeywordStatistics:
-    """No counts to pool yet: PostgreSQL's legs keep their own (``hits``)."""
-    return KeywordStatistics()
+def _any_grams_leg(conn: Connection, match: Terms, coverage: Sequence[str], limit: int,
+                   paths: str | None, pooled: KeywordStatistics | None, *,
+                   postings: bool = True) -> Scored:
+    """The trigram leg from the postings of migration 0006 where it can, else the scan."""
+    leg = grams_leg(conn, match, coverage, limit, paths, pooled) if postings else None
+    return leg if leg is not None else _grams_leg(conn, match, coverage, limit, paths, pooled)
+
+
+def statistics(conn: Connection, query: str, paths: str | None) -> KeywordStatistics:
+    """This store's counts for ``query`` (decision 0052): chunks in the index, the chunks
+    holding each term of each leg (as the leg counts them), and whether the word leg
+    matched a chunk among ``paths`` (else the trigram leg stands in, as in ``rank``)."""
+    compiled = compile_query(query)
+    holding: dict[tuple[str, str], int] = {}
+    found: set[str] = set()
+    total = _chunks(conn)
+    if compiled.word_match and not compiled.has_cjk:
+        terms = _terms_of(compiled.word_match, compiled.word_coverage)
+        params: dict[str, object] = {f"t{i}": t for i, t in enumerate(terms)}
+        holding.update(zip(((WORDS, t) for t in terms),
+                           _frequencies(conn, terms, _WORD_TEST, params), strict=True))
+        index = {t: i for i, t in enumerate(terms)}
+        source, restrict = _from(paths, params)
+        where = _where(compiled.word_match, index, _WORD_TEST)
+        if conn.execute(text(f"SELECT 1 {source} WHERE {where}{restrict} LIMIT 1"),
+                        params).first() is not None:
+            found.add(WORDS)
+    if compiled.gram_match:
+        match = compiled.gram_match
+        terms = [t.lower() for t in _terms_of(match, compiled.gram_coverage)]
+        params = {f"t{i}": t for i, t in enumerate(terms)}
+        holding.update(zip(((GRAMS, t) for t in terms),
+                           _frequencies(conn, terms, _GRAM_TEST, params, _narrow(match, terms,
+                                                                                 params)),
+                           strict=True))
+    return KeywordStatistics(total, holding, frozenset(found))
 
 
 def hits(conn: Connection, query: str, limit: int, paths: str | None,
-         _pooled: KeywordStatistics) -> list[KeywordHit]:
-    """``rank``'s relevances as they are, each relative to this store's own best: a
-    joint search over PostgreSQL stores does not pool keyword statistics yet (0052)."""
-    return [KeywordHit(cid, None, score) for cid, score in rank(conn, query, limit, paths)]
+         pooled: KeywordStatistics) -> list[KeywordHit]:
+    """``rank``'s legs, each candidate scored on ``pooled`` (not yet relative to any
+    best: ``keyword_pool.pooled_relevance`` does that over every store). The trigram leg
+    stands in for the words when no store's words found anything."""
+    compiled = compile_query(query)
+    out: list[KeywordHit] = []
+    if compiled.word_match and not compiled.has_cjk:
+        out += _words_leg(conn, compiled.word_match, compiled.word_coverage, limit, paths,
+                          pooled).hits(WORDS)
+    if compiled.gram_match and (compiled.has_cjk or WORDS not in pooled.found):
+        out += _any_grams_leg(conn, compiled.gram_match, compiled.gram_coverage, limit, paths,
+                              pooled).hits(GRAMS)
+    if compiled.short_runs and not compiled.gram_match:
+        out += [KeywordHit(cid, None, share) for cid, share in substring_leg(
+            conn, compiled.short_runs, limit, paths, find="strpos", path_filter=PG_PATH_FILTER)]
+    return out
+
+
+def _chunks(conn: Connection) -> int:
+    return int(conn.execute(text("SELECT count(*) FROM chunks")).scalar_one() or 0)
 
 
 def _terms_of(match: Terms, coverage: Sequence[str]) -> list[str]:
@@ -105,22 +163,32 @@ def _from(paths: str | None, params: dict[str, object]) -> tuple[str, str]:
 
 
 def _frequencies(conn: Connection, terms: Sequence[str], test: str,
-                 params: dict[str, object]) -> tuple[int, list[int]]:
-    """(rows in the table, rows holding each term), in one scan of the rows holding any."""
+                 params: dict[str, object], narrow: str = "") -> list[int]:
+    """Rows holding each term (among those ``narrow`` keeps), in one scan of the rows
+    holding any."""
     counts = ", ".join(f"count(*) FILTER (WHERE {test.format(i=i)})" for i in range(len(terms)))
     anything = " OR ".join(test.format(i=i) for i in range(len(terms)))
-    total = int(conn.execute(text("SELECT count(*) FROM chunks")).scalar_one() or 0)
-    row = conn.execute(text(f"SELECT {counts} FROM {PG_LEXICAL} AS lx WHERE {anything}"),
-                       params).one()
-    return total, [int(n) for n in row]
+    narrowed = f" AND {narrow}" if narrow else ""
+    row = conn.execute(text(f"SELECT {counts} FROM {PG_LEXICAL} AS lx WHERE ({anything})"
+                            f"{narrowed}"), params).one()
+    return [int(n) for n in row]
+
+
+def _counts(pooled: KeywordStatistics | None, leg: str, terms: Sequence[str],
+            own: Callable[[], list[int]], conn: Connection) -> tuple[int, list[int]]:
+    """(chunks, chunks holding each term): the pooled counts when given, else the store's."""
+    if pooled is not None:
+        return pooled.chunks, holding_of(pooled.holding, leg, terms)
+    return _chunks(conn), own()
 
 
 def _leg(conn: Connection, terms: Sequence[str], coverage: Sequence[str], score_sql: str,
          test: str, where: str, limit: int, paths: str | None,
-         params: dict[str, object]) -> list[tuple[int, float]]:
+         params: dict[str, object], pooled: KeywordStatistics | None) -> Scored:
     """Run one leg: rows matching ``where`` ranked by ``score_sql`` (a BM25 sum that reads
-    ``:idf{i}``), then weighed by how much of the ``coverage`` terms each holds."""
-    total, df = _frequencies(conn, terms, test, params)
+    ``:idf{i}``), with which of the ``coverage`` terms each holds."""
+    total, df = _counts(pooled, WORDS, terms,
+                        lambda: _frequencies(conn, terms, test, params), conn)
     params.update({f"idf{i}": bm25_idf(total, n) for i, n in enumerate(df)})
     params["limit"] = limit
     source, restrict = _from(paths, params)
@@ -131,24 +199,22 @@ def _leg(conn: Connection, terms: Sequence[str], coverage: Sequence[str], score_
     rows = conn.execute(text(sql), params).all()
     leg = [(int(row[0]), float(row[1])) for row in rows]
     if len(coverage) < 2:
-        return weigh_by_coverage(leg, total, [], [])
+        return Scored(leg, total)
     holders = [{int(row[0]) for row in rows if row[2 + k]} for k in range(len(held))]
-    return weigh_by_coverage(leg, total, [df[i] for i in held], holders)
+    return Scored(leg, total, [df[i] for i in held], holders)
 
 
 def _words_leg(conn: Connection, match: Terms, coverage: Sequence[str], limit: int,
-               paths: str | None) -> list[tuple[int, float]]:
+               paths: str | None, pooled: KeywordStatistics | None = None) -> Scored:
     terms = _terms_of(match, coverage)
     index = {t: i for i, t in enumerate(terms)}
     params: dict[str, object] = {f"t{i}": t for i, t in enumerate(terms)}
-    query = "phraseto_tsquery('english', :t{i})"
-    test = "lx.words @@ " + query
     score = " + ".join(
-        f"CAST(:idf{i} AS float8) * ts_rank('{_TS_WEIGHTS}', lx.words, {query.format(i=i)}, 1)"
-        for i in range(len(terms))
+        f"CAST(:idf{i} AS float8) * ts_rank('{_TS_WEIGHTS}', lx.words, "
+        f"{_WORD_QUERY.format(i=i)}, 1)" for i in range(len(terms))
     )
-    return _leg(conn, terms, coverage, score, test, _where(match, index, test), limit, paths,
-                params)
+    return _leg(conn, terms, coverage, score, _WORD_TEST, _where(match, index, _WORD_TEST),
+                limit, paths, params, pooled)
 
 
 def _like(term: str) -> str:
@@ -157,8 +223,18 @@ def _like(term: str) -> str:
     return f"%{escaped}%"
 
 
+def _narrow(match: Terms, terms: Sequence[str], params: dict[str, object]) -> str:
+    """The condition keeping the rows that hold every required (quoted) term, through the
+    trigram index; "" when there are none."""
+    if not match.required:
+        return ""
+    params.update({f"p{i}": _like(t) for i, t in enumerate(terms)})
+    required = {r.lower() for r in match.required}
+    return " AND ".join(f"{HAYSTACK} ILIKE :p{i}" for i, t in enumerate(terms) if t in required)
+
+
 def _grams_leg(conn: Connection, match: Terms, coverage: Sequence[str], limit: int,
-               paths: str | None) -> list[tuple[int, float]]:
+               paths: str | None, pooled: KeywordStatistics | None = None) -> Scored:
     """BM25 over substring counts, in one pass over the rows: each row's text is
     case-folded once and a term is counted only where ``strpos`` finds it (most rows hold
     few of a query's trigrams). Required terms (quoted runs) narrow the rows first through
@@ -174,12 +250,8 @@ def _grams_leg(conn: Connection, match: Terms, coverage: Sequence[str], limit: i
         f"{_HEADING_W:g} * {count('h', i)} + {_BODY_W:g} * {count('b', i)} ELSE 0 END"
         for i in range(len(terms))
     )
-    narrow = ""
-    if match.required:
-        narrow = " WHERE " + " AND ".join(
-            f"{HAYSTACK} ILIKE :p{i}" for i, t in enumerate(terms) if t in
-            {r.lower() for r in match.required})
-        params.update({f"p{i}": _like(t) for i, t in enumerate(terms)})
+    narrow = _narrow(match, terms, params)
+    narrow = f" WHERE {narrow}" if narrow else ""
     wanted, join = "true", ""
     if paths is not None:
         wanted, join = PG_PATH_FILTER, f" JOIN chunks ON chunks.id = lx.id {JOIN_DOCUMENTS}"
@@ -191,16 +263,16 @@ def _grams_leg(conn: Connection, match: Terms, coverage: Sequence[str], limit: i
         "greatest(length(lx.heading) - 2, 0) + greatest(length(lx.body) - 2, 0) AS dl, "
         f"{wanted} AS wanted FROM {PG_LEXICAL} AS lx{join}{narrow} OFFSET 0) AS rows"
     )
-    total = int(conn.execute(text("SELECT count(*) FROM chunks")).scalar_one() or 0)
     rows = [(int(cid), int(dl), bool(ok), [float(n) for n in tfs])
             for cid, dl, ok, tfs in conn.execute(text(sql), params)]
     rows = [r for r in rows if any(r[3])]
-    df = [sum(1 for r in rows if r[3][i] > 0) for i in range(len(terms))]
+    total, df = _counts(pooled, GRAMS, terms, lambda: [
+        sum(1 for r in rows if r[3][i] > 0) for i in range(len(terms))], conn)
     idf = [bm25_idf(total, n) for n in df]
     required = [terms.index(r.lower()) for r in match.required]
     matched = [r for r in rows if r[2] and all(r[3][i] > 0 for i in required)]
     if not matched:
-        return []
+        return Scored([])
     avg = sum(r[1] for r in matched) / len(matched) or 1.0
     scored = []
     for cid, dl, _, tfs in matched:
@@ -209,8 +281,8 @@ def _grams_leg(conn: Connection, match: Terms, coverage: Sequence[str], limit: i
                                 for i, f in enumerate(tfs) if f > 0)))
     leg = sorted(scored, key=lambda item: (-item[1], item[0]))[:limit]
     if len(coverage) < 2:
-        return weigh_by_coverage(leg, total, [], [])
+        return Scored(leg, total)
     held = [terms.index(t.lower()) for t in coverage]
     tf_of = {r[0]: r[3] for r in matched}
     holders = [{cid for cid, _ in leg if tf_of[cid][i] > 0} for i in held]
-    return weigh_by_coverage(leg, total, [df[i] for i in held], holders)
+    return Scored(leg, total, [df[i] for i in held], holders)

@@ -16,6 +16,7 @@ import math
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import text
@@ -24,9 +25,11 @@ from sqlalchemy.exc import OperationalError
 
 from kbmcp_adapters.store.lexical import compile_query, quote
 from kbmcp_adapters.store.tables import FTS_GRAMS, FTS_WORDS, JOIN_DOCUMENTS, PATH_FILTER
+from kbmcp_core.keyword_pool import KeywordHit
 
 __all__ = [
     "BM25_WEIGHTS",
+    "Scored",
     "bm25_idf",
     "bm25_score",
     "coverage_shares",
@@ -132,6 +135,31 @@ def coverage_shares(total: int, df: Sequence[int], holders: Sequence[set[int]],
         return None
     return {cid: (sum(w for i, w in idf.items() if cid in holders[i]) / weight) ** 2
             for cid in ids}
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """One leg's candidates with their raw BM25 weights, best first, and what coverage
+    weighs them by: ``df`` of ``total`` chunks hold each coverage term, ``holders`` which
+    candidates do."""
+
+    leg: list[tuple[int, float]]
+    total: int = 0
+    df: Sequence[int] = ()
+    holders: Sequence[set[int]] = ()
+
+    def relevances(self) -> list[tuple[int, float]]:
+        """Relative to the best, times coverage: the leg of one store."""
+        return weigh_by_coverage(self.leg, self.total, self.df, self.holders)
+
+    def hits(self, name: str) -> list[KeywordHit]:
+        """Raw weights and coverage, for ``keyword_pool.pooled_relevance``."""
+        shares = None
+        if len(self.df) >= 2:
+            shares = coverage_shares(self.total, self.df, self.holders,
+                                     [cid for cid, _ in self.leg])
+        return [KeywordHit(cid, name, w, 1.0 if shares is None else shares[cid])
+                for cid, w in self.leg]
 
 
 def _weigh_by_coverage(

@@ -51,6 +51,7 @@ from kbmcp_adapters.store.tables import (
 from kbmcp_adapters.store.tables import chunks as chunk_table
 from kbmcp_adapters.store.tables import converted_text as converted_table
 from kbmcp_adapters.store.tables import documents as document_table
+from kbmcp_adapters.store.urls import store_location
 from kbmcp_core.errors import StoreError
 from kbmcp_core.fields import FieldValue
 from kbmcp_core.keyword_pool import KeywordHit, KeywordStatistics
@@ -66,6 +67,7 @@ from kbmcp_core.models import (
     StoredDocument,
 )
 from kbmcp_core.ports import ConvertedText, DocumentWrite, batch_paths
+from kbmcp_core.store_location import StoreLocation
 
 __all__ = ["SqlIndexStore", "head_revision", "make_engine", "open_at_revision", "schema_revision"]
 
@@ -133,19 +135,21 @@ def _batches(items: Iterable[T], size: int = BATCH) -> Iterator[list[T]]:
 class SqlIndexStore:
     """The index store. Every method is one short transaction on a pooled connection."""
 
-    def __init__(self, url: str, create: bool = False, *, migrate_schema: bool = True,
-                 read_only: bool = False) -> None:
-        """Open the index at ``url`` (an SQLAlchemy URL) and migrate it to head.
+    def __init__(self, url: str | StoreLocation, create: bool = False, *,
+                 migrate_schema: bool = True, read_only: bool = False) -> None:
+        """Open the index at ``url`` (an SQLAlchemy URL, or the location parsed from one)
+        and migrate it to head.
 
         ``create=False`` raises ``IndexNotFound`` when the SQLite file does not exist
         (nothing is created). ``migrate_schema=False`` leaves an old index as it is, so a
         health check can report its revision; only head-schema reads are then safe.
         ``read_only``: a SQLite file is opened read-only even when this user may write it.
         """
-        self._db = engine.sqlite_file(url)
+        parsed = url if isinstance(url, StoreLocation) else store_location(url)
+        self._db = parsed.path
         #: a PostgreSQL store's URL for messages (password hidden); None for SQLite
-        self._location = engine.pg_location(url)
-        self._engine = engine.open_engine(url, create, read_only=read_only)
+        self._location = parsed.public if parsed.is_postgresql else None
+        self._engine = engine.open_engine(parsed.url, create, read_only=read_only)
         self._dialect = POSTGRESQL if self._engine.dialect.name == "postgresql" else SQLITE
         try:
             #: True when this process may not write the index: it was opened read-only

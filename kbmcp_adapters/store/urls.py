@@ -7,14 +7,17 @@ psycopg 3 (``postgresql+psycopg://user@host:port/db``; plain ``postgresql://`` a
 
 from __future__ import annotations
 
+import functools
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kbmcp_core.errors import ConfigError
+from kbmcp_core.store_location import StoreLocation
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import URL
 
-__all__ = ["check_database_url", "is_postgresql", "normalized_url", "safe_url"]
+__all__ = ["check_database_url", "is_postgresql", "normalized_url", "safe_url", "store_location"]
 
 _SQLITE_EXAMPLE = 'database_url = "sqlite:////absolute/path/index.db"'
 _PG_EXAMPLE = 'database_url = "postgresql+psycopg://user@host:5432/kb"'
@@ -57,6 +60,21 @@ def safe_url(url: str | URL) -> str:
     return shown if schema is None else f"{shown} (schema {schema})"
 
 
+@functools.lru_cache(maxsize=256)
+def store_location(url: str) -> StoreLocation:
+    """``url`` parsed once into a ``StoreLocation`` (cached: the same text is never parsed
+    twice). ``ConfigError`` for a URL ``check_database_url`` refuses."""
+    from kbmcp_adapters.store.pg_schema import url_schema
+
+    check_database_url(url)
+    parsed = _parse(url)
+    if parsed.drivername.partition("+")[0] in _PG_DEFAULT_DRIVERS:
+        return StoreLocation("postgresql", url.strip(), safe_url(parsed),
+                             schema=url_schema(parsed), has_password=parsed.password is not None)
+    return StoreLocation("sqlite", url.strip(), safe_url(parsed),
+                         path=Path(parsed.database or ""))
+
+
 def normalized_url(url: str) -> str:
     """The URL the store opens: ``postgresql://`` and ``postgres://`` become
     ``postgresql+psycopg://`` (the driver kb-mcp ships); anything else as it is.
@@ -71,7 +89,7 @@ def normalized_url(url: str) -> str:
 
 def is_postgresql(url: str) -> bool:
     """Whether ``url`` (already checked) names a PostgreSQL store."""
-    return _parse(url).drivername.partition("+")[0] in _PG_DEFAULT_DRIVERS
+    return store_location(url).is_postgresql
 
 
 def check_database_url(url: object) -> None:

@@ -184,6 +184,18 @@ def store(backend: StoreUnderTest) -> IndexStore:
     return backend.store
 
 
+@pytest.fixture
+def two_more(backend: StoreUnderTest, request: pytest.FixtureRequest, tmp_path: Path
+             ) -> Iterator[tuple[IndexStore, IndexStore]]:
+    """Two more empty stores of the kind ``store`` is: collections a joint search pools."""
+    kind = request.node.callspec.params["backend"]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    with INDEX_STORES[kind](request, tmp_path / "a") as a, \
+            INDEX_STORES[kind](request, tmp_path / "b") as b:
+        yield a.store, b.store
+
+
 @pytest.fixture(params=sorted(VECTOR_STORES))
 def vectors(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[VectorStore]:
     with VECTOR_STORES[request.param](request, tmp_path) as store:

@@ -10,8 +10,20 @@ from kbmcp_core.errors import StoreError
 from kbmcp_core.keyword_pool import pooled_relevance
 from kbmcp_core.meta_keys import META_DIMENSION, META_MODEL
 from kbmcp_core.models import ChunkRecord, DocumentRecord, IndexedState
-from kbmcp_core.ports import ConvertedText, DocumentWrite, IndexStore
+from kbmcp_core.ports import (
+    ChunkRows,
+    ConversionRows,
+    ConvertedText,
+    DocumentRows,
+    DocumentWrite,
+    FieldRows,
+    IndexMeta,
+    IndexStore,
+    IndexWriter,
+    RunBookkeeping,
+)
 from tests.contract.conftest import StoreUnderTest
+from tests.fakes import FakeIndexStore
 
 
 def doc(path: str, title: str = "A title", *, size: int = 100, digest: str = "") -> DocumentRecord:
@@ -305,6 +317,36 @@ def test_keyword_hits_on_the_store_s_own_statistics_rank_as_its_keyword_leg(
     assert [s for _, s in got] == pytest.approx([s for _, s in leg], abs=1e-9)
 
 
+#: Four chunks of the same lengths (so every store's average chunk length, the one count
+#: BM25 keeps per store, is the whole's): two in one store, two in another.
+_SPLIT = {"a/one.md": (1, "Cloud", "cloud river stone green"),
+          "a/two.md": (2, "River", "river river tulip roses"),
+          "b/one.md": (3, "Green", "green tulip cloud stone"),
+          "b/two.md": (4, "Roses", "roses roses roses cloud")}
+
+
+#: "ulip" is a substring of a word: the trigram leg of a real store (the fake's leg reads
+#: whole words and finds nothing).
+@pytest.mark.parametrize("query", ["cloud", "river stone", "roses green tulip",
+                                   '"cloud river" stone', "ulip", "tulip -river"])
+def test_stores_scored_on_pooled_counts_rank_as_one_store_holding_all(
+        store: IndexStore, two_more: tuple[IndexStore, IndexStore], query: str) -> None:
+    # a folder split into collections ranks as the one folder (decision 0052): each store's
+    # hits on the summed counts, made relative over both, are the one store's keyword leg
+    for path, (cid, title, content) in _SPLIT.items():
+        part = two_more[0] if path.startswith("a/") else two_more[1]
+        for target in (store, part):
+            target.write_document(doc(path, title), [chunk(cid, 0, content)])
+    pooled = two_more[0].keyword_statistics(query) + two_more[1].keyword_statistics(query)
+    hits = [(h.chunk_id, h) for part in two_more
+            for h in part.keyword_hits(query, 5, None, pooled)]
+    got = pooled_relevance(hits, 5)
+    leg = store.lexical_search(query, 5)
+    assert leg or (query == "ulip" and isinstance(store, FakeIndexStore))
+    assert [c for c, _ in got] == [c for c, _ in leg]
+    assert [s for _, s in got] == pytest.approx([s for _, s in leg], abs=1e-9)
+
+
 def test_pooled_counts_are_the_sum_of_the_stores(store: IndexStore) -> None:
     fill(store)
     own = store.keyword_statistics("tea kubernetes")
@@ -503,3 +545,21 @@ def test_keep_conversions_keeps_only_texts_a_document_carries(store: IndexStore)
     assert store.converted_text("hash-of-guide/deploy.md") == converted(
         "hash-of-guide/deploy.md", "renewed")
     assert store.prune_dangling() == 0
+
+
+@pytest.mark.parametrize("port", [DocumentRows, FieldRows, ChunkRows, ConversionRows,
+                                  RunBookkeeping])
+def test_the_store_plays_every_write_port(store: IndexStore, port: type) -> None:
+    # the write side is split as the read side is (decision 0052 addendum): each smaller
+    # port is one the store (and the fake) implements whole
+    members = {name for name in vars(port) if not name.startswith("_")}
+    assert members
+    assert all(callable(getattr(store, name, None)) for name in members), port.__name__
+
+
+def test_the_write_ports_together_are_the_index_writer() -> None:
+    ports = (DocumentRows, FieldRows, ChunkRows, ConversionRows, RunBookkeeping, IndexMeta)
+    own = [{n for n in vars(p) if not n.startswith("_")} for p in ports]
+    assert sum(len(names) for names in own) == len(set().union(*own))  # no method twice
+    assert all(p in IndexWriter.__mro__ for p in ports)
+    assert not {n for n in vars(IndexWriter) if not n.startswith("_")}  # nothing of its own
