@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from kbmcp_adapters.app.bootstrap import Container
+from kbmcp_adapters.app.bootstrap import Container, store_of
 from kbmcp_adapters.embedding.service_config import configured_model
 from kbmcp_core.errors import ConfigError
 from kbmcp_core.index_copy import (
