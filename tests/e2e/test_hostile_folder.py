@@ -115,7 +115,7 @@ def make_hostile_folder(base: Path) -> Path:
 #: Names there that are not served, with the words the server's log gives as the reason.
 NOT_SERVED = {
     "abs-link.md": "symbolic link", "linked-dir/x.md": "folder on the way",
-    "hard.md": "hard link", "pipe.md": "not a regular file", "d1": "not enabled",
+    "hard.md": "hard link", "pipe.md": "not a regular file", "d1": "not a supported format",
 }
 
 

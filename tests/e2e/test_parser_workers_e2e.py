@@ -97,7 +97,7 @@ def test_code_and_extensionless_text_are_served_through_mcp(tmp_path: Path, serv
             assert "reconcile the shop's accounts" in readme["content"]
             refused = error_of(await client.call_tool("get_document", {"path": "Makefile"}))
             assert refused["code"] == "path_refused"
-            assert "not a supported format" in refused["message"]
-            assert "enable" not in refused["message"]
+            # one refusal for any name not served (issue 37 item 6): nothing to enable
+            assert refused["message"] == "'Makefile' refused: no such document"
 
     run(body)
