@@ -85,7 +85,7 @@ class Isolation:
 
 
 class _Worker:
-    __slots__ = ("base_rss", "conn", "generation", "process", "tasks")
+    __slots__ = ("base_rss", "conn", "floor_rss", "generation", "process", "tasks")
 
     def __init__(self, process: subprocess.Popen[bytes], conn: Connection, generation: int) -> None:
         self.process = process
@@ -94,6 +94,9 @@ class _Worker:
         self.tasks = 0
         #: its resident memory in bytes once ready (libraries loaded), when measurable
         self.base_rss: int | None = None
+        #: this process's own peak when the worker was started: a child's peak as the
+        #: kernel reports it starts from it (fork and vfork count the parent's pages)
+        self.floor_rss: int | None = None
 
     def stop(self, kill: bool = False) -> None:
         """End the process: ask politely (``None``, then the closed socket), else kill;
@@ -195,7 +198,10 @@ class WorkerPool:
 
     def _death(self, worker: _Worker) -> str:
         code, peak = reap(worker.process, 5.0)
-        grew = None if peak is None or worker.base_rss is None else peak - worker.base_rss
+        grew = None
+        if peak is not None and worker.base_rss is not None and (
+                worker.floor_rss is None or peak > worker.floor_rss):
+            grew = peak - worker.base_rss  # a peak of the worker's own, not the parent's
         return death_message(code, grew, self.isolation.memory_mb)
 
     # -- the workers ---------------------------------------------------------
@@ -224,6 +230,7 @@ class WorkerPool:
         ours, theirs = socket.socketpair()
         # The worker imports this very kb-mcp, through exactly the parent's import path.
         path = json.dumps([p for p in sys.path if p])
+        floor = _own_peak_bytes()
         try:
             process = subprocess.Popen(
                 [sys.executable, "-I", "-c", _BOOT, str(theirs.fileno()), path],
@@ -245,7 +252,7 @@ class WorkerPool:
         if not ready:
             worker.stop(kill=True)
             raise ParseError("the parser worker process could not start")
-        worker.base_rss = _resident_bytes(process.pid)
+        worker.base_rss, worker.floor_rss = _resident_bytes(process.pid), floor
         return worker
 
 
@@ -291,6 +298,12 @@ def reap(process: subprocess.Popen[bytes], seconds: float) -> tuple[int | None, 
             return None, None
         time.sleep(pause)
         pause = min(pause * 2, 0.05)
+
+
+def _own_peak_bytes() -> int:
+    """This process's peak resident memory in bytes."""
+    unit = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes there, KiB here
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * unit
 
 
 def _resident_bytes(pid: int) -> int | None:

@@ -163,6 +163,25 @@ def test_a_worker_killed_under_its_memory_limit_is_not_blamed_on_memory(
     assert "Plot: P2-0" in parser.extract_text("c.xlsx", one_file())
 
 
+def test_a_worker_of_a_large_process_is_not_blamed_for_its_parents_memory(
+    registry: Callable[..., FormatRegistry],
+) -> None:
+    # A server holds its model (hundreds of MiB); the kernel counts a child's peak from
+    # its parent's pages, so the worker's own growth is not what its peak says.
+    ballast = bytearray(300 * 1024 * 1024)
+    ballast[::4096] = b"\x01" * len(range(0, len(ballast), 4096))
+    parser = registry(memory_mb=128).parser_for("xlsx")
+    assert parser is not None
+    parser.extract_text("a.xlsx", one_file())
+    (worker,) = workers()
+    os.kill(worker, signal.SIGKILL)
+    wait_for(lambda: dead(worker))
+    with pytest.raises(ParseError) as caught:
+        parser.extract_text("b.xlsx", one_file())
+    assert str(caught.value) == "parser was killed (SIGKILL)"
+    del ballast
+
+
 def test_a_worker_death_names_memory_only_when_it_grew_near_its_limit() -> None:
     from kbmcp_adapters.parsers.isolation import death_message
 
