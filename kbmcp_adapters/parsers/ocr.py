@@ -44,8 +44,25 @@ def engine() -> Any:
     if not _ENGINE:
         from kbmcp_adapters.parsers.ocrengine import RapidEngine
 
+        _fewer_malloc_arenas()
         _ENGINE.append(RapidEngine())
     return _ENGINE[0]
+
+
+def _fewer_malloc_arenas() -> None:
+    """Two glibc malloc arenas, not one per thread: ONNX Runtime's threads each reserve
+    a 64 MiB arena of address space, which alone broke a worker's 1,024 MiB cap on an A4
+    page. No-op where the C library has no ``mallopt`` (macOS, musl)."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).mallopt(_M_ARENA_MAX, 2)
+    except (OSError, AttributeError):
+        pass
+
+
+#: glibc's ``M_ARENA_MAX`` option of ``mallopt``.
+_M_ARENA_MAX = -8
 
 
 class OcrBudget:
@@ -77,6 +94,22 @@ class OcrBudget:
                 f"{self.meter.limits.timeout_seconds:g} s; limit [parsers].timeout_seconds")
             late.clear()
         return tuple(self.refused)
+
+
+    def read(self, number: int, image: Any) -> list[str]:
+        """The lines of page ``number``, a Pillow image; an engine failure (ONNX Runtime
+        out of memory under the worker's cap) refuses the page by name."""
+        try:
+            return recognise(image, self.meter)
+        except (ParseError, MemoryError):
+            raise
+        except Exception as exc:  # noqa: BLE001  (RapidOCR wraps ONNX Runtime's errors)
+            said = [line for line in str(exc).splitlines() if line.strip()]
+            why = said[-1].strip()[-160:] if said else type(exc).__name__
+            if "bad_alloc" in why:
+                why = "out of memory; limit [parsers].memory_limit_mb"
+            self.refused.append(f"page {number} not recognised: {why}")
+            return []
 
 
 def recognise(image: Any, meter: Meter) -> list[str]:
@@ -117,7 +150,7 @@ class ImageParser:
             pages: list[tuple[str, ...]] = []
             for number, frame in enumerate(ImageSequence.Iterator(image), 1):
                 if budget.allows(number, *frame.size):
-                    pages.append(tuple(recognise(frame, meter)))
+                    pages.append(tuple(budget.read(number, frame)))
                 else:
                     pages.append(())
         except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:

@@ -40,7 +40,7 @@ from kbmcp_adapters.parsers.chunking import (
     split_range,
 )
 from kbmcp_adapters.parsers.headings import title_from_path
-from kbmcp_adapters.parsers.ocr import INSTALL_HINT, OCR_DPI, OcrBudget, recognise
+from kbmcp_adapters.parsers.ocr import INSTALL_HINT, OCR_DPI, OcrBudget
 from kbmcp_adapters.parsers.pdfheadings import (
     Block,
     Section,
@@ -261,7 +261,7 @@ def _recognise_pages(doc: Any, pages: list[list[Block]], budget: OcrBudget) -> t
         pix = page.get_pixmap(dpi=OCR_DPI, colorspace=pymupdf.csGRAY)
         image = Image.frombytes("L", (pix.width, pix.height), pix.samples)
         del pix
-        lines = recognise(image, budget.meter)
+        lines = budget.read(index + 1, image)
         if lines:
             pages[index] = [Block("\n".join(lines), 0.0, float(page.rect.height), 0.0,
                                   len(lines))]

@@ -49,7 +49,7 @@ def test_an_image_is_a_document_whose_recognised_lines_are_served(
 ) -> None:
     root = tmp_path / "kb"
     write_files(root, {"whiteboard.png": scan_png(["Sprint goals:", "ship the tide tables"])})
-    assert IMAGE_FORMATS == set(IMAGE_EXTENSIONS)  # the read path knows them as bytes
+    assert set(IMAGE_EXTENSIONS) == IMAGE_FORMATS  # the read path knows them as bytes
     kb = open_kb(root, enabled_formats=("md", "ocr"))
     assert kb.index().added == 1
     hit = kb.search("tide tables", limit=1).results[0]
