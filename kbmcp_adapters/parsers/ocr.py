@@ -53,12 +53,11 @@ def _fewer_malloc_arenas() -> None:
     """Two glibc malloc arenas, not one per thread: ONNX Runtime's threads each reserve
     a 64 MiB arena of address space, which alone broke a worker's 1,024 MiB cap on an A4
     page. No-op where the C library has no ``mallopt`` (macOS, musl)."""
+    import contextlib
     import ctypes
 
-    try:
+    with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None).mallopt(_M_ARENA_MAX, 2)
-    except (OSError, AttributeError):
-        pass
 
 
 #: glibc's ``M_ARENA_MAX`` option of ``mallopt``.
