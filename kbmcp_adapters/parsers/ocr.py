@@ -22,6 +22,7 @@ from typing import Any
 from kbmcp_adapters.parsers.budget import DEFAULT_LIMITS, Meter, ParserLimits
 from kbmcp_adapters.parsers.chunking import Unit, join_lines, merge_tiny, split_range
 from kbmcp_adapters.parsers.headings import title_from_path
+from kbmcp_adapters.parsers.ocrengine import INSTALL_HINT, RapidEngine
 from kbmcp_core.errors import ParseError
 from kbmcp_core.models import ChunkDraft, ParsedDocument
 from kbmcp_core.ports import ChunkBudget
@@ -34,16 +35,12 @@ IMAGE_EXTENSIONS: tuple[str, ...] = ("png", "jpg", "jpeg", "tif", "tiff", "webp"
 OCR_DPI = 200
 #: The largest page recognised: 40 megapixels (an A4 page at 200 dpi is 3.9).
 MAX_PIXELS = 40_000_000
-#: How to install the engine (``ocrengine`` is imported only where OCR runs).
-INSTALL_HINT = "pip install 'kb-mcp[ocr]'"
 _ENGINE: list[Any] = []
 
 
 def engine() -> Any:
     """This process's OCR engine (``ocrengine.RapidEngine``), loaded on first use."""
     if not _ENGINE:
-        from kbmcp_adapters.parsers.ocrengine import RapidEngine
-
         _fewer_malloc_arenas()
         _ENGINE.append(RapidEngine())
     return _ENGINE[0]

@@ -18,12 +18,13 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-from kbmcp_adapters.parsers.ocr import INSTALL_HINT
 from kbmcp_core.errors import ParseError
 
 __all__ = ["INSTALL_HINT", "MODEL_FILES", "OcrUnavailable", "RapidEngine", "missing_engine"]
 
-#: The models the ``rapidocr`` wheel carries: detection, direction, recognition.
+#: How to install the engine.
+INSTALL_HINT = "pip install 'kb-mcp[ocr]'"
+#: The models the ``rapidocr`` wheel carries, by RapidOCR's config section.
 MODEL_FILES: dict[str, str] = {
     "Det": "PP-OCRv6_det_small.onnx",
     "Cls": "ch_ppocr_mobile_v2.0_cls_mobile.onnx",
