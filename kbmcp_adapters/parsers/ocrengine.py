@@ -68,6 +68,7 @@ class RapidEngine:
             raise OcrUnavailable(reason)
         from rapidocr import RapidOCR
 
+        _without_memory_patterns()
         folder = _model_dir()
         assert folder is not None
         params: dict[str, Any] = {
@@ -101,6 +102,28 @@ class RapidEngine:
 
     def read(self, image: Any) -> str:
         return "\n".join(self.read_lines(image))
+
+
+def _without_memory_patterns() -> None:
+    """ONNX Runtime sessions without memory patterns: a pattern is kept per input shape,
+    and every page and text line has its own, so a worker's memory grew page after page
+    (about 10 MB a page; an A4 scan ran out of the 1 GiB cap after ~15 pages) and stays
+    flat without them. RapidOCR builds its session options in one static method (pinned
+    to 3.10 by the extra), which is wrapped here, once."""
+    from rapidocr.inference_engine.onnxruntime import main as ort_main
+
+    session = ort_main.OrtInferSession
+    made = session.__dict__["_init_sess_opts"].__func__
+    if getattr(made, "kbmcp_wrapped", False):
+        return
+
+    def options(cfg: Any) -> Any:
+        opts = made(cfg)
+        opts.enable_mem_pattern = False
+        return opts
+
+    options.kbmcp_wrapped = True  # type: ignore[attr-defined]
+    session._init_sess_opts = staticmethod(options)  # type: ignore[method-assign]
 
 
 def _lines(boxes: list[tuple[float, float, float, str]]) -> list[str]:
