@@ -18,7 +18,7 @@ the seconds per page of the indexing run (``timeout_seconds`` raised to 1,800 fo
 a 36-page scan takes longer than the default 60 s).
 
 ``python -m benchmarks.ocr_bench [cer|retrieval|both] [--engines rapidocr,tesseract]
-[--pdfs DIR] [--repeats N] [--quick]``
+[--pdfs DIR] [--repeats N] [--memory-mb N] [--quick]``
 """
 
 from __future__ import annotations
@@ -198,14 +198,15 @@ def golden(pdfs: list[Path], root: Path, rng: random.Random) -> list[tuple[str, 
     return queries
 
 
-def _index_and_score(kb_path: Path, formats: tuple[str, ...],
-                     queries: list[tuple[str, str, int]]) -> tuple[float, float, float, int]:
+def _index_and_score(kb_path: Path, formats: tuple[str, ...], queries: list[tuple[str, str, int]],
+                     memory_mb: int) -> tuple[float, float, float, int]:
     from kbmcp_adapters.app.bootstrap import bootstrap
     from kbmcp_adapters.app.config import build_settings
     from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 
     settings = build_settings(None, cwd=kb_path, kb_path=kb_path, enabled_formats=formats,
-                              parsers_timeout_seconds=1800.0)  # a whole scanned manual
+                              parsers_timeout_seconds=1800.0,  # a whole scanned manual
+                              parsers_memory_limit_mb=memory_mb)
     kb = KnowledgeBase(bootstrap(settings))
     try:
         start = time.perf_counter()
@@ -225,7 +226,7 @@ def _index_and_score(kb_path: Path, formats: tuple[str, ...],
         kb.close()
 
 
-def retrieval(root: Path, quick: bool) -> None:
+def retrieval(root: Path, quick: bool, memory_mb: int = 1024) -> None:
     pdfs = _pdfs(root)
     rng = random.Random(39)
     with tempfile.TemporaryDirectory() as scratch:
@@ -248,7 +249,7 @@ def retrieval(root: Path, quick: bool) -> None:
         print("| --- | ---: | ---: | ---: | ---: |")
         for label, kb, formats in (("text layer", original, ("pdf",)),
                                    ("scanned, OCR", scanned, ("pdf", "ocr"))):
-            ndcg, first, took, _ = _index_and_score(kb, formats, queries)
+            ndcg, first, took, _ = _index_and_score(kb, formats, queries, memory_mb)
             print(f"| {label} | {ndcg:.3f} | {first:.3f} | {took:.1f} | {took / pages:.2f} |",
                   flush=True)
 
@@ -260,11 +261,13 @@ def main() -> None:
     parser.add_argument("--pdfs", type=Path, default=Path("/usr/share/doc"))
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="one condition, one PDF")
+    parser.add_argument("--memory-mb", type=int, default=1024,
+                        help="[parsers].memory_limit_mb of both index runs")
     args = parser.parse_args()
     if args.what in ("cer", "both"):
         cer_table(args.engines.split(","), 1 if args.quick else args.repeats, args.quick)
     if args.what in ("retrieval", "both"):
-        retrieval(args.pdfs, args.quick)
+        retrieval(args.pdfs, args.quick, args.memory_mb)
 
 
 if __name__ == "__main__":
