@@ -60,7 +60,8 @@ def cli() -> None:
     """kb-mcp: a local knowledge base for AI clients, over MCP.
 
     Index a folder of Markdown, text, PDF, HTML, Word, PowerPoint, Excel, EPUB,
-    reStructuredText, AsciiDoc and Jupyter notebook files and source code (each format but
+    reStructuredText, AsciiDoc and Jupyter notebook files, source code and scanned images
+    (OCR) (each format but
     Markdown turned on in [parsers].enabled), search it from the command
     line, or serve it to an MCP client with `kb-mcp serve`: over stdio, or over HTTP with
     bearer tokens (`kb-mcp token`) and a search page at /ui. Start with `kb-mcp init`;

@@ -103,7 +103,8 @@ def config_text(formats: list[str] | None = None) -> str:
 # The formats to index and serve. kb-mcp alone indexes Markdown only; `kb-mcp init` lists
 # the formats it found here. Others: "txt" (also README, NEWS, ...), "pdf", "html", "docx",
 # "pptx", "xlsx", "epub", "rst", "adoc", "ipynb", "code" (source files; needs
-# pip install 'kb-mcp[code]') (`kb-mcp docs configuration`). `kb-mcp index` counts the files it
+# pip install 'kb-mcp[code]'), "ocr" (images, and PDF pages without text; needs
+# pip install 'kb-mcp[ocr]') (`kb-mcp docs configuration`). `kb-mcp index` counts the files it
 # skipped as "format not enabled".
 enabled = {toml_value(enabled)}
 {_commented("parsers")}

@@ -39,7 +39,9 @@ EXTRACTED_TEXT_CAP = 1 * MIB
 CONVERTED_FORMATS = frozenset({"html", "htm", "docx", "pptx", "xlsx", "epub"})
 #: Formats whose bytes are not the text that is served: read under the index cap, their
 #: extracted text cut at EXTRACTED_TEXT_CAP with a notice.
-BINARY_FORMATS = frozenset({"pdf"}) | CONVERTED_FORMATS
+#: Images, read by OCR (the ``ocr`` format, decision 0053): served as the recognised text.
+IMAGE_FORMATS = frozenset({"png", "jpg", "jpeg", "tif", "tiff", "webp"})
+BINARY_FORMATS = frozenset({"pdf"}) | CONVERTED_FORMATS | IMAGE_FORMATS
 
 TRUNCATION_NOTICE = (
     "\n\n---\n[kb-mcp: this document's extracted text is longer than {cap} MiB; only the "

@@ -83,6 +83,10 @@ class Meter:
                 "limit [parsers].timeout_seconds"
             )
 
+    def remaining(self) -> float:
+        """Seconds left before the conversion is over its time (negative past it)."""
+        return self._deadline - time.monotonic()
+
     def text(self, value: str) -> str:
         """Count ``value`` as produced text and hand it back."""
         self.chars(len(value))

@@ -37,15 +37,14 @@ class Convertible(Protocol):
     def headings(self, path: str, text: str) -> Sequence[HeadingMark] | None: ...
 
 
-def convertible(fmt: str, limits: ParserLimits) -> Convertible:
-    """The in-process parser of a converted format (its module imported only now)."""
+def convertible(fmt: str, limits: ParserLimits, ocr: bool = False) -> Convertible:
+    """The in-process parser of a converted format (its module imported only now);
+    ``ocr``: the ``ocr`` format is enabled, so PDF pages without text are recognised."""
+    if fmt == "pdf":
+        from kbmcp_adapters.parsers.pdf import PdfParser
+
+        return PdfParser(limits, ocr=ocr)
     return _MAKERS[fmt](limits)
-
-
-def _pdf(limits: ParserLimits) -> Convertible:
-    from kbmcp_adapters.parsers.pdf import PdfParser
-
-    return PdfParser(limits)
 
 
 def _html(limits: ParserLimits) -> Convertible:
@@ -102,8 +101,13 @@ def _code(limits: ParserLimits) -> Convertible:
     return CodeParser(limits)
 
 
+def _ocr(limits: ParserLimits) -> Convertible:
+    from kbmcp_adapters.parsers.ocr import ImageParser
+
+    return ImageParser(limits)
+
+
 _MAKERS: dict[str, Callable[[ParserLimits], Convertible]] = {
-    "pdf": _pdf,
     "html": _html,
     "docx": _docx,
     "pptx": _pptx,
@@ -113,4 +117,5 @@ _MAKERS: dict[str, Callable[[ParserLimits], Convertible]] = {
     "adoc": _adoc,
     "ipynb": _ipynb,
     "code": _code,
+    "ocr": _ocr,
 }

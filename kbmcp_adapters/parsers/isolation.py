@@ -72,6 +72,7 @@ _PRELOAD: dict[str, tuple[str, ...]] = {
     "xlsx": ("openpyxl",),
     "rst": ("docutils.frontend", "docutils.parsers.rst", "docutils.utils"),
     "code": GRAMMAR_MODULES,
+    "ocr": ("kbmcp_adapters.parsers.mupdf", "PIL.Image", "PIL.ImageSequence", "numpy"),
 }
 
 
@@ -350,10 +351,14 @@ def worker_main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     conn = Connection(int(sys.argv[1]))
     formats, limits, memory_mb = conn.recv()
-    parsers = {fmt: convertible(fmt, limits) for fmt in formats}
+    parsers = {fmt: convertible(fmt, limits, "ocr" in formats) for fmt in formats}
     for fmt in formats:
         for module in _PRELOAD.get(fmt, ()):
             importlib.import_module(module)
+    if "ocr" in formats:  # its models are loaded before the cap, like the libraries
+        from kbmcp_adapters.parsers.ocr import engine
+
+        engine()
     _cap_address_space(memory_mb)
     conn.send("ready")
     while True:

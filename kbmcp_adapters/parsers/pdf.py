@@ -15,6 +15,10 @@
   characters. ``convert`` reads the PDF (in a parser worker process when isolation is on)
   into a picklable ``PdfPages``; ``text_of`` and ``document`` serve and chunk it.
 * Title from the metadata title, else the file name; date from the creation date.
+* With OCR on (the ``ocr`` format enabled, decision 0053), a page that has no text but
+  holds an image is rendered and recognised (``ocr``): its lines are one block, and its
+  chunks cite the page and the lines of the served text they hold. A page over the OCR
+  budgets is refused by a warning naming it; the rest of the document is kept.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from kbmcp_adapters.parsers.chunking import (
     split_range,
 )
 from kbmcp_adapters.parsers.headings import title_from_path
+from kbmcp_adapters.parsers.ocr import INSTALL_HINT, OCR_DPI, OcrBudget
 from kbmcp_adapters.parsers.pdfheadings import (
     Block,
     Section,
@@ -67,6 +72,9 @@ class PdfPages:
     title: str
     creation_date: str
     sections: tuple[Section, ...]
+    #: the 0-based indexes of the pages read by OCR, and the pages OCR refused
+    ocr_pages: tuple[int, ...] = ()
+    warnings: tuple[str, ...] = ()
 
     @property
     def pages(self) -> tuple[str, ...]:
@@ -79,14 +87,18 @@ class PdfParser:
 
     extensions: tuple[str, ...] = ("pdf",)
 
-    def __init__(self, limits: ParserLimits = DEFAULT_LIMITS) -> None:
+    def __init__(self, limits: ParserLimits = DEFAULT_LIMITS, ocr: bool = False) -> None:
         self.limits = limits
+        #: whether pages without text are recognised (the ``ocr`` format is enabled)
+        self.ocr = ocr
 
     def convert(self, path: str, data: bytes) -> PdfPages:
         meter = Meter(self.limits)
+        budget = OcrBudget(meter) if self.ocr else None
         with _open(data) as doc:
             toc = [_toc_row(doc, entry) for entry in doc.get_toc(simple=True) if len(entry) >= 3]
             pages = _page_blocks(doc, meter, sizes=not toc)
+            scanned = _recognise_pages(doc, pages, budget) if budget is not None else ()
             if toc and not titles_found(toc, pages):  # then destination points are needed
                 toc = [_toc_row(doc, e) for e in doc.get_toc(simple=False) if len(e) >= 3]
             metadata: dict[str, Any] = dict(doc.metadata or {})
@@ -96,6 +108,8 @@ class PdfParser:
             str(metadata.get("title") or ""),
             str(metadata.get("creationDate") or ""),
             tuple(sections),
+            scanned,
+            budget.warnings() if budget is not None else (),
         )
 
     def text_of(self, converted: PdfPages) -> str:
@@ -115,8 +129,10 @@ class PdfParser:
         if not pages:
             raise ParseError("not a readable PDF (it has no pages)")
         if sum(len(_SPACE.sub("", text)) for text in pages) < MIN_TEXT_CHARS:
-            raise ParseError("no extractable text (image-only PDF?)")
+            hint = _no_text_hint(converted, self.ocr)
+            raise ParseError(f"no extractable text (image-only PDF?){hint}")
         chunks: list[ChunkDraft] = []
+        firsts = _first_lines(pages)
         counts = [len(blocks) for blocks in converted.blocks]
         for index, changes in enumerate(section_paths(converted.sections, counts)):
             blocks = converted.blocks[index]
@@ -126,6 +142,7 @@ class PdfParser:
                 if not text.strip():
                     continue
                 path_here = fit_heading_path(heading_path or (f"Page {index + 1}",), budget)
+                scanned = index in converted.ocr_pages  # one block: its lines are the page's
                 for unit in _page_units(text, path_here, budget, index):
                     chunks.append(
                         ChunkDraft(
@@ -134,6 +151,8 @@ class PdfParser:
                             heading_path=path_here,
                             content=unit.text,
                             page=index + 1,
+                            start_line=firsts[index] + unit.start + 1 if scanned else None,
+                            end_line=firsts[index] + unit.end + 1 if scanned else None,
                         )
                     )
         title = _SPACE.sub(" ", converted.title).strip()
@@ -142,6 +161,7 @@ class PdfParser:
             chunks=tuple(chunks),
             date=_pdf_date(converted.creation_date),
             text=self.text_of(converted),
+            warnings=converted.warnings,
         )
 
 
@@ -222,6 +242,51 @@ def _plain_blocks(page: Any, meter: Meter) -> list[Block]:
             meter.chars(len(text) + 2)
             blocks.append(Block(text, float(raw[1]), float(raw[3]), 0.0, text.count("\n") + 1))
     return blocks
+
+
+def _recognise_pages(doc: Any, pages: list[list[Block]], budget: OcrBudget) -> tuple[int, ...]:
+    """Recognise each page without text that holds an image, in place: its lines become
+    its one block. The indexes of the pages read."""
+    from PIL import Image
+
+    from kbmcp_adapters.parsers.mupdf import pymupdf
+
+    read: list[int] = []
+    for index, page in enumerate(doc):
+        if pages[index] or not page.get_images(full=False):
+            continue
+        scale = OCR_DPI / 72
+        if not budget.allows(index + 1, page.rect.width * scale, page.rect.height * scale):
+            continue
+        pix = page.get_pixmap(dpi=OCR_DPI, colorspace=pymupdf.csGRAY)
+        image = Image.frombytes("L", (pix.width, pix.height), pix.samples)
+        del pix
+        lines = budget.read(index + 1, image)
+        if lines:
+            pages[index] = [Block("\n".join(lines), 0.0, float(page.rect.height), 0.0,
+                                  len(lines))]
+            read.append(index)
+    return tuple(read)
+
+
+def _first_lines(pages: Sequence[str]) -> list[int]:
+    """Each page's first line in the served text (0-based; pages without text skipped)."""
+    firsts: list[int] = []
+    line = 0
+    for text in pages:
+        firsts.append(line)
+        if text:
+            line += text.count("\n") + 2
+    return firsts
+
+
+def _no_text_hint(converted: PdfPages, ocr: bool) -> str:
+    if converted.warnings:
+        return f": {converted.warnings[0]}"
+    if not ocr:
+        return (f"; the ocr format reads scanned pages ({INSTALL_HINT}, then add ocr to "
+                "[parsers].enabled)")
+    return ""
 
 
 def _block(raw: dict[str, Any]) -> Block | None:

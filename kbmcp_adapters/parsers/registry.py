@@ -3,8 +3,8 @@
 Markdown and text are parsed in this process (text: ``.txt`` files and the extension-less
 text files named in ``kbmcp_core.models.TEXT_NAMES``). The converted formats
 (``CONVERTED``: PDF, HTML, Word, PowerPoint, Excel, EPUB, reStructuredText, AsciiDoc,
-Jupyter notebooks, source code) run under the ``[parsers]`` budgets and, unless isolation
-is turned off, in the worker pool of ``isolation`` (decision 0022).
+Jupyter notebooks, source code, images read by OCR) run under the ``[parsers]`` budgets
+and, unless isolation is turned off, in the worker pool of ``isolation`` (decision 0022).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from kbmcp_adapters.parsers.codelangs import CODE_EXTENSIONS, INSTALL_HINT, miss
 from kbmcp_adapters.parsers.converted import convertible
 from kbmcp_adapters.parsers.isolation import IsolatedParser, Isolation, WorkerPool
 from kbmcp_adapters.parsers.markdown import MarkdownParser
+from kbmcp_adapters.parsers.ocr import IMAGE_EXTENSIONS
 from kbmcp_adapters.parsers.text import TextParser
 from kbmcp_core.errors import ConfigError
 from kbmcp_core.ports import Parser
@@ -33,6 +34,7 @@ __all__ = [
 #: The names accepted by ``[parsers].enabled``, in documentation order.
 KNOWN_FORMATS: tuple[str, ...] = (
     "md", "txt", "pdf", "html", "docx", "pptx", "xlsx", "epub", "rst", "adoc", "ipynb", "code",
+    "ocr",
 )  # fmt: skip
 #: The file extensions of every format in ``KNOWN_FORMATS``, enabled or not (each parser's
 #: ``extensions``; a test keeps the two in step): a file with one of them that is not
@@ -41,14 +43,14 @@ FORMAT_EXTENSIONS: Mapping[str, tuple[str, ...]] = {
     "md": ("md", "markdown"), "txt": ("txt",), "pdf": ("pdf",), "html": ("html", "htm"),
     "docx": ("docx",), "pptx": ("pptx",), "xlsx": ("xlsx",), "epub": ("epub",),
     "rst": ("rst", "rest"), "adoc": ("adoc", "asciidoc"), "ipynb": ("ipynb",),
-    "code": CODE_EXTENSIONS,
+    "code": CODE_EXTENSIONS, "ocr": IMAGE_EXTENSIONS,
 }  # fmt: skip
 READABLE_EXTENSIONS: frozenset[str] = frozenset(
     extension for extensions in FORMAT_EXTENSIONS.values() for extension in extensions)
 #: The formats converted from untrusted bytes by a library or a parser of their syntax
 #: (reST, AsciiDoc, notebooks: cited by their own lines, decision 0029).
 CONVERTED: tuple[str, ...] = ("pdf", "html", "docx", "pptx", "xlsx", "epub", "rst", "adoc",
-                              "ipynb", "code")  # fmt: skip
+                              "ipynb", "code", "ocr")  # fmt: skip
 #: The generation of each format's parser. RAISE A FORMAT'S NUMBER WHENEVER A CHANGE TO ITS
 #: PARSER (or to chunking) CHANGES WHAT IT MAKES OF A FILE (text, headings, line ranges,
 #: what is embedded): the next index run reads that format's documents again, so an
@@ -66,7 +68,11 @@ CONVERSION_VERSIONS: Mapping[str, int] = {
     "adoc": 1,
     "ipynb": 1,
     "code": 1,
+    "ocr": 1,
 }
+#: With ``ocr`` enabled the PDF conversion reads pages without text: its generation is the
+#: PDF's plus this times the OCR's, so turning OCR on or off reads the PDFs again.
+OCR_PDF_STEP = 1000
 
 
 class FormatRegistry:
@@ -122,6 +128,12 @@ def build_registry(
     if "code" in names and missing_grammars():
         raise ConfigError("[parsers].enabled: the code format needs tree-sitter and its "
                           f"grammars, which are not installed: {INSTALL_HINT}")
+    if "ocr" in names:
+        from kbmcp_adapters.parsers.ocrengine import missing_engine
+
+        if (reason := missing_engine()) is not None:
+            raise ConfigError(f"[parsers].enabled: {reason}")
+    ocr = "ocr" in names
     converted = tuple(name for name in names if name in CONVERTED)
     pool = WorkerPool(converted, limits, isolation) if isolation and converted else None
     parsers: list[Parser] = []
@@ -132,8 +144,11 @@ def build_registry(
         elif name == "txt":
             parsers.append(TextParser())
         elif pool is not None:
-            parsers.append(IsolatedParser(name, convertible(name, limits), pool))
+            parsers.append(IsolatedParser(name, convertible(name, limits, ocr), pool))
         else:
-            parsers.append(convertible(name, limits))
-        versions.update(dict.fromkeys(parsers[-1].extensions, CONVERSION_VERSIONS[name]))
+            parsers.append(convertible(name, limits, ocr))
+        version = CONVERSION_VERSIONS[name]
+        if name == "pdf" and ocr:
+            version += OCR_PDF_STEP * CONVERSION_VERSIONS["ocr"]
+        versions.update(dict.fromkeys(parsers[-1].extensions, version))
     return FormatRegistry(parsers, pool, versions)

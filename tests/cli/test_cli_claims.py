@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FORMAT_NAMES = {"md": "Markdown", "txt": "text", "pdf": "PDF", "html": "HTML", "docx": "Word",
                 "pptx": "PowerPoint", "xlsx": "Excel", "epub": "EPUB",
                 "rst": "reStructuredText", "adoc": "AsciiDoc", "ipynb": "Jupyter",
-                "code": "source code"}
+                "code": "source code", "ocr": "OCR"}
 
 
 def test_readable_extensions_are_every_parser_s() -> None:

@@ -19,7 +19,7 @@ from tests.conftest import OpenKb
 def mixed(kb: Path, open_kb: OpenKb) -> Path:
     """``kb`` indexed (Markdown only) beside a text file, a photo and a link."""
     (kb / "notes.txt").write_text("Plain text notes.\n", encoding="utf-8")
-    (kb / "photo.png").write_bytes(b"\x89PNG\r\n")
+    (kb / "photo.heic").write_bytes(b"\x89PNG\r\n")
     os.symlink("a.md", kb / "link.md")
     open_kb(kb).index()
     return kb
@@ -47,23 +47,23 @@ def test_status_skipped_names_each_file_with_its_reason(kb_mcp: Invoke, mixed: P
     lines = text.stdout.splitlines()
     assert "skipped: 3" in lines
     assert "  format not enabled: notes.txt" in lines
-    assert "  not a supported format: photo.png" in lines
+    assert "  not a supported format: photo.heic" in lines
     assert any(x.startswith("  symbolic link: link.md (") for x in lines), lines
     data = json.loads(kb_mcp("status", "--kb-path", str(mixed), "--skipped",
                              "--format", "json").stdout)
     assert data["skipped_files"]["format not enabled"] == ["notes.txt"]
-    assert data["skipped_files"]["not a supported format"] == ["photo.png"]
+    assert data["skipped_files"]["not a supported format"] == ["photo.heic"]
     plain = json.loads(kb_mcp("status", "--kb-path", str(mixed), "--format", "json").stdout)
     assert "skipped_files" not in plain
 
 
 def test_index_v_names_each_skipped_file_with_its_reason(kb_mcp: Invoke, mixed: Path) -> None:
-    (mixed / "scan.tiff").write_bytes(b"II*\x00")
+    (mixed / "scan.djvu").write_bytes(b"II*\x00")
     done = kb_mcp("index", "--kb-path", str(mixed), "-v")
     assert done.exit_code == 0, done.stderr
     assert "kb-mcp: skipped (format not enabled): notes.txt" in done.stderr
-    assert "kb-mcp: skipped (not a supported format): photo.png" in done.stderr
-    assert "kb-mcp: skipped (not a supported format): scan.tiff" in done.stderr
+    assert "kb-mcp: skipped (not a supported format): photo.heic" in done.stderr
+    assert "kb-mcp: skipped (not a supported format): scan.djvu" in done.stderr
     assert "not a supported format: 2" in done.stdout, done.stdout
 
 
@@ -79,7 +79,7 @@ def test_status_of_an_index_with_nothing_embedded_says_so_not_none(
         kb_mcp: Invoke, tmp_path: Path) -> None:
     empty = tmp_path / "photos"
     empty.mkdir()
-    (empty / "cat.png").write_bytes(b"\x89PNG\r\n")
+    (empty / "cat.heic").write_bytes(b"\x89PNG\r\n")
     assert kb_mcp("index", "--kb-path", str(empty), "-q").exit_code == 0
     text = kb_mcp("status", "--kb-path", str(empty))
     assert text.exit_code == 0, text.stderr

@@ -228,3 +228,20 @@ def test_init_enables_code_and_extensionless_text_it_finds(kb_mcp: Invoke, tmp_p
     named = kb_mcp("index", "--kb-path", str(kb), "-v")  # -v names every skipped file
     assert named.exit_code == 0, named.output
     assert "skipped (not a supported format): Makefile" in named.output
+
+
+def test_init_enables_ocr_when_it_finds_scans_and_images(kb_mcp: Invoke, tmp_path: Path
+                                                         ) -> None:
+    from tests.scans import scan_png, scanned_pdf
+
+    kb = tmp_path / "office"
+    kb.mkdir()
+    (kb / "typed.pdf").write_bytes(scanned_pdf(["Minutes of the harbour board meeting."]))
+    (kb / "fax.pdf").write_bytes(scanned_pdf([scan_png(["Invoice for the harbour crane"])]))
+    (kb / "whiteboard.png").write_bytes(scan_png(["Sprint goals: tide tables"]))
+    result = kb_mcp("init", "--kb-path", str(kb))
+    assert result.exit_code == 0, result.output
+    # two PDFs, one a scan; the scan and the image are what OCR reads
+    assert "formats found and enabled: md (0), pdf (2), ocr (2)" in result.stderr
+    assert "3 added" in result.stdout
+    assert build_settings(None, cwd=tmp_path, kb_path=kb).enabled_formats == ("md", "pdf", "ocr")

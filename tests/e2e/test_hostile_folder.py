@@ -57,7 +57,7 @@ SKIPPED = {
     "name not valid UTF-8": 1,
     "over the 50 MiB index cap": 1,
     "excluded by .kb-mcpignore": 1,  # the private/ folder, never walked
-    "not a supported format": 3,  # kb-mcp.toml, photo.png and a bare ".md" dotfile
+    "not a supported format": 3,  # kb-mcp.toml, photo.heic and a bare ".md" dotfile
 }
 
 
@@ -89,7 +89,7 @@ def make_hostile_folder(base: Path) -> Path:
         "..md": "# .\n\nThe dot command reads a file into the shell.\n",
         ".hidden.md": "# Hidden\n\nhidden lemur notes\n",
         ".md": "a dotfile named md\n",
-        "photo.png": b"\x89PNG\r\n",
+        "photo.heic": b"\x89PNG\r\n",
     }
     for rel, content in files.items():
         path = kb / rel

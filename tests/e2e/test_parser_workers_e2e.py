@@ -101,3 +101,34 @@ def test_code_and_extensionless_text_are_served_through_mcp(tmp_path: Path, serv
             assert refused["message"] == "'Makefile' refused: no such document"
 
     run(body)
+
+
+def test_a_scanned_page_is_read_by_ocr_in_the_workers_and_served_by_page(
+    tmp_path: Path, server_env: Env
+) -> None:
+    """Issue 39: an image-only PDF page is recognised in the parser workers, found by a
+    phrase of it through MCP, cited by its page and lines, and read back by page."""
+    from tests.scans import scan_png, scanned_pdf
+
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    lines = ["The lighthouse keeper records", "every passing ship at dawn."]
+    (kb / "log.pdf").write_bytes(scanned_pdf(["Harbour dues are paid monthly.",
+                                              scan_png(lines)]))
+    (kb / "kb-mcp.toml").write_text('[parsers]\nenabled = ["md", "pdf", "ocr"]\n',
+                                    encoding="utf-8")
+    run_index(kb, server_env)
+
+    async def body() -> None:
+        async with stdio_session(kb, tmp_path / "err.log", server_env) as client:
+            found = text_of(await client.call_tool(
+                "search", {"query": "lighthouse keeper passing ship", "limit": 3}))["results"]
+            assert (found[0]["path"], found[0]["page"]) == ("log.pdf", 2)
+            page = text_of(await client.call_tool("get_document",
+                                                  {"path": "log.pdf", "page": 2}))
+            assert page["content"].split("\n")[:2] == lines
+            whole = text_of(await client.call_tool("get_document", {"path": "log.pdf"}))
+            cited = whole["content"].split("\n")[found[0]["start_line"] - 1:found[0]["end_line"]]
+            assert cited == lines
+
+    run(body)

@@ -139,7 +139,7 @@ def test_names_that_are_not_utf8_are_refused_once_and_the_rest_indexed(tmp_path:
     os.mkdir(root + b"/dir-\xfe")
     with open(root + b"/dir-\xfe/inside.md", "wb") as f:
         f.write(b"# Inside\n")
-    with open(root + b"/photo-\xff.png", "wb") as f:
+    with open(root + b"/photo-\xff.heic", "wb") as f:
         f.write(b"\x89PNG")
     s = scan(tmp_path)
     assert sorted(s.files) == ["ok.md"]
@@ -165,8 +165,8 @@ def make_mixed_folder(root: Path) -> None:
                 ".git/config", "notes.txt"]:
         write(root, rel)
     for i in range(40):
-        (root / f"img/{i}.png").parent.mkdir(exist_ok=True)
-        (root / f"img/{i}.png").write_bytes(b"\x89PNG")
+        (root / f"img/{i}.heic").parent.mkdir(exist_ok=True)
+        (root / f"img/{i}.heic").write_bytes(b"\x89PNG")
     os.symlink(root / "a.md", root / "link.md")
 
 

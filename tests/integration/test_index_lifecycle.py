@@ -251,7 +251,7 @@ def test_index_json_counts_add_up_names_files_with_v_and_strict_exits_1(
     tmp_path: Path, kb_env: Env
 ) -> None:
     kb = tmp_path / "kb"
-    write_files(kb, {"a.md": "# A\n\nalpha about otters\n", "photo.png": b"\x89PNG",
+    write_files(kb, {"a.md": "# A\n\nalpha about otters\n", "photo.heic": b"\x89PNG",
                      "broken.md": b"# Broken \xff\xfe\n", "sub/b.md": "# B\n\nbeta\n"})
     os.symlink("a.md", kb / "link.md")
     done = kb_mcp(["index", *at(kb), "--format", "json", "-v"], kb_env)
@@ -262,7 +262,7 @@ def test_index_json_counts_add_up_names_files_with_v_and_strict_exits_1(
     assert (s["added"], s["skipped"], s["failed"]) == (2, 2, 1)
     assert s["skipped_reasons"] == {"not a supported format": 1, "symbolic link": 1}
     assert s["failed_reasons"] == {"could not be read as its format": 1}
-    assert s["skipped_files"] == {"not a supported format": ["photo.png"],
+    assert s["skipped_files"] == {"not a supported format": ["photo.heic"],
                                   "symbolic link": ["link.md"]}
     assert s["failed_files"] == {"could not be read as its format": ["broken.md"]}
 

@@ -509,7 +509,8 @@ def test_pdf_extract_text_joins_pages() -> None:
 
 def test_registry_offers_the_enabled_formats_only() -> None:
     assert KNOWN_FORMATS == (
-        "md", "txt", "pdf", "html", "docx", "pptx", "xlsx", "epub", "rst", "adoc", "ipynb", "code"
+        "md", "txt", "pdf", "html", "docx", "pptx", "xlsx", "epub", "rst", "adoc", "ipynb", "code",
+        "ocr",
     )  # fmt: skip
     markdown_only = build_registry(["md"])
     assert markdown_only.extensions() == frozenset({"md", "markdown"})

@@ -18,7 +18,7 @@ FOLDER: dict[str, str | bytes] = {
     "doc/ChangeLog": "2024-05-01  Keeper\n\n\t* lamp.c: brighter wick.\n",
     "AUTHORS": b"\x7fELF\x02\x01\x01\x00\x00\x00 not text at all",
     "Makefile": "all:\n\tcc lamp.c\n",
-    "photo.png": b"\x89PNG\r\n\x1a\n\x00\x00",
+    "photo.heic": b"\x89PNG\r\n\x1a\n\x00\x00",
     "manual.pdf": b"%PDF-1.4 not enabled here",
 }
 
@@ -39,7 +39,7 @@ def test_extensionless_text_files_are_indexed_by_name_and_binary_ones_refused(
     assert summary.failed_files == {"could not be read as its format": ["AUTHORS"]}
     assert "AUTHORS: not a text file (it holds NUL bytes), though its name is one kb-mcp " \
            "reads as text" in summary.warnings
-    assert sorted(summary.skipped_files["not a supported format"]) == ["Makefile", "photo.png"]
+    assert sorted(summary.skipped_files["not a supported format"]) == ["Makefile", "photo.heic"]
     assert summary.skipped_files["format not enabled"] == ["manual.pdf"]
     hit = kb.search("clockwork lamp keeper", limit=3).results[0]
     assert (hit.path, hit.start_line) == ("README", 1)
@@ -52,7 +52,7 @@ def test_extensionless_text_files_are_indexed_by_name_and_binary_ones_refused(
 @pytest.mark.parametrize(("path", "reason"), [
     ("Makefile", "not a supported format: a file without an extension is read only when its "
                  "name is one of the text names (README, NEWS, AUTHORS, TODO, ...)"),
-    ("photo.png", "not a supported format (kb-mcp does not read .png files)"),
+    ("photo.heic", "not a supported format (kb-mcp does not read .heic files)"),
     ("manual.pdf", "the pdf format is not enabled; add it to [parsers].enabled"),
     ("README", "the txt format is not enabled; add it to [parsers].enabled"),
 ])  # fmt: skip

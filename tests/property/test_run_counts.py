@@ -50,10 +50,10 @@ def make(root: Path, kind: str, i: int) -> int:
     elif kind == "bad":
         (sub / f"{name}.md").write_bytes(b"# Broken \xff\xfe\n\nnot UTF-8\n")
     elif kind == "png":
-        (sub / f"{name}.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+        (sub / f"{name}.heic").write_bytes(b"\x89PNG\r\n\x1a\n")
     elif kind == "link":
-        (sub / f"{name}-target.png").write_bytes(b"png")  # a disabled format: one more skip
-        os.symlink(f"{name}-target.png", sub / f"{name}.md")
+        (sub / f"{name}-target.heic").write_bytes(b"png")  # a disabled format: one more skip
+        os.symlink(f"{name}-target.heic", sub / f"{name}.md")
         return 2
     elif kind == "dir_link":
         os.symlink(str(root.parent), sub / name)
