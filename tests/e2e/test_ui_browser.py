@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -278,6 +279,27 @@ def test_a_pdf_hit_opens_the_document_at_its_page(handbook: Served, page: Any) -
     assert box is not None and 0 <= box["y"] <= 800  # in view
     # the first page's text is not what is marked
     assert "reviewed every year" not in " ".join(cited.all_inner_texts())
+
+
+def test_what_a_person_types_before_the_page_has_loaded_its_collections_is_kept(
+        handbook: Served, page: Any) -> None:
+    """The query box has focus at once; the first view waits for the collections. What is
+    typed in between is kept and searched, never replaced by the address's empty query
+    (under load, the page used to empty the box mid-typing and then show nothing)."""
+    held: list[Any] = []
+    page.route("**/ui/api/collections", lambda route: held.append(route))  # released below
+    page.clock.install()
+    page.goto(ui_of(handbook))
+    page.clock.pause_at(time.time() + 3600)  # the search's debounce waits until resumed
+    query = "promote the replica pg_ctl"
+    page.type("#q", query)
+    assert held, "the page asks for the collections as it loads"
+    with page.expect_response("**/ui/api/collections"):
+        held[0].continue_()
+    page.locator('nav a.active[data-view="search"]').wait_for()  # the first view is shown
+    assert page.input_value("#q") == query
+    page.clock.resume()
+    page.locator(f'#hits[data-query="{query}"] li').first.wait_for()
 
 
 def test_snippets_show_markdown_as_text_code_in_monospace_and_no_empty_separators(

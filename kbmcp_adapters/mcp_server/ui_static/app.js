@@ -349,7 +349,8 @@ async function showTopics() {
 }
 
 // -- views ----------------------------------------------------------------------------------
-function route() {
+// ``keepForm``: the first view keeps what the person typed while it waited (see startView).
+function route(keepForm) {
   const [name, query] = (location.hash.slice(1) || "search").split("?");
   const params = new URLSearchParams(query || "");
   const shown = ["search", "doc", "topics", "health", "graph"].includes(name) ? name : "search";
@@ -361,7 +362,7 @@ function route() {
   else if (shown === "health") showHealth();
   else if (shown === "graph" && (params.get("path") || params.get("query"))) drawGraph(params);
   else if (shown === "search") {
-    if (fillSearch(params)) runSearch();
+    if (keepForm === true ? $("q").value.trim() : fillSearch(params)) runSearch();
     $("q").focus();
   }
 }
@@ -422,9 +423,14 @@ async function loadCollections() {
   return true;
 }
 
-// The view the address names, once the collections are known (the picker, the links).
+// True once the person has typed into the search form since the page loaded.
+let typedSinceLoad = false;
+
+// The view the address names, once the collections are known (the picker, the links). The
+// query box has focus from the start: what the person typed while the collections were on
+// their way is theirs, never replaced by the address's (empty) query.
 function startView() {
-  loadCollections().then((ok) => { if (ok) route(); });
+  loadCollections().then((ok) => { if (ok) route(typedSinceLoad); });
 }
 
 function start() {
@@ -437,7 +443,7 @@ function start() {
     if ($("q").value.trim()) runSearch(true);
   });
   $("search-form").addEventListener("submit", (ev) => { ev.preventDefault(); runSearch(true); });
-  $("search-form").addEventListener("input", scheduleSearch);
+  $("search-form").addEventListener("input", () => { typedSinceLoad = true; scheduleSearch(); });
   $("search-form").addEventListener("change", scheduleSearch);
   $("rebuild").addEventListener("click", rebuild);
   $("graph-form").addEventListener("submit", (ev) => {
