@@ -1,10 +1,13 @@
-"""``--collection NAME`` for the commands that report on, follow or copy each collection
-(``status``, ``doctor``, ``watch``, ``migrate-store``): which configured collections a run
-covers, and the exit code a collection's failure counts as."""
+"""``--collection NAME`` for every command that opens a knowledge base: the ones that report
+on, follow or copy each collection (``status``, ``doctor``, ``watch``, ``migrate-store``:
+which configured collections a run covers, and the exit code a collection's failure counts
+as), and the ones that work on exactly one (``eval``, ``tune``, ``graph``). A folder without
+``[[collections]]`` is a collection of one either way (decision 0051)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -14,6 +17,7 @@ from kbmcp_cli.options import exit_code_of
 
 if TYPE_CHECKING:
     from kbmcp_adapters.app.collections import Collections
+    from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -51,4 +55,28 @@ def open_selected(kb_path: Path | None, config: Path | None,
     return collections, chosen
 
 
-__all__ = ["collection_option", "collections_option", "exit_code_of", "open_selected"]
+#: ``--collection NAME`` (once): the collection a command of one knowledge base works on.
+one_collection_option = click.option(
+    "--collection", "collection_name", metavar="NAME", default=None,
+    help="The collection of [[collections]] to work on; needed when there are several "
+    "(a folder without [[collections]] is its one collection).")
+
+
+@contextmanager
+def opened_one(kb_path: Path | None, config: Path | None,
+               name: str | None) -> Iterator[KnowledgeBase]:
+    """The knowledge base of collection ``name`` (``--collection``), closed on leaving: a
+    configuration of one collection needs no name, one of several refuses to guess."""
+    collections, chosen = open_selected(kb_path, config, [name] if name else [])
+    try:
+        if name is None and len(collections.names) > 1:
+            raise click.UsageError(
+                f"this configuration has {len(collections.names)} collections "
+                f"({', '.join(collections.names)}): name one with --collection")
+        yield collections.kb(chosen[0] if name else collections.names[0])
+    finally:
+        collections.close()
+
+
+__all__ = ["collection_option", "collections_option", "exit_code_of", "one_collection_option",
+           "open_selected", "opened_one"]

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kbmcp_cli.options import format_option, kb_options, open_kb, setup_logging
+from kbmcp_cli.collection_option import one_collection_option, opened_one
+from kbmcp_cli.options import format_option, kb_options, setup_logging
 
 if TYPE_CHECKING:
     from kbmcp_adapters.evaluation.saved_runs import SavedRun
@@ -26,6 +27,7 @@ def _run_name(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 
 @click.command(name="eval")
 @kb_options
+@one_collection_option
 @click.option("--golden", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Golden queries YAML (default: <kb_path>/.kb-mcp-eval.yml).")
 @format_option
@@ -45,7 +47,8 @@ def _run_name(ctx: click.Context, param: click.Parameter, value: str | None) -> 
               help="Diff this run against saved run NAME; exit 1 on a regression.")
 @click.option("--threshold", type=click.FloatRange(min=0), default=0.01, show_default=True,
               help="--compare: a metric that dropped by more than this is a regression.")
-def eval_cmd(kb_path: Path | None, config: Path | None, golden: Path | None, fmt: str,
+def eval_cmd(kb_path: Path | None, config: Path | None, collection_name: str | None,
+             golden: Path | None, fmt: str,
              mode: str, limit: int, show_misses: bool, rerank: bool | None,
              save_name: str | None,
              overwrite: bool, compare_name: str | None, threshold: float) -> None:
@@ -65,8 +68,7 @@ def eval_cmd(kb_path: Path | None, config: Path | None, golden: Path | None, fmt
     from kbmcp_core.evaluation import Ranked, Retrieved, compare_metrics, run_metrics
 
     setup_logging()
-    kb = open_kb(kb_path, config)
-    try:
+    with opened_one(kb_path, config, collection_name) as kb:
         index_dir = kb.settings.index_dir
         saved = saved_runs.load_run(index_dir, compare_name) if compare_name else None
         if save_name and not overwrite:
@@ -82,8 +84,6 @@ def eval_cmd(kb_path: Path | None, config: Path | None, golden: Path | None, fmt
 
         reports = evaluate_modes(queries, ["hybrid", "vector", "lexical"] if mode == "all"
                                  else [mode], retrieve)
-    finally:
-        kb.close()
     now = run_metrics(reports)
     diff: tuple[list[MetricDiff], bool] | None = None
     if saved is not None:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from kbmcp_cli.options import kb_options, open_kb, setup_logging
+from kbmcp_cli.collection_option import one_collection_option, opened_one
+from kbmcp_cli.options import kb_options, setup_logging
 from kbmcp_core.graph import (
     DEFAULT_DEPTH,
     DEFAULT_FAN_OUT,
@@ -22,6 +23,7 @@ from kbmcp_core.graph import (
 
 @click.command()
 @kb_options
+@one_collection_option
 @click.option("--path", "path", default=None,
               help="Start from this document (relative to the knowledge base).")
 @click.option("--query", default=None,
@@ -40,7 +42,8 @@ from kbmcp_core.graph import (
               "standalone svg drawn by kb-mcp itself (the same graph gives the same bytes).")
 @click.option("--output", "-o", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Write to this file instead of stdout.")
-def graph(kb_path: Path | None, config: Path | None, path: str | None, query: str | None,
+def graph(kb_path: Path | None, config: Path | None, collection_name: str | None,
+          path: str | None, query: str | None,
           depth: int, fan_out: int, threshold: float, max_nodes: int, fmt: str,
           output: Path | None) -> None:
     """Show how offered documents relate: an edge joins two documents whose chunks are
@@ -51,12 +54,9 @@ def graph(kb_path: Path | None, config: Path | None, path: str | None, query: st
     setup_logging()
     from kbmcp_core.graph_render import to_dot, to_svg
 
-    kb = open_kb(kb_path, config)
-    try:
+    with opened_one(kb_path, config, collection_name) as kb:
         found = kb.connection_graph(path=path, query=query, bounds=GraphBounds(
             depth=depth, fan_out=fan_out, threshold=threshold, max_nodes=max_nodes))
-    finally:
-        kb.close()
     if fmt == "json":
         text = json.dumps(found.as_dict(), ensure_ascii=False, indent=2) + "\n"
     else:

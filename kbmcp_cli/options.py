@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 if TYPE_CHECKING:
-    from kbmcp_adapters.app.knowledge_base import KnowledgeBase
     from kbmcp_core.errors import KbError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -78,13 +77,6 @@ def format_option(func: F) -> F:
     return click.option("--format", "fmt", type=click.Choice(["text", "json"]),
                         default="text", show_default=True,
                         help="Output as text for people, or JSON for scripts.")(func)
-
-
-def open_kb(kb_path: Path | None, config: Path | None) -> KnowledgeBase:
-    """The facade for this command line (imported here, not at start-up: --help stays fast)."""
-    from kbmcp_adapters.app.knowledge_base import open_knowledge_base
-
-    return open_knowledge_base(kb_path, config=config)
 
 
 def _verbose(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kbmcp_cli.options import format_option, kb_options, open_kb, setup_logging
+from kbmcp_cli.collection_option import one_collection_option, opened_one
+from kbmcp_cli.options import format_option, kb_options, setup_logging
 
 if TYPE_CHECKING:
     from kbmcp_core.fusion import Fusion
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
 
 @click.command(name="tune")
 @kb_options
+@one_collection_option
 @click.option("--golden", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Golden queries YAML (default: <kb_path>/.kb-mcp-eval.yml).")
 @click.option("--folds", type=click.IntRange(min=2), default=5, show_default=True,
@@ -27,7 +29,8 @@ if TYPE_CHECKING:
               show_default=True,
               help="Score documents, or sections (queries without a heading score documents).")
 @format_option
-def tune(kb_path: Path | None, config: Path | None, golden: Path | None, folds: int,
+def tune(kb_path: Path | None, config: Path | None, collection_name: str | None,
+         golden: Path | None, folds: int,
          metric: str, level: str, fmt: str) -> None:
     """Try a small grid of fusion parameters on golden queries and print the best.
 
@@ -40,12 +43,9 @@ def tune(kb_path: Path | None, config: Path | None, golden: Path | None, folds: 
     from kbmcp_adapters.evaluation.tuning import tune_fusion
 
     setup_logging()
-    kb = open_kb(kb_path, config)
-    try:
+    with opened_one(kb_path, config, collection_name) as kb:
         queries = load_golden((golden or kb.settings.kb_path / ".kb-mcp-eval.yml").resolve())
         result = tune_fusion(kb, queries, folds=folds, metric=metric, level=level)
-    finally:
-        kb.close()
     if fmt == "json":
         click.echo(json.dumps(_as_json(result, metric, level, len(queries)), indent=2))
     else:

@@ -131,3 +131,32 @@ def test_one_folder_is_one_collection_named_after_it(tmp_path: Path, kb_mcp: Inv
     assert named.stdout == plain.stdout and "collection:" not in plain.stdout
     other = kb_mcp("doctor", "--kb-path", str(root), "--collection", "notes")
     assert other.exit_code == 2 and "handbook" in other.stderr
+
+
+def test_eval_tune_and_graph_work_on_the_collection_named_and_never_guess_among_several(
+    tmp_path: Path, kb_mcp: Invoke, embedder: FastEmbedEmbedder
+) -> None:
+    config = _team(tmp_path, embedder)
+    golden = tmp_path / "golden.yml"
+    golden.write_text("queries:\n- {id: k, query: rotate the signing keys, "
+                      "expected: [{path: keys.md}]}\n", encoding="utf-8")
+    base = ("--config", str(config))
+    for command in (("eval", "--golden", str(golden)), ("tune", "--golden", str(golden)),
+                    ("graph", "--query", "signing keys")):
+        refused = kb_mcp(*command, *base)
+        assert refused.exit_code == 2, refused.output
+        assert "3 collections (alpha, beta, gamma)" in refused.output
+        assert "--collection" in refused.output
+    # eval measures the collection named: keys.md lives in alpha, not in beta
+    found = kb_mcp("eval", "--golden", str(golden), "--format", "json", "--mode", "lexical",
+                   "--collection", "alpha", *base)
+    assert found.exit_code == 0, found.output
+    assert json.loads(found.stdout)["document"]["recall@1"] == 1.0
+    missed = kb_mcp("eval", "--golden", str(golden), "--format", "json", "--mode", "lexical",
+                    "--collection", "beta", *base)
+    assert json.loads(missed.stdout)["document"]["recall@1"] == 0.0
+    drawn = kb_mcp("graph", "--query", "signing keys", "--collection", "alpha", *base)
+    assert drawn.exit_code == 0, drawn.output
+    assert {n["path"] for n in json.loads(drawn.stdout)["nodes"]} <= {"keys.md", "deploy.md"}
+    unknown = kb_mcp("graph", "--query", "keys", "--collection", "delta", *base)
+    assert unknown.exit_code == 2 and "alpha" in unknown.output
