@@ -126,7 +126,7 @@ function renderGraph(data) {
     const label = svgEl("text", { x: n.x, y: n.y - radius * 1.6, "font-size": (12 * scale).toFixed(1) });
     label.textContent = n.title.length > LABEL_CHARS ? n.title.slice(0, LABEL_CHARS - 1) + "…" : n.title;
     g.append(tip, svgEl("circle", { cx: n.x, cy: n.y, r: (n.seed ? 1.5 : 1) * radius }), label);
-    if (n.uri) g.addEventListener("click", () => { location.hash = docHash(n.uri); });
+    if (n.uri) g.addEventListener("click", () => openNode(n));  // the page's own (app.js, view.js)
     g.addEventListener("pointerenter", () => {
       for (const p of [n.path, ...near.get(n.path)]) groups.get(p).classList.add("lit");
       for (const line of lines.get(n.path)) line.classList.add("lit");
