@@ -21,7 +21,7 @@ from mcp.server.apps import EXTENSION_ID
 from tests.e2e.apps_support import Bridge, bridge, host_bundle, show
 from tests.e2e.conftest import Env, kb_mcp_command, run_index, stop, write
 from tests.e2e.http_support import Served, environment, start
-from tests.e2e.ui_support import HOSTILE_TITLE, NOT_OFFERED, search
+from tests.e2e.ui_support import HOSTILE_TITLE, NOT_OFFERED, index_handbook, search
 
 VIEWS = {"search": "ui://kb-mcp/search.html", "get_document": "ui://kb-mcp/reader.html",
          "get_connection_graph": "ui://kb-mcp/graph.html"}
@@ -34,12 +34,14 @@ def script(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 @contextmanager
-def over_stdio(kb: Path, env: Env, log: Path, mode: str, *, apps: bool = True
+def over_stdio(kb: Path, env: Env, log: Path, mode: str, *args: str, apps: bool = True
                ) -> Iterator[Bridge]:
-    """The host's client on `kb-mcp serve` over stdio (its stderr in ``log``)."""
+    """The host's client on `kb-mcp serve` over stdio (its stderr in ``log``); ``args``:
+    more options of `serve`."""
     command = kb_mcp_command()
     params = StdioServerParameters(
-        command=command[0], args=[*command[1:], "serve", "--kb-path", str(kb), "--no-watch"],
+        command=command[0],
+        args=[*command[1:], "serve", "--kb-path", str(kb), "--no-watch", *args],
         env={"XDG_CONFIG_HOME": os.environ["XDG_CONFIG_HOME"], **env})
     with (log.open("w", encoding="utf-8") as errlog,
           bridge(stdio_client(params, errlog=errlog), mode, apps=apps) as link):
@@ -82,6 +84,9 @@ def test_over_stdio_search_reader_graph_and_hostile_titles(
     view = search_shows_hits_and_opens_the_reader(page, script, stdio_host)
     view.locator("#doc-back").click()
     assert view.locator("#hits li").first.is_visible()
+    view.locator("#explain").click()  # explain on demand: the same search, through the host
+    view.locator("#hits li .explain").first.wait_for()
+    assert view.locator("#hits li .explain").count() == view.locator("#hits li").count()
 
     # a title made of markup is text, and runs nothing
     view = show(page, script, stdio_host, "search", {"query": "a title made of markup"})
@@ -150,18 +155,23 @@ def test_a_client_without_the_extension_sees_no_view_in_either_era(
     assert declared == VIEWS
 
 
-def test_screenshots_of_the_three_views(stdio_host: Bridge, script: str, page: Any,
+def test_screenshots_of_the_three_views(server_env: Env, script: str, page: Any,
                                         tmp_path: Path) -> None:
+    """The three views on the team handbook (tests/fixtures/handbook_kb.py), over stdio."""
     folder = Path(os.environ.get(SCREENSHOTS_ENV) or tmp_path)
-    view = show(page, script, stdio_host, "search", {"query": "signing keys rotation"})
-    view.locator("#hits li").first.wait_for()
-    page.screenshot(path=str(folder / "app-search.png"), full_page=True)
-    view.locator("#hits li h3 a").first.click()
-    view.locator("#doc-lines li.cited").first.wait_for()
-    page.screenshot(path=str(folder / "app-reader.png"), full_page=True)
-    view = show(page, script, stdio_host, "get_connection_graph", {"query": "signing keys"})
-    view.locator("#graph .node").nth(1).wait_for()
-    page.screenshot(path=str(folder / "app-graph.png"), full_page=True)
+    kb, config = index_handbook(tmp_path, server_env)
+    with over_stdio(kb, server_env, tmp_path / "serve.log", "legacy", "--no-index",
+                    "--config", str(config)) as link:
+        view = show(page, script, link, "search", {"query": "rotate the signing keys"})
+        view.locator("#hits li").first.wait_for()
+        page.screenshot(path=str(folder / "app-search.png"), full_page=True)
+        view.locator("#hits li h3 a").first.click()
+        view.locator("#doc-lines li.cited").first.wait_for()
+        page.screenshot(path=str(folder / "app-reader.png"), full_page=True)
+        view = show(page, script, link, "get_connection_graph",
+                    {"query": "on-call incidents", "max_nodes": 40})
+        view.locator("#graph .node").nth(1).wait_for()
+        page.screenshot(path=str(folder / "app-graph.png"), full_page=True)
     assert page.problems == []
 
 
@@ -208,4 +218,33 @@ def test_hits_show_their_cited_lines_and_colliding_titles_their_folder(
         assert_readable(hits)
     page.goto(f"http://127.0.0.1:{alike.port}/ui#search?limit=10")
     assert_readable(search(page, query))
+    assert page.problems == []
+
+
+def assert_laid_out(frame: Any) -> None:
+    """Every node inside the drawing, no two circles on each other, and a legend naming the
+    folders the nodes are coloured by."""
+    frame.locator("#graph .node").nth(2).wait_for()
+    svg = frame.locator("#graph").bounding_box()
+    circles = [c.bounding_box() for c in frame.locator("#graph .node circle").all()]
+    assert svg is not None and all(c is not None for c in circles)
+    for c in circles:
+        assert svg["x"] <= c["x"] and c["x"] + c["width"] <= svg["x"] + svg["width"] + 1
+        assert svg["y"] <= c["y"] and c["y"] + c["height"] <= svg["y"] + svg["height"] + 1
+    for i, a in enumerate(circles):
+        for b in circles[i + 1:]:
+            apart = ((a["x"] - b["x"]) ** 2 + (a["y"] - b["y"]) ** 2) ** 0.5
+            assert apart >= min(a["width"], b["width"]) * 0.9, (a, b)
+    legend = frame.locator("#graph-legend").inner_text()
+    assert "guides/ (" in legend and "where the graph starts" in legend
+
+
+def test_the_graph_is_laid_out_by_force_with_a_legend_in_the_view_and_in_ui(
+        served: Served, script: str, page: Any) -> None:
+    with bridge(served.url, "legacy") as link:
+        view = show(page, script, link, "get_connection_graph",
+                    {"query": "signing keys", "threshold": 0.0})
+        assert_laid_out(view)
+    page.goto(f"http://127.0.0.1:{served.port}/ui#graph?query=signing+keys&threshold=0")
+    assert_laid_out(page)
     assert page.problems == []

@@ -129,6 +129,7 @@ function showHits(data, query) {
     : data.indexing ? "No hits yet: " + (data.notice || "the index is still being built.")
     : "No hits for “" + query + "”: the knowledge base has nothing on it.";
   status.className = data.low_confidence ? "notice" : "muted";
+  $("explain").hidden = !hits.length || Boolean(data.explain);
   $("hits").dataset.query = query;
   const notes = titleNotes(hits);
   $("hits").replaceChildren(...hits.map((hit, i) => {
@@ -136,6 +137,15 @@ function showHits(data, query) {
     link.addEventListener("click", (ev) => { ev.preventDefault(); openHit(hit); });
     return hitItem(hit, query, notes[i], link);
   }));
+}
+
+// The same search again with explain: the numbers behind each score, on demand.
+async function explainScores() {
+  $("explain").disabled = true;
+  const got = await callTool("search", { ...input, explain: true });
+  $("explain").disabled = false;
+  if (!got.ok) { showFailure(got.error); return; }
+  showHits(got.data, input.query || "");
 }
 
 function openHit(hit) {
@@ -239,6 +249,7 @@ function reportSize() {
 async function connect() {
   window.addEventListener("message", onHostMessage);
   $("doc-back").addEventListener("click", () => showView(backTo));
+  $("explain").addEventListener("click", explainScores);
   $("doc-prev").addEventListener("click", () =>
     readRange(rangeAt(reading.doc.start_line - READ_LINES), {}));
   $("doc-next").addEventListener("click", () =>
