@@ -248,3 +248,20 @@ def test_the_graph_is_laid_out_by_force_with_a_legend_in_the_view_and_in_ui(
     page.goto(f"http://127.0.0.1:{served.port}/ui#graph?query=signing+keys&threshold=0")
     assert_laid_out(page)
     assert page.problems == []
+
+
+def test_honest_states_no_index_and_low_confidence(
+        stdio_host: Bridge, script: str, page: Any, server_env: Env, tmp_path: Path) -> None:
+    view = show(page, script, stdio_host, "search", {"query": "quantum chromodynamics lattice"})
+    status = view.locator("#search-status.notice")
+    status.wait_for()
+    assert "low confidence: nothing matched clearly" in status.inner_text()
+    kb = tmp_path / "unindexed"
+    write(kb, "notes/a.md", "# A\n\nNot indexed yet.\n")
+    with over_stdio(kb, server_env, tmp_path / "bare.log", "legacy", "--no-index") as bare:
+        view = show(page, script, bare, "search", {"query": "anything"})
+        error = view.locator("#error")
+        error.wait_for()
+        assert error.inner_text().startswith("index_not_found: this knowledge base has no index")
+        assert view.locator("#hits li").count() == 0
+    assert page.problems == []
