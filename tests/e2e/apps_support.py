@@ -11,7 +11,7 @@ import json
 import os
 import subprocess
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,9 @@ import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client
 from mcp.client.extension import advertise
+from mcp.client.streamable_http import streamable_http_client
 from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.e2e.conftest import DEADLINE
 
@@ -91,10 +93,16 @@ class Bridge:
 
 
 @contextmanager
-def bridge(transport: Any, mode: str, *, apps: bool = True) -> Iterator[Bridge]:
+def bridge(transport: Any, mode: str, *, apps: bool = True, token: str | None = None
+           ) -> Iterator[Bridge]:
     """The SDK's client over ``transport`` (a URL, or a stdio transport), in ``mode``'s era,
-    advertising the MCP Apps extension (or not), run by a portal thread of its own."""
-    with start_blocking_portal() as portal:
+    advertising the MCP Apps extension (or not), run by a portal thread of its own; with
+    ``token``, the URL is asked with it as a bearer token (the client's, never the page's)."""
+    with start_blocking_portal() as portal, ExitStack() as stack:
+        if token is not None:
+            http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+            stack.enter_context(portal.wrap_async_context_manager(http))
+            transport = streamable_http_client(transport, http_client=http)
         client: AbstractContextManager[Client] = portal.wrap_async_context_manager(Client(
             transport, mode=mode, extensions=[APPS] if apps else None,
             read_timeout_seconds=DEADLINE))

@@ -18,10 +18,12 @@ import pytest
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.server.apps import EXTENSION_ID
 
+from kbmcp_adapters.mcp_server.tokens import add_token
 from tests.e2e.apps_support import Bridge, bridge, host_bundle, show
 from tests.e2e.conftest import Env, kb_mcp_command, run_index, stop, write
 from tests.e2e.http_support import Served, environment, start
 from tests.e2e.ui_support import HOSTILE_TITLE, NOT_OFFERED, index_handbook, search
+from tests.fixtures.handbook_kb import PAGE_THREE_PHRASE, POLICY_PDF
 
 VIEWS = {"search": "ui://kb-mcp/search.html", "get_document": "ui://kb-mcp/reader.html",
          "get_connection_graph": "ui://kb-mcp/graph.html"}
@@ -155,9 +157,10 @@ def test_a_client_without_the_extension_sees_no_view_in_either_era(
     assert declared == VIEWS
 
 
-def test_screenshots_of_the_three_views(server_env: Env, script: str, page: Any,
-                                        tmp_path: Path) -> None:
-    """The three views on the team handbook (tests/fixtures/handbook_kb.py), over stdio."""
+def test_screenshots_of_the_three_views_and_a_pdf_hit_at_its_page(
+        server_env: Env, script: str, page: Any, tmp_path: Path) -> None:
+    """The three views on the team handbook (tests/fixtures/handbook_kb.py), over stdio; a
+    PDF hit opens at its page."""
     folder = Path(os.environ.get(SCREENSHOTS_ENV) or tmp_path)
     kb, config = index_handbook(tmp_path, server_env)
     with over_stdio(kb, server_env, tmp_path / "serve.log", "legacy", "--no-index",
@@ -172,6 +175,16 @@ def test_screenshots_of_the_three_views(server_env: Env, script: str, page: Any,
                     {"query": "on-call incidents", "max_nodes": 40})
         view.locator("#graph .node").nth(1).wait_for()
         page.screenshot(path=str(folder / "app-graph.png"), full_page=True)
+        # a PDF hit opens the reader at its page, the hit's text marked
+        view = show(page, script, link, "search",
+                    {"query": "lost device full-disk encryption laptops"})
+        hit = view.locator("#hits li").filter(has_text=POLICY_PDF).first
+        hit.wait_for()
+        hit.locator("h3 a").click()
+        cited = view.locator("#doc-lines li.cited")
+        cited.first.wait_for()
+        assert "page 3" in view.locator("#doc-meta").inner_text()
+        assert PAGE_THREE_PHRASE in " ".join(cited.all_inner_texts())
     assert page.problems == []
 
 
@@ -264,4 +277,20 @@ def test_honest_states_no_index_and_low_confidence(
         error.wait_for()
         assert error.inner_text().startswith("index_not_found: this knowledge base has no index")
         assert view.locator("#hits li").count() == 0
+    assert page.problems == []
+
+
+def test_a_server_behind_a_token_the_page_never_holds_it(
+        ui_kb: Path, server_env: Env, script: str, page: Any, tmp_path: Path) -> None:
+    tokens = tmp_path / "tokens.json"
+    token, _ = add_token(tokens, "host")
+    running = start(ui_kb, environment(server_env), "--no-watch", "--tokens-file", str(tokens))
+    try:
+        with bridge(running.url, "legacy", token=token) as link:
+            search_shows_hits_and_opens_the_reader(page, script, link)
+            frames = [page.content(), *(f.content() for f in page.frames)]
+    finally:
+        stop(running.proc)
+        running.log.drain()
+    assert len(frames) > 2 and not [f for f in frames if token in f]
     assert page.problems == []
