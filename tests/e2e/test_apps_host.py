@@ -28,6 +28,8 @@ from tests.fixtures.handbook_kb import PAGE_THREE_PHRASE, POLICY_PDF
 VIEWS = {"search": "ui://kb-mcp/search.html", "get_document": "ui://kb-mcp/reader.html",
          "get_connection_graph": "ui://kb-mcp/graph.html"}
 SCREENSHOTS_ENV = "KB_MCP_UI_SCREENSHOTS"
+#: A heading that would run script if a view ever inserted it as HTML.
+HOSTILE_HEADING = '<img src=x onerror="window.__kbXss=2">'
 
 
 @pytest.fixture(scope="module")
@@ -201,6 +203,10 @@ def alike(tmp_path_factory: pytest.TempPathFactory, server_env: Env) -> Iterator
     lines[8] = "Step 9: the zebra crossing signals turn amber at dusk."
     write(kb, "ops/lanes.md", "---\ntitle: Lane checks\n---\n# Lane checks\n\n" +
           "\n".join(lines) + "\n")
+    write(kb, "ops/markup.md", f"---\ntitle: Markup heading\n---\n# Markup\n\n"
+          f"## Tags &amp; {HOSTILE_HEADING} in titles\n\nA section whose heading holds "
+          "markup.\n\n"
+          "## Second\n\nMore text.\n")
     run_index(kb, server_env)
     running = start(kb, environment(server_env), "--no-watch", "--no-index")
     yield running
@@ -293,4 +299,19 @@ def test_a_server_behind_a_token_the_page_never_holds_it(
         stop(running.proc)
         running.log.drain()
     assert len(frames) > 2 and not [f for f in frames if token in f]
+    assert page.problems == []
+
+
+def test_a_heading_made_of_markup_is_text_in_the_reader_and_its_outline(
+        alike: Served, script: str, page: Any) -> None:
+    with bridge(alike.url, "auto") as link:
+        view = show(page, script, link, "get_document",
+                    {"path": "ops/markup.md", "outline": True})
+        outline = view.locator("#doc-outline button")
+        outline.first.wait_for(state="attached")
+        headings = outline.all_text_contents()  # (the outline is folded: text, not shown)
+        assert any(h.startswith("Tags &") for h in headings), headings
+        assert HOSTILE_HEADING in view.locator("#doc-lines").inner_text()
+        assert view.locator("img").count() == 0
+        assert view.locator("body").evaluate("b => b.ownerDocument.defaultView.__kbXss") is None
     assert page.problems == []
