@@ -24,6 +24,7 @@ from tests.e2e.conftest import Env, kb_mcp_command, run_index, stop, write
 from tests.e2e.http_support import Served, environment, start
 from tests.e2e.ui_support import HOSTILE_TITLE, NOT_OFFERED, index_handbook, search
 from tests.fixtures.handbook_kb import PAGE_THREE_PHRASE, POLICY_PDF
+from tests.integration.test_writer_lock import hold_in_child
 
 VIEWS = {"search": "ui://kb-mcp/search.html", "get_document": "ui://kb-mcp/reader.html",
          "get_connection_graph": "ui://kb-mcp/graph.html"}
@@ -314,4 +315,23 @@ def test_a_heading_made_of_markup_is_text_in_the_reader_and_its_outline(
         assert HOSTILE_HEADING in view.locator("#doc-lines").inner_text()
         assert view.locator("img").count() == 0
         assert view.locator("body").evaluate("b => b.ownerDocument.defaultView.__kbXss") is None
+    assert page.problems == []
+
+
+def test_while_the_index_is_being_built_the_view_says_so(
+        server_env: Env, script: str, page: Any, tmp_path: Path) -> None:
+    kb = tmp_path / "fresh"
+    write(kb, "notes/a.md", "# A\n\nNot indexed yet.\n")
+    holder = hold_in_child(kb / ".kb-mcp")  # another writer: the start run waits for it
+    try:
+        with over_stdio(kb, server_env, tmp_path / "fresh.log", "legacy") as link:
+            view = show(page, script, link, "search", {"query": "anything"})
+            progress = view.locator("#progress")
+            progress.wait_for()
+            assert view.locator("#progress-text").inner_text().startswith("indexing")
+            assert view.locator("#search-status").inner_text().startswith("No hits yet")
+            assert view.locator("#hits li").count() == 0
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
     assert page.problems == []
