@@ -24,6 +24,7 @@ from mcp.server.subscriptions import ListenHandler
 from mcp.shared.exceptions import MCPError
 
 from kbmcp_adapters.mcp_server import completion, prompts, resources, tools
+from kbmcp_adapters.mcp_server.apps import kb_apps
 from kbmcp_adapters.mcp_server.host import Host
 from kbmcp_adapters.mcp_server.icons import server_icons
 from kbmcp_adapters.mcp_server.index_run_tools import progress_report, request_progress
@@ -105,8 +106,22 @@ def build_server(rt: KbRuntime | Host, *, rebuild_scope: str | None = None) -> S
     #: each tool's arguments are checked against the very schema tools/list publishes
     checkers = {name: ArgumentChecker(spec.input_schema) for name, spec in specs.items()}
 
+    apps = kb_apps()
+
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[s.as_tool() for s in specs.values()])
+        return types.ListToolsResult(
+            tools=[s.as_tool(apps.meta_for(s.name, ctx)) for s in specs.values()])
+
+    async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+        listed = await resources.list_resources(host, ctx, params)
+        if apps.wanted(ctx):
+            listed.resources = [*listed.resources, *apps.listed()]
+        return listed
+
+    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams
+                            ) -> types.ReadResourceResult:
+        view = apps.read(params.uri)
+        return view if view is not None else await resources.read_resource(host, ctx, params)
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         spec = specs.get(params.name)
@@ -139,13 +154,14 @@ def build_server(rt: KbRuntime | Host, *, rebuild_scope: str | None = None) -> S
         on_call_tool=call_tool,
         on_list_prompts=prompts.list_prompts,
         on_get_prompt=prompts.get_prompt,
-        on_list_resources=partial(resources.list_resources, host),
+        on_list_resources=list_resources,
         on_list_resource_templates=partial(resources.list_templates, host),
-        on_read_resource=partial(resources.read_resource, host),
+        on_read_resource=read_resource,
         on_completion=partial(completion.complete, host),
         on_subscriptions_listen=ListenHandler(host.notifier.bus),
     )
     server.middleware.append(host.notifier)
+    server.extensions[apps.identifier] = apps.settings()  # the MCP Apps views (0055)
     return server
 
 

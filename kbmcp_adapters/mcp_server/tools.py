@@ -66,7 +66,9 @@ class ToolSpec:
     #: content blocks a result carries beside its JSON text (search: ``resource_link``s)
     links: Callable[[JsonObject], list[types.ContentBlock]] | None = None
 
-    def as_tool(self) -> types.Tool:
+    def as_tool(self, meta: dict[str, Any] | None = None) -> types.Tool:
+        """The tool as ``tools/list`` lists it; ``meta``: its ``_meta`` (the MCP App view
+        it renders, for a client that negotiated the extension)."""
         return types.Tool(
             name=self.name,
             title=self.title,
@@ -75,6 +77,7 @@ class ToolSpec:
             output_schema=self.output_schema,
             annotations=self.annotations,
             icons=tool_icons(self.name),
+            _meta=meta,
         )
 
 

@@ -53,6 +53,7 @@ _STATIC = {
     "index.html": "text/html; charset=utf-8",
     "app.js": "text/javascript; charset=utf-8",
     "snippet.js": "text/javascript; charset=utf-8",
+    "hits.js": "text/javascript; charset=utf-8",
     "graph.js": "text/javascript; charset=utf-8",
     "health.js": "text/javascript; charset=utf-8",
     "app.css": "text/css; charset=utf-8",
@@ -283,7 +284,8 @@ def ui_routes(rt: KbRuntime | Host) -> list[Route]:
         Route(UI_PATH, serve("index.html"), methods=["GET"]),
         Route(f"{UI_PATH}/", serve("index.html"), methods=["GET"]),
         *(Route(f"{UI_PATH}/{name}", serve(name), methods=["GET"])
-          for name in ("app.js", "snippet.js", "health.js", "graph.js", "app.css")),
+          for name in ("app.js", "snippet.js", "hits.js", "health.js", "graph.js",
+                       "app.css")),
         Route(f"{UI_API_PATH}/search", api.search, methods=["POST"]),
         Route(f"{UI_API_PATH}/read", api.read, methods=["POST"]),
         Route(f"{UI_API_PATH}/graph", api.graph, methods=["POST"]),

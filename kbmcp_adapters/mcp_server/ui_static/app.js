@@ -1,21 +1,10 @@
 // kb-mcp's local page: search, read, topics, health, routing and the keyboard.
-// Every piece of document data is inserted as text (textContent), never as markup; a hit's
-// Markdown is rendered by snippet.js, the health view by health.js, the graph by graph.js.
+// Every piece of document data is inserted as text (textContent), never as markup; a hit is
+// drawn by hits.js (its Markdown by snippet.js), the health view by health.js, the graph by
+// graph.js.
 "use strict";
 
-const $ = (id) => document.getElementById(id);
 const TOKEN_KEY = "kb-mcp-token";
-
-function el(tag, props, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(props || {})) {
-    if (k === "text") node.textContent = v;
-    else if (k === "class") node.className = v;
-    else node.setAttribute(k, v);
-  }
-  for (const c of children) if (c !== null && c !== undefined) node.append(c);
-  return node;
-}
 
 // -- the API: the token (when the server wants one) lives in this tab only ----------------
 class NeedsToken extends Error {}
@@ -62,18 +51,6 @@ function showError(data) {
 }
 
 // -- search -------------------------------------------------------------------------------
-function words(query) {
-  const found = query.toLowerCase().match(/[\p{L}\p{N}]+/gu) || [];
-  return [...new Set(found.filter((w) => w.length > 1))].sort((a, b) => b.length - a.length);
-}
-
-// The hit's text as rendered Markdown, its matches marked: the server's spans ([start, end)
-// in code points) or, from an older server, the query's words.
-function hitContent(text, query, spans) {
-  const marks = Array.isArray(spans) && spans.length ? spans : wordSpans(text, words(query));
-  return renderSnippet(text, marks);
-}
-
 function listOf(id) {
   const value = $(id).value.trim();
   return value ? value.split(/[\s,]+/).filter(Boolean) : undefined;
@@ -135,49 +112,8 @@ function searchArgs() {
   return args;
 }
 
-// A hit's explain (kbmcp_core/explain.py) as lines: the two legs' parts add up to its score.
-function explainLines(why) {
-  const f = why.fusion;
-  const leg = (name, value) => {
-    const found = why[name];
-    const seen = found ? "#" + found.rank + " " + Number(found[value]).toFixed(4) : "not found";
-    return name + " " + seen + " × " + Number(f[name + "_weight"]).toFixed(4) + " = " +
-      Number(f[name + "_part"]).toFixed(4);
-  };
-  const lines = [leg("lexical", "score"), leg("vector", "similarity"),
-    "score = " + Number(f.lexical_part + f.vector_part).toFixed(4) + " (" + f.method + ")"];
-  if (why.rerank) {
-    const r = why.rerank;
-    lines.push("rerank: probability " + Number(r.probability).toFixed(3) + ", logit " +
-      Number(r.logit).toFixed(2) + ", trust " + Number(r.trust).toFixed(2) +
-      ", fused rank " + r.fused_rank);
-  }
-  return lines;
-}
-
-function explainDetails(why) {
-  return el("details", { class: "explain" }, el("summary", { text: "why this score" }),
-    ...explainLines(why).map((line) => el("div", { text: line })));
-}
-
-// What the query's syntax applied and, with explain, what each filter removed.
-function searchNotes(data) {
-  const notes = [];
-  const q = data.query_applied;
-  if (q && q.phrases.length) notes.push("phrases: " + q.phrases.map((p) => '"' + p + '"').join(" "));
-  if (q && q.excluded.length) notes.push("excluded: " + q.excluded.join(", "));
-  const x = data.explain;
-  if (x) {
-    for (const f of x.filters) notes.push(f.filter + " removed " + f.removed_documents + " documents");
-    notes.push("searched " + x.searched_documents + " of " + x.documents + " documents");
-  }
-  return notes.length ? " — " + notes.join("; ") : "";
-}
-
-// Characters of a PDF hit's text the reader looks for to find the hit on its page.
-const FIND_CHARS = 80;
-
-function folded(text) { return text.replace(/\s+/gu, " ").trim(); }
+// Where a click on a node of the graph goes (graph.js): the document, in the reader.
+function openNode(n) { location.hash = docHash(n.uri); }
 
 function docHash(uri, hit) {
   const params = new URLSearchParams({ uri });
@@ -188,11 +124,6 @@ function docHash(uri, hit) {
     if (hit.content) params.set("find", Array.from(folded(hit.content)).slice(0, FIND_CHARS).join(""));
   }
   return "#doc?" + params.toString();
-}
-
-function encodePath(path) {
-  return encodeURIComponent(path).replace(/%2F/g, "/").replace(/[!'()*]/g,
-    (c) => "%" + c.charCodeAt(0).toString(16).toUpperCase());
 }
 
 let searchSeq = 0;
@@ -225,29 +156,13 @@ async function runSearch(force) {
 
 function renderHits(data, query) {
   const hits = data.results || [];
-  const status = hits.length + (hits.length === 1 ? " hit" : " hits") +
-    (data.low_confidence ? " — low confidence: nothing matched clearly" : "") +
-    (data.notice ? " — " + data.notice : "") + searchNotes(data);
-  $("search-status").textContent = status;
+  $("search-status").textContent = hitsStatus(data);
   $("hits").dataset.query = query;
-  $("hits").replaceChildren(...hits.map((hit) => {
-    const where = hit.page !== undefined && hit.page !== null ? "page " + hit.page
-      : hit.start_line ? "lines " + hit.start_line + "–" + hit.end_line : "";
-    const heading = (hit.heading_path || []).join(" › ") || hit.heading || "";
-    // (a PDF page without an outline is its heading: "Page 3" once is enough)
-    const place = [hit.path, heading.toLowerCase() === where ? "" : heading, where,
-      "score " + Number(hit.score).toFixed(4)];
+  const notes = titleNotes(hits);
+  $("hits").replaceChildren(...hits.map((hit, i) => {
     const uri = hit.uri || "kb://doc/" + encodePath(hit.path);
-    const title = el("a", { href: docHash(uri, hit), text: hit.title || hit.path });
-    return el("li", { class: "hit" },
-      el("h3", {}, title, " ",
-        ...(hit.collection ? [el("span", { class: "badge collection", text: hit.collection,
-          title: "the collection this hit comes from" }), " "] : []),
-        hit.uri ? null : el("span", { class: "badge off", text: "not offered",
-          title: "searchable, but not offered to clients: opening it shows why" })),
-      el("div", { class: "where", text: place.filter(Boolean).join(" · ") }),
-      el("div", { class: "content" }, hitContent(hit.content || "", query, hit.matches)),
-      hit.explain ? explainDetails(hit.explain) : null);
+    return hitItem(hit, query, notes[i],
+      el("a", { href: docHash(uri, hit), text: hit.title || hit.path }));
   }));
 }
 
@@ -309,28 +224,6 @@ async function openDocument(params) {
   }
   $("doc-lines").replaceChildren(...items);
   if (first > 0 && items[first - 1]) items[first - 1].scrollIntoView({ block: "center" });
-}
-
-// The first and last line (1-based) holding `find` with white space folded; [0, 0] if none.
-// A PDF's text has no line numbers of its own: a hit names its page and its text.
-function findLines(lines, find) {
-  const needle = folded(find);
-  if (!needle) return [0, 0];
-  let joined = "";
-  const startOf = [];
-  for (const line of lines) {  // blank lines fold away, as in the hit's text
-    startOf.push(joined.length);
-    const text = folded(line);
-    if (text) joined += text + " ";
-  }
-  const at = joined.indexOf(needle);
-  if (at < 0) return [0, 0];
-  const lineAt = (offset) => {
-    let i = 0;
-    while (i + 1 < startOf.length && startOf[i + 1] <= offset) i++;
-    return i + 1;
-  };
-  return [lineAt(at), lineAt(at + needle.length - 1)];
 }
 
 // -- topics ---------------------------------------------------------------------------------

@@ -1,7 +1,10 @@
-// kb-mcp's page: the connection graph, drawn at the server's layout positions.
-// Labels are shown where they can be read: the seed and the most linked documents first,
-// never two overlapping; every other label appears when its node, or a neighbour, is
-// pointed at. Titles are inserted as text (textContent), never as markup.
+// kb-mcp's pages (/ui and the MCP App graph view): the connection graph, laid out by force.
+// Each connected group of documents is laid out on its own (linked documents pull, every
+// two push apart) and the groups are packed side by side with room between them, so
+// unrelated clusters never tangle; the drawing fits its frame. Nodes are coloured by their
+// folder, named in a legend. Labels are shown where they can be read: the seed and the most
+// linked documents first, never two overlapping; every other label appears when its node,
+// or a neighbour, is pointed at. Titles are inserted as text (textContent), never as markup.
 "use strict";
 
 const SVG = "http://www.w3.org/2000/svg";
@@ -79,6 +82,121 @@ function graphSummary(data) {
   return text;
 }
 
+// -- the force layout -------------------------------------------------------------------------
+const SPRING = 90;          // the length a link pulls its two documents to (layout units)
+const GROUP_GAP = 2 * SPRING;
+const LAYOUT_STEPS = 300;
+const FOLDER_COLOURS = 8;   // the legend's colours; the other folders share the last
+
+// One connected group laid out by force (Fruchterman–Reingold, cooling): {path: {x, y}}.
+// It starts from the server's positions, so the same graph always gives the same picture.
+function layoutGroup(members, links) {
+  const pos = members.map((n) => ({ x: n.x, y: n.y }));
+  if (members.length === 1) return [{ x: 0, y: 0 }];
+  const k = SPRING, n = members.length;
+  let heat = k * Math.sqrt(n);
+  const steps = Math.max(60, Math.min(LAYOUT_STEPS, Math.round(400000 / (n * n))));
+  for (let step = 0; step < steps; step++) {
+    const move = pos.map(() => ({ x: 0, y: 0 }));
+    for (let i = 0; i < n; i++) {
+      for (let j = i + 1; j < n; j++) {
+        let dx = pos[i].x - pos[j].x, dy = pos[i].y - pos[j].y;
+        let d2 = dx * dx + dy * dy;
+        if (d2 < 0.01) { dx = (i - j) * 0.1; dy = 0.1; d2 = dx * dx + dy * dy; }
+        const push = (k * k) / d2;
+        move[i].x += dx * push; move[i].y += dy * push;
+        move[j].x -= dx * push; move[j].y -= dy * push;
+      }
+    }
+    for (const [a, b, similarity] of links) {
+      const dx = pos[a].x - pos[b].x, dy = pos[a].y - pos[b].y;
+      const d = Math.sqrt(dx * dx + dy * dy) || 0.1;
+      const pull = (d / k) * (0.5 + Math.max(0, similarity));
+      move[a].x -= dx * pull; move[a].y -= dy * pull;
+      move[b].x += dx * pull; move[b].y += dy * pull;
+    }
+    for (let i = 0; i < n; i++) {
+      const d = Math.hypot(move[i].x, move[i].y) || 1;
+      const step = Math.min(d, heat);
+      pos[i].x += (move[i].x / d) * step;
+      pos[i].y += (move[i].y / d) * step;
+    }
+    heat = Math.max(1, heat * 0.97);
+  }
+  return pos;
+}
+
+// The nodes with their positions: every group laid out, then packed in rows, the largest
+// first, GROUP_GAP apart, the rows about as wide as the whole is tall.
+function forceLayout(nodes, edges) {
+  const index = new Map(nodes.map((n, i) => [n.path, i]));
+  const root = nodes.map((_, i) => i);
+  const find = (i) => { while (root[i] !== i) i = root[i] = root[root[i]]; return i; };
+  const links = [];
+  for (const e of edges) {
+    const a = index.get(e.source), b = index.get(e.target);
+    if (a === undefined || b === undefined) continue;
+    links.push([a, b, e.similarity]);
+    root[find(a)] = find(b);
+  }
+  const groups = new Map();
+  nodes.forEach((_, i) => {
+    const r = find(i);
+    if (!groups.has(r)) groups.set(r, []);
+    groups.get(r).push(i);
+  });
+  const boxes = [...groups.values()].sort((a, b) => b.length - a.length || a[0] - b[0]).map((members) => {
+    const local = new Map(members.map((i, j) => [i, j]));
+    const pos = layoutGroup(members.map((i) => nodes[i]),
+      links.filter(([a]) => local.has(a)).map(([a, b, s]) => [local.get(a), local.get(b), s]));
+    const xs = pos.map((p) => p.x), ys = pos.map((p) => p.y);
+    const x0 = Math.min(...xs), y0 = Math.min(...ys);
+    return { members, pos, x0, y0, w: Math.max(...xs) - x0, h: Math.max(...ys) - y0 };
+  });
+  const area = boxes.reduce((sum, b) => sum + (b.w + GROUP_GAP) * (b.h + GROUP_GAP), 0);
+  const rowWidth = Math.max(boxes.length ? boxes[0].w : 0, Math.sqrt(area) * 1.4);
+  const out = nodes.map((n) => ({ ...n }));
+  let x = 0, y = 0, rowHeight = 0;
+  for (const box of boxes) {
+    if (x > 0 && x + box.w > rowWidth) { x = 0; y += rowHeight + GROUP_GAP; rowHeight = 0; }
+    box.members.forEach((i, j) => { out[i].x = x + box.pos[j].x - box.x0; out[i].y = y + box.pos[j].y - box.y0; });
+    x += box.w + GROUP_GAP;
+    rowHeight = Math.max(rowHeight, box.h);
+  }
+  return out;
+}
+
+// A node's folder: the first folder of its path (a topic group), "(top level)" without one.
+function folderGroup(path) {
+  const cut = path.indexOf("/");
+  return cut < 0 ? "(top level)" : path.slice(0, cut) + "/";
+}
+
+// Each folder's colour (most documents first); the legend under the drawing says which.
+function folderColours(nodes) {
+  const counts = new Map();
+  for (const n of nodes) counts.set(folderGroup(n.path), (counts.get(folderGroup(n.path)) || 0) + 1);
+  const order = [...counts].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+  const colour = new Map(order.map(([folder], i) => [folder, Math.min(i, FOLDER_COLOURS - 1)]));
+  const legend = [];
+  for (const [folder, count] of order) {
+    const c = colour.get(folder);
+    const last = legend[legend.length - 1];
+    if (c === FOLDER_COLOURS - 1 && last && last.colour === c) {
+      last.label = "other folders"; last.count += count;
+    } else legend.push({ colour: c, label: folder, count });
+  }
+  return { of: (path) => colour.get(folderGroup(path)), legend };
+}
+
+function showLegend(legend) {
+  const items = legend.map((entry) => el("li", {},
+    el("span", { class: "swatch c" + entry.colour }), entry.label + " (" + entry.count + ")"));
+  items.push(el("li", {}, el("span", { class: "swatch seed" }), "where the graph starts"),
+    el("li", { class: "muted", text: "a thicker line: more alike" }));
+  $("graph-legend").replaceChildren(...items);
+}
+
 function boxesOverlap(a, b) {
   return a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
 }
@@ -86,6 +204,9 @@ function boxesOverlap(a, b) {
 function renderGraph(data) {
   const started = performance.now();
   const svg = $("graph");
+  data = { ...data, nodes: forceLayout(data.nodes, data.edges) };
+  const colours = folderColours(data.nodes);
+  showLegend(colours.legend);
   const at = new Map(data.nodes.map((n) => [n.path, n]));
   const degree = new Map(data.nodes.map((n) => [n.path, 0]));
   const near = new Map(data.nodes.map((n) => [n.path, []]));
@@ -120,13 +241,14 @@ function renderGraph(data) {
   const nodes = svgEl("g", {});
   const groups = new Map();
   for (const n of data.nodes) {
-    const g = svgEl("g", { class: "node" + (n.seed ? " seed" : ""), "data-path": n.path });
+    const g = svgEl("g", { class: "node c" + colours.of(n.path) + (n.seed ? " seed" : ""),
+      "data-path": n.path });
     const tip = svgEl("title", {});
     tip.textContent = n.title + " — " + n.path;
     const label = svgEl("text", { x: n.x, y: n.y - radius * 1.6, "font-size": (12 * scale).toFixed(1) });
     label.textContent = n.title.length > LABEL_CHARS ? n.title.slice(0, LABEL_CHARS - 1) + "…" : n.title;
     g.append(tip, svgEl("circle", { cx: n.x, cy: n.y, r: (n.seed ? 1.5 : 1) * radius }), label);
-    if (n.uri) g.addEventListener("click", () => { location.hash = docHash(n.uri); });
+    if (n.uri) g.addEventListener("click", () => openNode(n));  // the page's own (app.js, view.js)
     g.addEventListener("pointerenter", () => {
       for (const p of [n.path, ...near.get(n.path)]) groups.get(p).classList.add("lit");
       for (const line of lines.get(n.path)) line.classList.add("lit");
