@@ -181,8 +181,10 @@ function folded(text) { return text.replace(/\s+/gu, " ").trim(); }
 
 function docHash(uri, hit) {
   const params = new URLSearchParams({ uri });
-  if (hit && hit.start_line) params.set("line", hit.start_line);
-  if (hit && hit.end_line) params.set("end", hit.end_line);
+  // the lines that answer (answer_lines) when the hit has them, else all it cites
+  const span = hit && hit.answer_lines ? hit.answer_lines : [hit && hit.start_line, hit && hit.end_line];
+  if (span[0]) params.set("line", span[0]);
+  if (span[1]) params.set("end", span[1]);
   if (hit && hit.page) {
     params.set("page", hit.page);
     if (hit.content) params.set("find", Array.from(folded(hit.content)).slice(0, FIND_CHARS).join(""));
@@ -232,7 +234,9 @@ function renderHits(data, query) {
   $("hits").dataset.query = query;
   $("hits").replaceChildren(...hits.map((hit) => {
     const where = hit.page !== undefined && hit.page !== null ? "page " + hit.page
-      : hit.start_line ? "lines " + hit.start_line + "–" + hit.end_line : "";
+      : hit.answer_lines && (hit.answer_lines[0] !== hit.start_line || hit.answer_lines[1] !== hit.end_line)
+        ? "lines " + hit.answer_lines[0] + "–" + hit.answer_lines[1] + " of " + hit.start_line + "–" + hit.end_line
+        : hit.start_line ? "lines " + hit.start_line + "–" + hit.end_line : "";
     const heading = (hit.heading_path || []).join(" › ") || hit.heading || "";
     // (a PDF page without an outline is its heading: "Page 3" once is enough)
     const place = [hit.path, heading.toLowerCase() === where ? "" : heading, where,
