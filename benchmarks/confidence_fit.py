@@ -6,6 +6,8 @@ base named by its config file, already indexed) and appends what the flag is dec
 from (``SearchResponse.evidence``) to OUT.jsonl; ``--fit OUT.jsonl`` then fits the
 thresholds of ``kbmcp_core.confidence`` on all folders but one, tests them on the one
 left out, rotates, and prints each held-out folder's rates and the fit on all folders.
+A set named ``FOLDER@TAG`` is FOLDER searched another way (the other MiniLM file): a
+constraint of the fit like any set, left out with its folder.
 
 The fit keeps the rule's shape and searches its thresholds on a grid: among the
 thresholds that flag at most ``MAX_ANSWERABLE`` of every training folder's answerable
@@ -28,7 +30,9 @@ MAX_ANSWERABLE = 0.10
 GRID: dict[str, list[float]] = {
     "lexical": [0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.8, 2.0],
     "similarity": [0.25, 0.3, 0.33, 0.36, 0.4, 0.45, 0.5],
-    "lead": [0.0, 0.05, 0.08, 0.1, 0.12, 0.15, 0.18, 0.2, 0.25],
+    # from 0.08: below it, ten pages alike near a question (0.55, nine at 0.48: decision
+    # 0028's "near many pages, about none") would pass as answered
+    "lead": [0.08, 0.1, 0.12, 0.15, 0.18, 0.2, 0.25],
     "rank": [3, 5, 10],
     "floor": [0.0, 0.15, 0.25],
 }
@@ -104,16 +108,23 @@ def fit(rows: Sequence[Row], folders: Sequence[str]) -> tuple[Params, float]:
     return best, key[0]
 
 
+def folder_of(name: str) -> str:
+    """The folder a set is on: ``faq@packaged`` (the same folder searched with the other
+    model file) is ``faq``, and is left out with it."""
+    return name.split("@", 1)[0]
+
+
 def report(rows: Sequence[Row]) -> None:
-    folders = sorted({r["set"] for r in rows})
+    sets = sorted({r["set"] for r in rows})
+    folders = sorted({folder_of(s) for s in sets})
     print(f"{'held out':<14} {'no answer flagged':>18} {'answerable flagged':>19}  fit on the rest")
     for f in folders:
-        p, _ = fit(rows, [g for g in folders if g != f])
+        p, _ = fit(rows, [g for g in sets if folder_of(g) != f])
         none, some, n_none, n_some = rates((r for r in rows if r["set"] == f), p)
         print(f"{f:<14} {_share(none, n_none):>18} {_share(some, n_some):>19}  {p}")
-    p, worst = fit(rows, folders)
+    p, worst = fit(rows, sets)
     print(f"fit on all folders: {p} (worst folder flags {worst:.2f} of its no-answer questions)")
-    for f in folders:
+    for f in sets:
         none, some, n_none, n_some = rates((r for r in rows if r["set"] == f), p)
         print(f"  {f:<14} {_share(none, n_none):>18} {_share(some, n_some):>19}")
 

@@ -203,9 +203,20 @@ def answer_span(content: str, start_line: int | None, end_line: int | None,
         first = blocks[pick - 1].first
     first, last = _widened(blocks, first, last)
     last = min(last, first + MAX_LINES - 1)
-    offset = end_line - (content.count("\n"))  # the file line of the text's first line
+    offset = first_line_of(content, end_line)
     lo, hi = max(first + offset, start_line), max(min(last + offset, end_line), start_line)
     return lo, max(lo, hi)
+
+
+def first_line_of(content: str, end_line: int) -> int:
+    """The file line of a chunk's first text line: its last is ``end_line``."""
+    return end_line - content.count("\n")
+
+
+def lines_of(content: str, end_line: int, first: int, last: int) -> str:
+    """File lines ``first``..``last`` as a chunk ending on ``end_line`` holds them."""
+    top = first_line_of(content, end_line)
+    return "\n".join(content.split("\n")[max(first - top, 0):max(last - top + 1, 0)])
 
 
 def block_similarities(blocks: Sequence[Block], content: str,

@@ -9,6 +9,7 @@ from typing import Any
 
 import mcp_types as types
 
+from kbmcp_core.answer_lines import lines_of
 from kbmcp_core.models import extension_of
 from kbmcp_core.reading import media_type_for
 from kbmcp_core.uris import doc_range_uri, doc_uri
@@ -46,7 +47,7 @@ def hit_link(hit: Mapping[str, Any]) -> types.ResourceLink | None:
         where = f"lines {first}-{last}" if last > first else f"line {first}"
         if (first, last) != (start, end):
             where += f" (the answer; the hit cites lines {start}-{end})"
-            content = _lines_of(content, end, first, last)
+            content = lines_of(content, end, first, last)
         size = len(content.encode("utf-8", "surrogatepass"))
     elif isinstance(hit.get("page"), int):
         where = f"page {hit['page']} (the link reads the whole document)"
@@ -69,13 +70,6 @@ def _answer(hit: Mapping[str, Any], start: int, end: int) -> tuple[int, int]:
             and all(isinstance(n, int) for n in span) and start <= span[0] <= span[1] <= end):
         return span[0], span[1]
     return start, end
-
-
-def _lines_of(content: str, end: int, first: int, last: int) -> str:
-    """Lines ``first``..``last`` of a chunk's text whose last line is line ``end``."""
-    lines = content.split("\n")
-    top = end - (len(lines) - 1)
-    return "\n".join(lines[max(first - top, 0):max(last - top + 1, 0)])
 
 
 __all__ = ["hit_link", "hit_links"]
