@@ -206,8 +206,9 @@ class Searcher:
     def _dress(self, req: ResolvedSearch, legs: Legs, picked: Ranking,
                reranked: RerankOutcome | None, fused_order: Ranking,
                explained: SearchExplain | None, found: Evidence) -> SearchResponse:
-        """Stage 4: each hit with its URI, match spans, context and explanation; the
-        response with its notice and ``low_confidence``."""
+        """Stage 4: each hit with its URI, match spans, context, explanation and
+        ``answer_lines``; the response with its notice and ``low_confidence`` (decided from
+        ``found``)."""
         chunks, ids = legs.chunks, [cid for cid, _ in picked]
         offered = self.rules.offered({chunks[cid].document_path for cid in ids})
         spans = spans_for(req.text, [chunks[cid].content for cid in ids])
