@@ -58,7 +58,8 @@ def eval_cmd(kb_path: Path | None, config: Path | None, collection_name: str | N
     `expected: []` is a question with no answer: its response should say low_confidence.
     Metrics are given at document level (distinct documents) and at section level (heading
     match after the same clean-up the indexer applies, and/or a hit overlapping `lines:
-    [first, last]`), overall and per `kind`.
+    [first, last]`), overall and per `kind`. With `lines`, eval also says how often the
+    first hit's cited lines (`answer_lines`) hold the answer, beside its whole chunk.
 
     `--save NAME` keeps the metrics under the index folder; `--compare NAME` diffs against
     them and exits 1 when a metric dropped by more than `--threshold` (compare, then save).
@@ -79,8 +80,9 @@ def eval_cmd(kb_path: Path | None, config: Path | None, collection_name: str | N
 
         def retrieve(query: str, m: str) -> Retrieved:
             res = kb.search(query, limit=limit, mode=m, rerank=rerank)
-            return Retrieved([Ranked(h.path, h.heading, h.start_line, h.end_line)
-                              for h in res.results], res.low_confidence)
+            return Retrieved([Ranked(h.path, h.heading, h.start_line, h.end_line,
+                                     h.answer_lines) for h in res.results],
+                             res.low_confidence)
 
         reports = evaluate_modes(queries, ["hybrid", "vector", "lexical"] if mode == "all"
                                  else [mode], retrieve)
@@ -135,6 +137,7 @@ def _print_table(reports: list[EvalReport]) -> None:
                 click.echo(f"{r.mode:<8} {level:<8} "
                            + " ".join(f"{values[m]:>9.3f}" for m in METRICS))
     _print_flagged(reports)
+    _print_cited(reports)
     counts = reports[0].kind_counts
     if len(counts) < 2:  # one kind (or none): the table above already is that kind's
         return
@@ -166,6 +169,20 @@ def _print_flagged(reports: list[EvalReport]) -> None:
             parts.append(f"answerable {f.answerable_flagged / f.answerable:.3f} "
                          f"({f.answerable_flagged}/{f.answerable})")
         click.echo(f"{mode:<8} " + ", ".join(parts))
+
+
+def _print_cited(reports: list[EvalReport]) -> None:
+    """How often the first hit's cited lines (``answer_lines``) hold the answer, beside its
+    whole chunk, on the queries whose answer is given by ``lines``."""
+    rows = [(r.mode, r.cited) for r in reports if r.cited is not None]
+    if not rows:
+        return
+    click.echo("\ncited lines of the first hit (holding the answer / queries with lines)")
+    for mode, c in rows:
+        click.echo(f"{mode:<8} answer_lines {c.held / c.queries:.3f} ({c.held}/{c.queries}), "
+                   f"median {c.as_dict()['median_span_lines']} lines; whole chunk "
+                   f"{c.held_by_chunk / c.queries:.3f} ({c.held_by_chunk}/{c.queries}), "
+                   f"median {c.as_dict()['median_chunk_lines']} lines")
 
 
 def _warn_if_changed(saved: SavedRun, golden_sha: str, model: str) -> None:

@@ -2,20 +2,27 @@
 it found none?
 
 Search always returns its best candidates, even for a question the knowledge base has
-nothing on; the flag tells an agent to say "not found" instead of answering from them. It
-is decided from the two legs' best scores (decision 0028, calibrated on no-answer question
-sets beside answerable ones on every dev set):
+nothing on; the flag tells an agent to say "not found" instead of answering from them.
+It is decided from ``Evidence``: facts about the question and the index, never about
+the page asked for. The legs of a search fetch more candidates the larger its ``limit``;
+the evidence reads only the first ``CONFIDENCE_DEPTH`` of each leg, ranked by the leg's
+own score (the same candidates at every limit: decision 0056), so asking for 3 results or
+for 20 gives the same flag.
+
+The decision (decision 0028, refitted across folders in decision 0056):
 
 * **keywords matched clearly** (the best lexical relevance, the share of the query's
   weight one chunk holds, is at least ``MIN_LEXICAL``): not low;
 * else, when the model **can read** the query (at least half of it, ``coverage``): low
   when its best cosine similarity is below ``MIN_SIMILARITY`` (nothing is about the
-  question, in words or in meaning) or stands less than ``MIN_LEAD`` above the tenth best
-  document's (nothing in particular is: in a large corpus some page is always loosely near
-  a question it does not answer, and so are nine others). Documents, not chunks: a long
-  document that answers has many chunks near the question, all about its subject, and
-  counted as chunks they hid the lead its answer has over the rest of the folder
-  (decision 0028, addendum of session 11);
+  question, in words or in meaning) or stands less than ``MIN_LEAD`` above the
+  ``LEAD_RANK``-th best document's (nothing in particular is: in a large corpus some page
+  is always loosely near a question it does not answer, and so are several others).
+  Documents, not chunks: a long document that answers has many chunks near the
+  question, all about its subject, and counted as chunks they hid the lead its answer
+  has over the rest of the folder (decision 0028, addendum of session 11). A folder with
+  fewer documents than that among the candidates compares with ``FLOOR_SIMILARITY``, what
+  a question's nearest unrelated page scores, rather than with nothing;
 * when the model cannot read the query (Japanese for an English model) or did not run
   (``lexical`` mode), only keywords can judge: low when nothing matched at all;
 * in ``vector`` mode (no keywords at all) only the best similarity counts: without
@@ -27,6 +34,7 @@ An empty result is always low.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from kbmcp_core.models import StoredChunk
 
@@ -34,15 +42,40 @@ from kbmcp_core.models import StoredChunk
 #: 0028: most questions about software a corpus does not cover score under it on small
 #: corpora; answerable questions rarely do).
 MIN_SIMILARITY = 0.33
-#: ... and a best match leading the tenth best document by less than this stands out from
-#: nothing (a large corpus: unanswerable questions still find pages at 0.4-0.6).
-MIN_LEAD = 0.15
+#: ... and a best match leading the ``LEAD_RANK``-th best document by less than this stands
+#: out from nothing (a large corpus: unanswerable questions still find pages at 0.4-0.6).
+#: Refitted on eight folders (decision 0056): 0.15 before; the fit's grid starts at 0.08.
+MIN_LEAD = 0.10
 #: The rank (among documents, each by its best chunk) whose similarity the best must lead.
 LEAD_RANK = 10
+#: What the ``LEAD_RANK``-th document counts as when the candidates hold fewer documents
+#: (fitted: 0, as before; 0.15 and 0.25 did worse).
+FLOOR_SIMILARITY = 0.0
 #: At or above this lexical relevance (0–1) the words of the query clearly occur in a chunk.
-MIN_LEXICAL = 0.20
+#: Refitted on eight folders (decision 0056): 0.20 before, which let a question about
+#: Subversion or Mercurial pass on git's release notes (they name both, answer neither).
+MIN_LEXICAL = 0.50
 #: The share of a query the model must read for its similarity to count.
 MIN_READABLE = 0.5
+#: How many candidates of each leg, best first by the leg's own score, the evidence reads:
+#: the same at every ``limit`` (a search's legs always fetch at least this many).
+CONFIDENCE_DEPTH = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What ``low_confidence`` is decided from, read from the first ``CONFIDENCE_DEPTH``
+    candidates of each leg."""
+
+    #: how many hits the response holds (0: nothing to answer from)
+    hits: int
+    #: the vector leg's cosine similarities, best first, one per document (its best
+    #: chunk's; ``best_per_document``); None when the leg did not run
+    similarities: tuple[float, ...] | None
+    #: the lexical leg's best relevance (0 when it matched nothing); None when it did not run
+    best_lexical: float | None
+    #: the share of the query the embedding model reads
+    readable: float
 
 
 def best_per_document(vector: Sequence[tuple[int, float]],
@@ -60,13 +93,36 @@ def best_per_document(vector: Sequence[tuple[int, float]],
     return out
 
 
+def evidence(*, hits: int, vector: Sequence[tuple[int, float]] | None,
+             chunks: Mapping[int, StoredChunk],
+             lexical: Sequence[tuple[int, float]] | None, readable: float) -> Evidence:
+    """The evidence of one search: ``vector``, the vector leg's similarities (its first
+    ``CONFIDENCE_DEPTH`` are read), and ``lexical``, the keyword leg's relevances as it
+    returns them when asked for ``CONFIDENCE_DEPTH`` candidates (its own ranking, BM25,
+    picks them; it re-orders them by coverage), each None when the leg did not run;
+    ``chunks`` must hold the vector candidates' chunks (a missing one counts as a document
+    of its own)."""
+    sims = None
+    if vector is not None:
+        top = sorted(vector, key=lambda x: -x[1])[:CONFIDENCE_DEPTH]
+        sims = tuple(best_per_document(top, chunks))
+    best = max((rel for _, rel in lexical), default=0.0) if lexical is not None else None
+    return Evidence(hits, sims, best, readable)
+
+
+def is_low(e: Evidence) -> bool:
+    """The decision of the module docstring."""
+    return low_confidence(hits=e.hits, similarities=e.similarities,
+                          best_lexical=e.best_lexical, readable=e.readable)
+
+
 def low_confidence(*, hits: int, similarities: Sequence[float] | None,
                    best_lexical: float | None, readable: float) -> bool:
     """The decision of the module docstring. ``similarities``: the vector leg's cosine
     similarities, best first, one per document (``best_per_document``; None when the leg
-    did not run); ``best_lexical``: the lexical
-    leg's best relevance (None when it did not run, 0 when it matched nothing);
-    ``readable``: the share of the query the embedding model reads."""
+    did not run); ``best_lexical``: the lexical leg's best relevance (None when it did not
+    run, 0 when it matched nothing); ``readable``: the share of the query the embedding
+    model reads."""
     if hits == 0:
         return True
     if best_lexical is not None and best_lexical >= MIN_LEXICAL:
@@ -76,5 +132,6 @@ def low_confidence(*, hits: int, similarities: Sequence[float] | None,
     best = similarities[0] if similarities else 0.0
     if best_lexical is None:  # vector mode: no keyword evidence to rescue an answer
         return best < MIN_SIMILARITY  # the lead test alone flags 4 in 10 answerable ones
-    tenth = similarities[LEAD_RANK - 1] if len(similarities) >= LEAD_RANK else 0.0
-    return best < MIN_SIMILARITY or best - tenth < MIN_LEAD
+    lead_to = (similarities[LEAD_RANK - 1] if len(similarities) >= LEAD_RANK
+               else FLOOR_SIMILARITY)
+    return best < MIN_SIMILARITY or best - lead_to < MIN_LEAD

@@ -43,6 +43,8 @@ class Ranked:
     heading: str
     start_line: int | None = None
     end_line: int | None = None
+    #: the lines of it that answer (``answer_lines``), when the retriever says
+    answer_lines: tuple[int, int] | None = None
 
 
 @dataclass(slots=True)
@@ -130,6 +132,8 @@ class EvalReport:
     kind_counts: dict[str, int] = field(default_factory=dict)
     #: how often ``low_confidence`` was said, when the retriever says (``Retrieved``)
     flagged: Flagged | None = None
+    #: how often the first hit's cited lines hold the answer (queries with ``lines``)
+    cited: Cited | None = None
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -143,6 +147,7 @@ class EvalReport:
             },
             "queries_per_kind": dict(self.kind_counts),
             **({"low_confidence": self.flagged.as_dict()} if self.flagged else {}),
+            **({"cited_lines": self.cited.as_dict()} if self.cited else {}),
             "misses": [
                 {
                     "id": o.query.id,
@@ -209,6 +214,56 @@ class Flagged:
         }
 
 
+@dataclass(slots=True)
+class Cited:
+    """Whether the first hit's cited lines hold the answer, over the queries whose answer
+    is given by ``lines``: its ``answer_lines`` (``held``), and its whole line range
+    (``held_by_chunk``: what a hit cited before ``answer_lines``); and how long each is."""
+
+    queries: int = 0
+    held: int = 0
+    held_by_chunk: int = 0
+    span_lines: list[int] = field(default_factory=list)
+    chunk_lines: list[int] = field(default_factory=list)
+
+    def add(self, q: GoldenQuery, ranked: Sequence[Ranked]) -> None:
+        wanted = [e for e in q.expected if e.lines is not None]
+        if not wanted:
+            return
+        self.queries += 1
+        first = ranked[0] if ranked else None
+        if first is None or first.start_line is None:
+            return
+        whole = (first.start_line, first.end_line if first.end_line is not None
+                 else first.start_line)
+        span = first.answer_lines or whole
+        self.span_lines.append(span[1] - span[0] + 1)
+        self.chunk_lines.append(whole[1] - whole[0] + 1)
+        self.held += any(_overlaps(first.path, span, e) for e in wanted)
+        self.held_by_chunk += any(_overlaps(first.path, whole, e) for e in wanted)
+
+    def as_dict(self) -> dict[str, object]:
+        n = self.queries
+        return {"queries": n,
+                "first_hit_span_holds_answer": round(self.held / n, 4) if n else None,
+                "first_hit_chunk_holds_answer": round(self.held_by_chunk / n, 4) if n else None,
+                "median_span_lines": _median(self.span_lines),
+                "median_chunk_lines": _median(self.chunk_lines)}
+
+
+def _overlaps(path: str, span: tuple[int, int], e: Expected) -> bool:
+    return (e.lines is not None and path == e.path and span[0] <= e.lines[1]
+            and span[1] >= e.lines[0])
+
+
+def _median(values: Sequence[int]) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return float(ordered[mid]) if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
 def evaluate(
     mode: str,
     queries: Sequence[GoldenQuery],
@@ -225,6 +280,7 @@ def evaluate(
     counts: dict[str, int] = {}
     misses: list[QueryOutcome] = []
     flagged = Flagged()
+    cited = Cited()
     for q in queries:
         got = retrieve(q.query)
         ranked, low = (got.ranked, got.low_confidence) if isinstance(got, Retrieved) else (
@@ -235,6 +291,7 @@ def evaluate(
         if not q.expected:
             continue
         d, s, outcome = rank_query(q, ranked, clean)
+        cited.add(q, ranked)
         n_doc += 1
         for k in METRICS:
             doc_sum[k] += d[k]
@@ -262,6 +319,7 @@ def evaluate(
         misses=misses,
         kind_counts=counts,
         flagged=flagged if flagged.no_answer or flagged.answerable else None,
+        cited=cited if cited.queries else None,
     )
 
 
@@ -289,6 +347,7 @@ def run_metrics(reports: Sequence[EvalReport]) -> RunMetrics:
             "per_kind": {kind: {lvl: dict(m) for lvl, m in levels.items()}
                          for kind, levels in r.per_kind.items()},
             **({"low_confidence": r.flagged.as_dict()} if r.flagged else {}),
+            **({"cited_lines": r.cited.as_dict()} if r.cited else {}),
         }
         for r in reports
     }

@@ -88,22 +88,51 @@ def passage_similarities(
     candidates: int = AUTO_CANDIDATES,
     *,
     separately: bool = True,
+    read: dict[int, list[float | None]] | None = None,
 ) -> list[tuple[int, float]]:
     """The vector leg with the first ``candidates`` of ``fused`` re-scored: each one's
     similarity moves ``PARAGRAPH_SHARE`` of the way up to its nearest paragraph's (a
     chunk of one paragraph keeps what it had; one the leg did not return counts from 0).
     Best first, as the leg is; the rest of the leg unchanged. Paragraphs are read in
-    context when the embedder can; else embedded one by one, only when ``separately``."""
+    context when the embedder can; else embedded one by one, only when ``separately``.
+    ``read``, when given, gets each re-scored chunk's paragraph similarities
+    (``paragraph_similarities``: what ``answer_lines`` reads meaning from)."""
+    found = paragraph_similarities(query_vector, fused, chunks, embedder, candidates,
+                                   separately=separately)
+    if read is not None:
+        read.update(found)
+    return rescore(vector, found)
+
+
+def paragraph_similarities(
+    query_vector: Vector,
+    fused: Sequence[tuple[int, float]],
+    chunks: Mapping[int, StoredChunk],
+    embedder: Embedder,
+    candidates: int = AUTO_CANDIDATES,
+    *,
+    separately: bool = True,
+) -> dict[int, list[float | None]]:
+    """Of the first ``candidates`` of ``fused`` with two paragraphs or more, each one's
+    paragraphs' (``paragraphs_of``) cosine similarities to the query, in order (None for
+    one the embedder did not read); a chunk the embedder read nothing of is left out."""
     picked: list[tuple[int, StoredChunk]] = []
     for cid, _ in fused[:max(candidates, 0)]:
         chunk = chunks.get(cid)
         if chunk is not None and len(paragraphs_of(chunk.content)) >= 2:
             picked.append((cid, chunk))
     if not picked:
-        return list(vector)
+        return {}
     found = _paragraph_vectors(picked, embedder, separately)
-    nearest = {cid: max(cosine(query_vector, v) for v in vs)
-               for cid, vs in found.items() if vs}
+    return {cid: [None if v is None else cosine(query_vector, v) for v in vs]
+            for cid, vs in found.items() if any(v is not None for v in vs)}
+
+
+def rescore(vector: Sequence[tuple[int, float]],
+            paragraphs: Mapping[int, Sequence[float | None]]) -> list[tuple[int, float]]:
+    """The vector leg with each chunk of ``paragraphs`` moved ``PARAGRAPH_SHARE`` of the
+    way up to its nearest paragraph's similarity (when higher), best first."""
+    nearest = {cid: max(s for s in sims if s is not None) for cid, sims in paragraphs.items()}
     sims = dict(vector)
     for cid, sim in nearest.items():
         own = sims.get(cid, 0.0)
@@ -113,16 +142,15 @@ def passage_similarities(
 
 
 def _paragraph_vectors(picked: Sequence[tuple[int, StoredChunk]], embedder: Embedder,
-                       separately: bool) -> dict[int, list[Vector]]:
-    """Each picked chunk's paragraph vectors: pooled from one run over the chunk when the
-    embedder reads parts in context, else each paragraph embedded on its own (only when
-    ``separately``), else none."""
+                       separately: bool) -> dict[int, list[Vector | None]]:
+    """Each picked chunk's paragraph vectors, in order (None for one not read): pooled
+    from one run over the chunk when the embedder reads parts in context, else each
+    paragraph embedded on its own (only when ``separately``), else none."""
     if isinstance(embedder, SpanEmbedder):
         read = embedder.embed_spans([paragraph_groups(c.heading_path, c.content)
                                      for _, c in picked])
         if read is not None:
-            return {cid: [v for v in vs if v is not None]
-                    for (cid, _), vs in zip(picked, read, strict=True)}
+            return {cid: list(vs) for (cid, _), vs in zip(picked, read, strict=True)}
     if not separately:
         return {}
     texts: list[str] = []
@@ -131,7 +159,7 @@ def _paragraph_vectors(picked: Sequence[tuple[int, StoredChunk]], embedder: Embe
         paras = paragraphs_of(chunk.content)
         texts += [whole_text_of(chunk.heading_path, p) for p in paras]
         owners += [cid] * len(paras)
-    out: dict[int, list[Vector]] = {}
+    out: dict[int, list[Vector | None]] = {}
     for cid, v in zip(owners, embedder.embed_documents(texts), strict=True):
         out.setdefault(cid, []).append(v)
     return out

@@ -8,7 +8,9 @@ after them.
 The reranker does not get the last word unconditionally (decision 0016): its say, the
 *trust* ``t``, is how confident it is that its best candidate answers the query, times how
 much of the query it can read. Each candidate is then ordered by
-``t × reranker score + (1 − t) × fused score``, both rescaled to 0–1 over the candidates.
+``t × reranker score + (1 − t) × fused score``, both rescaled to 0–1 over the candidates;
+that blend, put back on the candidates' fused scale (``on_fused_scale``), is the score
+each hit shows, so scores fall in the order printed (decision 0056).
 A cross-encoder that finds nothing relevant (every score near 0: a paraphrase it does not
 recognise, an identifier it cannot judge) or that cannot read the query (Japanese for an
 English model) leaves the fused order as it was; one that is sure of its best candidate
@@ -75,14 +77,29 @@ def blend(fused: Sequence[float], probabilities: Sequence[float], say: float) ->
     """Positions of the candidates in their new order: by ``say`` × the reranker's log-odds
     plus (1 − ``say``) × the fused score, each rescaled over the candidates; ties keep the
     fused order."""
+    key = blended(fused, probabilities, say)
+    return sorted(range(len(key)), key=lambda i: (-key[i], i))
+
+
+def blended(fused: Sequence[float], probabilities: Sequence[float], say: float
+            ) -> list[float]:
+    """Each candidate's blended score (``blend`` orders by it), 0 to 1."""
     if len(fused) != len(probabilities):
         raise ValueError("one fused score and one reranker score per candidate")
     if not fused:
         return []
     mine = _rescaled([log_odds(p) for p in probabilities])
     theirs = _rescaled(list(fused))
-    key = [say * m + (1.0 - say) * t for m, t in zip(mine, theirs, strict=True)]
-    return sorted(range(len(key)), key=lambda i: (-key[i], i))
+    return [say * m + (1.0 - say) * t for m, t in zip(mine, theirs, strict=True)]
+
+
+def on_fused_scale(fused: Sequence[float], key: Sequence[float]) -> list[float]:
+    """Blended scores (0 to 1) put back on the candidates' fused scale: from their lowest
+    fused score to their highest, so a reordered candidate still scores at least as much
+    as every one the reranker did not read (those after them keep their fused scores),
+    and the scores fall in the order printed (decision 0056)."""
+    lo, hi = min(fused, default=0.0), max(fused, default=0.0)
+    return [lo + k * (hi - lo) for k in key]
 
 
 def rerank(
@@ -105,9 +122,12 @@ def rerank(
     if any(not 0.0 <= s <= 1.0 for s in scores):
         raise ValueError("the reranker returned a score outside 0..1")
     say = trust(max(scores), reranker.coverage(query)) if scores else 0.0
-    order = blend([s for _, s in head], scores, say)
+    fused = [s for _, s in head]
+    key = blended(fused, scores, say)
+    order = sorted(range(len(key)), key=lambda i: (-key[i], i))
+    shown = on_fused_scale(fused, key)
     return RerankOutcome(
-        ranked=[head[i] for i in order] + tail,
+        ranked=[(head[i][0], shown[i]) for i in order] + tail,
         scores={head[i][0]: float(scores[i]) for i in range(len(head))},
         model_id=reranker.model_id,
         candidates=len(head),

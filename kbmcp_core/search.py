@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from kbmcp_core.confidence import best_per_document, low_confidence
+from kbmcp_core.answer_lines import chunk_answer
+from kbmcp_core.confidence import CONFIDENCE_DEPTH, Evidence, evidence, is_low
 from kbmcp_core.context import Context
 from kbmcp_core.errors import EmbeddingUnreachable, VectorsUnreachable, VectorsUnreadable
 from kbmcp_core.explain import HitExplain, SearchExplain, explain_hits, filter_effects
@@ -26,7 +27,7 @@ from kbmcp_core.search_request import (
     resolve,
 )
 from kbmcp_core.shaping import apply_rerank, contexts_for, diversify, spans_for
-from kbmcp_core.spans import Span
+from kbmcp_core.spans import Span, query_terms
 from kbmcp_core.uris import doc_uri
 
 
@@ -53,6 +54,11 @@ class SearchHit:
     explain: HitExplain | None = None
     #: the collection the hit is from (set by ``search_collections``; decision 0041)
     collection: str | None = None
+    #: the fused score before reranking, when the reranker read the hit (``score`` is then
+    #: the blend the results are ordered by; decision 0056)
+    fused_score: float | None = None
+    #: the lines inside ``start_line``..``end_line`` that answer the query (decision 0056)
+    answer_lines: tuple[int, int] | None = None
 
     def as_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -70,6 +76,8 @@ class SearchHit:
         if self.page is None or self.start_line is not None:  # a slide hit carries both
             out["start_line"] = self.start_line
             out["end_line"] = self.end_line
+        if self.answer_lines is not None:
+            out["answer_lines"] = list(self.answer_lines)
         if self.uri is not None:
             out["uri"] = self.uri
         out["matches"] = [list(m) for m in self.matches]
@@ -77,6 +85,8 @@ class SearchHit:
             out["context"] = self.context.as_dict()
         if self.rerank_score is not None:
             out["rerank_score"] = round(self.rerank_score, 6)
+        if self.fused_score is not None:
+            out["fused_score"] = round(self.fused_score, 6)
         if self.explain is not None:
             out["explain"] = self.explain.as_dict()
         if self.collection is not None:
@@ -96,6 +106,8 @@ class SearchResponse:
     query_applied: dict[str, list[str]] | None = None
     #: what each filter removed (only when the request asked: ``explain``)
     explain: SearchExplain | None = None
+    #: what ``low_confidence`` was decided from (not part of ``as_dict``)
+    evidence: Evidence | None = None
 
     def as_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -149,10 +161,22 @@ class Searcher:
         if allowed.paths is not None and not allowed.paths:
             return SearchResponse((), True, dict(req.filters), req.mode,
                                   query_applied=req.applied, explain=explained)
-        pool = max(50, req.limit * req.chunks_per_document * 5)
+        pool = max(CONFIDENCE_DEPTH, req.limit * req.chunks_per_document * 5)
         legs = LEGS[req.mode](self, req, allowed, pool)
         picked, reranked, fused_order = self._shape(req, legs)
-        return self._dress(req, legs, picked, reranked, fused_order, explained)
+        found = self._evidence(req, legs, allowed, pool, len(picked))
+        return self._dress(req, legs, picked, reranked, fused_order, explained, found)
+
+    def _evidence(self, req: ResolvedSearch, legs: Legs, allowed: Allowed, pool: int,
+                  hits: int) -> Evidence:
+        """What ``low_confidence`` is decided from: the legs' first ``CONFIDENCE_DEPTH``
+        candidates, whatever the limit (a larger pool asks the keyword leg once more at
+        that depth: its coverage re-ordering makes a deeper pool's best differ)."""
+        lexical = legs.lexical
+        if lexical is not None and pool > CONFIDENCE_DEPTH:
+            lexical = self.store.lexical_search(req.text, CONFIDENCE_DEPTH, allowed.paths)
+        return evidence(hits=hits, vector=legs.vector, chunks=legs.chunks, lexical=lexical,
+                        readable=legs.readable)
 
     def _allowed(self, req: ResolvedSearch) -> tuple[Allowed, SearchExplain | None]:
         """Stage 1: the documents the filters keep, less those holding an excluded term
@@ -181,14 +205,18 @@ class Searcher:
 
     def _dress(self, req: ResolvedSearch, legs: Legs, picked: Ranking,
                reranked: RerankOutcome | None, fused_order: Ranking,
-               explained: SearchExplain | None) -> SearchResponse:
-        """Stage 4: each hit with its URI, match spans, context and explanation; the
-        response with its notice and ``low_confidence``."""
+               explained: SearchExplain | None, found: Evidence) -> SearchResponse:
+        """Stage 4: each hit with its URI, match spans, context, explanation and
+        ``answer_lines``; the response with its notice and ``low_confidence`` (decided from
+        ``found``)."""
         chunks, ids = legs.chunks, [cid for cid, _ in picked]
         offered = self.rules.offered({chunks[cid].document_path for cid in ids})
         spans = spans_for(req.text, [chunks[cid].content for cid in ids])
         contexts = contexts_for(self.store, ids, req.shape)
         scores = reranked.scores if reranked else {}
+        fused = dict(fused_order) if reranked else {}
+        terms = query_terms(req.text)
+        answers = [chunk_answer(chunks[cid], terms, legs.paragraphs.get(cid)) for cid in ids]
         explains: list[HitExplain | None] = [None] * len(picked)
         if req.explain:
             explains[:] = explain_hits(
@@ -197,21 +225,17 @@ class Searcher:
                                      legs.fusion) if legs.fusion is not None else None),
                 fused=fused_order, reranked=reranked)
         hits = tuple(replace(_hit(chunks[cid], score, offered), matches=m, context=ctx,
-                             rerank_score=scores.get(cid), explain=why)
-                     for (cid, score), m, ctx, why in zip(picked, spans, contexts, explains,
-                                                          strict=True))
+                             rerank_score=scores.get(cid), explain=why,
+                             fused_score=fused.get(cid) if cid in scores else None,
+                             answer_lines=lines)
+                     for (cid, score), m, ctx, why, lines in zip(picked, spans, contexts,
+                                                                 explains, answers,
+                                                                 strict=True))
         keywords = legs.lexical is not None
         notice = (_unreadable_notice(legs.failure, keywords) if legs.failure is not None
                   else self._indexing_notice(legs.semantic, keywords))
-        low = low_confidence(
-            hits=len(hits),
-            similarities=(best_per_document(legs.vector, chunks)
-                          if legs.vector is not None else None),
-            best_lexical=(max((rel for _, rel in legs.lexical), default=0.0)
-                          if legs.lexical is not None else None),
-            readable=legs.readable)
-        return SearchResponse(hits, low, dict(req.filters), req.mode, notice, reranked,
-                              req.applied, explained)
+        return SearchResponse(hits, is_low(found), dict(req.filters), req.mode, notice,
+                              reranked, req.applied, explained, found)
 
     def _indexing_notice(self, semantic: bool, keywords: bool) -> str | None:
         """While an index run is writing, some chunks may have text but no vector yet."""

@@ -11,8 +11,8 @@ is recorded as ``failure``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from kbmcp_core.errors import EmbeddingUnreachable, VectorsUnreadable
@@ -65,6 +65,9 @@ class Legs:
     #: whether the vector leg was asked for, and why it could not answer
     semantic: bool
     failure: LegFailure | None
+    #: the paragraphs' similarities to the query of the candidates re-scored by them
+    #: (``passages.paragraph_similarities``): what ``answer_lines`` reads meaning from
+    paragraphs: Mapping[int, Sequence[float | None]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,17 +104,19 @@ def hybrid(ports: SearchPorts, req: ResolvedSearch, allowed: Allowed, pool: int)
     fused = fuse(vector, lexical, coverage=readable, fusion=fusion)
     chunks = ports.store.get_chunks([cid for cid, _ in fused])
     rescored = vector
+    paragraphs: dict[int, list[float | None]] = {}
     candidates = candidates_for(ports.passages, ports.embedder)
     qv = semantic.query_vector
     if qv is not None and semantic.failure is None and candidates and readable > 0:
         try:
             rescored = passage_similarities(qv, fused, vector, chunks, ports.embedder,
-                                            candidates, separately=ports.passages is not None)
+                                            candidates, separately=ports.passages is not None,
+                                            read=paragraphs)
             fused = fuse(rescored, lexical, coverage=readable, fusion=fusion)
         except EmbeddingUnreachable:  # the service went away: the chunks' scores stand
-            rescored = vector
+            rescored, paragraphs = vector, {}
     return Legs(lexical, semantic.found, rescored, fused, chunks, readable, fusion, True,
-                semantic.failure)
+                semantic.failure, paragraphs)
 
 
 def vector_alone(ports: SearchPorts, req: ResolvedSearch, allowed: Allowed, pool: int

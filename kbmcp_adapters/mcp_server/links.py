@@ -1,5 +1,6 @@
 """Search hits as MCP ``resource_link`` content blocks: one per readable hit, beside the
-structured result, naming the lines the hit cites (``kb://doc/<path>#L<a>-<b>``)."""
+structured result, naming the lines that answer (``kb://doc/<path>#L<a>-<b>``: the hit's
+``answer_lines``, else all the lines it cites; decision 0056)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 import mcp_types as types
 
+from kbmcp_core.answer_lines import lines_of
 from kbmcp_core.models import extension_of
 from kbmcp_core.reading import media_type_for
 from kbmcp_core.uris import doc_range_uri, doc_uri
@@ -39,9 +41,14 @@ def hit_link(hit: Mapping[str, Any]) -> types.ResourceLink | None:
     if not isinstance(collection, str) or uri != doc_uri(path, collection):
         collection = None
     if isinstance(start, int) and isinstance(end, int) and 1 <= start <= end:
-        uri = doc_range_uri(path, start, end, collection)
-        where = f"lines {start}-{end}" if end > start else f"line {start}"
-        size = len(str(hit.get("content", "")).encode("utf-8", "surrogatepass"))
+        content = str(hit.get("content", ""))
+        first, last = _answer(hit, start, end)
+        uri = doc_range_uri(path, first, last, collection)
+        where = f"lines {first}-{last}" if last > first else f"line {first}"
+        if (first, last) != (start, end):
+            where += f" (the answer; the hit cites lines {start}-{end})"
+            content = lines_of(content, end, first, last)
+        size = len(content.encode("utf-8", "surrogatepass"))
     elif isinstance(hit.get("page"), int):
         where = f"page {hit['page']} (the link reads the whole document)"
     else:
@@ -54,6 +61,15 @@ def hit_link(hit: Mapping[str, Any]) -> types.ResourceLink | None:
         mime_type=media_type_for(extension_of(path)),
         size=size,
     )
+
+
+def _answer(hit: Mapping[str, Any], start: int, end: int) -> tuple[int, int]:
+    """The hit's ``answer_lines`` when it has them inside its own range, else its range."""
+    span = hit.get("answer_lines")
+    if (isinstance(span, list | tuple) and len(span) == 2
+            and all(isinstance(n, int) for n in span) and start <= span[0] <= span[1] <= end):
+        return span[0], span[1]
+    return start, end
 
 
 __all__ = ["hit_link", "hit_links"]

@@ -214,6 +214,11 @@ SEARCH_OUTPUT = _obj(
                               "start_line": _INT, "end_line": _INT, "start_page": _INT,
                               "end_page": _INT},
                              "kind", "expanded", "text", "chunk_ids", "truncated"),
+             "answer_lines": _typed("array", "[first, last]: the lines inside start_line"
+                                    "..end_line that answer the query", items=_INT,
+                                    minItems=2, maxItems=2),
+             "fused_score": _typed("number", "the fused score before reranking (score is "
+                                   "then the blend the results are ordered by)"),
              "rerank_score": _NUM, "explain": _HIT_EXPLAIN,
              "collection": _typed("string", "the collection the hit is from (a server "
                                   "of several collections)")},

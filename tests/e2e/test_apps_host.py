@@ -9,6 +9,7 @@ KB_MCP_UI_SCREENSHOTS=docs/images to retake docs/ui.md's pictures of the three v
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -75,7 +76,9 @@ def search_shows_hits_and_opens_the_reader(page: Any, script: str, link: Bridge)
     first = hits.first
     assert first.locator("h3 a").inner_text() == "Rotating signing keys"
     assert {"signing", "keys"} <= {m.lower() for m in first.locator("mark").all_inner_texts()}
-    assert "lines 6–" in first.locator(".where").inner_text()
+    # the lines that answer, inside the lines the chunk cites (answer_lines)
+    span = re.search(r"lines (\d+)–(\d+) of 6–12", first.locator(".where").inner_text())
+    assert span and 6 <= int(span[1]) <= int(span[2]) <= 12
     first.locator("h3 a").click()
     cited = view.locator("#doc-lines li.cited")
     cited.first.wait_for()

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from kbmcp_core.answer_lines import lines_of
 from tests.e2e.conftest import DEADLINE, Env, kb_mcp_command
 
 INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
@@ -146,9 +147,11 @@ def test_inspector_sees_search_hits_as_resource_links(searched: Any) -> None:
     links = [block for block in result["content"] if block["type"] == "resource_link"]
     assert [link["name"] for link in links] == [hit["path"] for hit in hits]
     for hit, link in zip(hits, links, strict=True):
-        assert link["uri"] == f"{hit['uri']}#L{hit['start_line']}-{hit['end_line']}"
+        first, last = hit["answer_lines"]  # the lines that answer (decision 0056)
+        assert link["uri"] == f"{hit['uri']}#L{first}-{last}"
         assert link["title"] and link["mimeType"] == "text/markdown"
-        assert link["size"] == len(hit["content"].encode("utf-8"))
+        assert link["size"] == len(lines_of(hit["content"], hit["end_line"], first, last)
+                                   .encode("utf-8"))
 
 
 def test_inspector_sees_the_instructions_and_the_icons(inspect: Inspect) -> None:

@@ -12,6 +12,7 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
+from kbmcp_core.answer_lines import lines_of
 from tests.e2e.conftest import DEADLINE, Env, stdio_session, stop
 from tests.e2e.test_mcp_http import start_http
 
@@ -52,10 +53,12 @@ def test_the_reading_desk_over_each_transport(
             assert [link.name for link in links] == [h["path"] for h in hits]
             top, link = hits[0], links[0]
             assert top["path"] == "guides/keys.md"
-            assert link.uri == (f"kb://doc/guides/keys.md#L{top['start_line']}-"
-                                f"{top['end_line']}")
+            first, last = top["answer_lines"]  # the lines that answer (decision 0056)
+            assert top["start_line"] <= first <= last <= top["end_line"]
+            assert link.uri == f"kb://doc/guides/keys.md#L{first}-{last}"
             assert link.title and link.mime_type == "text/markdown"
-            assert link.size == len(top["content"].encode("utf-8"))
+            assert link.size == len(lines_of(top["content"], top["end_line"], first, last)
+                                    .encode("utf-8"))
 
             got = await client.call_tool("get_documents", {
                 "paths": ["guides/keys.md", "../secret.md", "guides/backup.md"],

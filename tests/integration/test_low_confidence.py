@@ -75,3 +75,43 @@ def test_the_flag_reaches_the_cli_json_and_eval_scores_it(
                                 "how do we rotate API keys stored in Strongroom"])
     assert found.exit_code == 0, found.output
     assert json.loads(found.output)["low_confidence"] is False
+
+
+def _flags(kb: KnowledgeBase, queries: list[str], limit: int) -> list[bool]:
+    return [kb.search(q, limit=limit).low_confidence for q in queries]
+
+
+def _some_questions() -> list[str]:
+    """The no-answer questions and as many answerable ones (a cheap sample of both)."""
+    return [q.query for q in load_golden(NO_ANSWER) + load_golden(ANSWERABLE)[:20]]
+
+
+def test_the_flag_is_the_same_whatever_the_limit(indexed: tuple[Path, KnowledgeBase]) -> None:
+    # decision 0056: the evidence is the legs' first CONFIDENCE_DEPTH candidates, so a
+    # client asking for 3 results and one asking for 20 are told the same thing
+    kb = indexed[1]
+    queries = _some_questions()
+    at_default = _flags(kb, queries, 5)
+    for limit in (3, 20):  # the issue's flips: flagged at 10 and 20, not at 3 and 5
+        changed = [q for q, a, b in zip(queries, at_default, _flags(kb, queries, limit),
+                                        strict=True) if a != b]
+        assert not changed, f"limit {limit} flips: {changed}"
+
+
+def test_an_unrelated_document_changes_no_flag(indexed: tuple[Path, KnowledgeBase]) -> None:
+    root, kb = indexed
+    queries = _some_questions()
+    before = _flags(kb, queries, 5)
+    # nothing any question asks about (the issue: one flag flipped on such an addition)
+    extra = root / "hobbies" / "lighthouses.md"
+    extra.parent.mkdir()
+    extra.write_text("# Lighthouses of the Breton coast\n\nThe Phare d'Eckmühl was lit in "
+                     "1897; its light carries 23 nautical miles. Ar Men, built on a rock "
+                     "awash at high tide, took fourteen years to finish.\n", encoding="utf-8")
+    try:
+        assert kb.index().added == 1
+        after = _flags(kb, queries, 5)
+    finally:
+        shutil.rmtree(extra.parent)
+        kb.index()
+    assert [q for q, a, b in zip(queries, before, after, strict=True) if a != b] == []

@@ -85,7 +85,7 @@ async def call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any
 
 # -- resource links ----------------------------------------------------------------------------
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
-def test_each_search_hit_is_also_a_resource_link_to_the_lines_it_cites(
+def test_each_search_hit_is_also_a_resource_link_to_the_lines_that_answer(
     tmp_path: Path, mode: str
 ) -> None:
     runtime, _ = build(tmp_path)
@@ -104,15 +104,21 @@ def test_each_search_hit_is_also_a_resource_link_to_the_lines_it_cites(
             assert hit["uri"] == f"kb://doc/{hit['path']}"  # the structured hit is unchanged
             assert link.name == hit["path"]
             assert link.title and hit["title"] in link.title
-            assert link.uri == doc_range_uri(hit["path"], hit["start_line"], hit["end_line"])
+            # the link opens the lines that answer (decision 0056), inside the cited ones
+            first, last = hit["answer_lines"]
+            assert hit["start_line"] <= first <= last <= hit["end_line"]
+            assert link.uri == doc_range_uri(hit["path"], first, last)
             assert link.mime_type == "text/markdown"
-            assert link.size == len(hit["content"].encode("utf-8"))
-            # the link reads the cited lines: the passage, under its heading
             read = (await client.read_resource(link.uri)).contents[0]
             assert isinstance(read, types.TextResourceContents)
             lines = (root / hit["path"]).read_text("utf-8").splitlines(keepends=True)
             cited = "".join(lines[hit["start_line"] - 1:hit["end_line"]])
-            assert hit["content"] in cited and cited in read.text
+            answer = "".join(lines[first - 1:last])
+            assert hit["content"] in cited and answer.strip() in read.text
+            # the size of the passage the link names, as the index holds it
+            held = (hit["content"] if (first, last) == (hit["start_line"], hit["end_line"])
+                    else answer.rstrip("\n"))
+            assert link.size == len(held.encode("utf-8"))
             assert "---\ntitle:" not in read.text  # the front matter is not in the range
 
     run(runtime, body, mode)

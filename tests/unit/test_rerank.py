@@ -145,3 +145,23 @@ def test_the_configured_number_of_candidates_is_reranked() -> None:
     response = searcher.search(SearchRequest("backup note", rerank=True))
     assert len(reranker.calls[0][1]) == 7
     assert response.rerank is not None and response.rerank.candidates == 7
+
+
+def test_scores_fall_in_the_order_printed_with_rerank() -> None:
+    # issue 42: with rerank the fused score was shown after reordering, out of order
+    from kbmcp_core.search_request import SearchRequest
+    from tests.unit.test_query_syntax_search import FILES
+    from tests.unit.test_search import build
+
+    searcher = build(FILES)[0]
+    searcher.reranker = TermOverlapReranker()
+    moved = 0
+    for query in ["deploy release", "rollback bad tag", "release tag staging"]:
+        hits = searcher.search(SearchRequest(query, rerank=True, limit=10)).results
+        scores = [h.score for h in hits]
+        assert scores == sorted(scores, reverse=True), (query, scores)
+        assert all(h.fused_score is not None and h.rerank_score is not None for h in hits)
+        fused = [h.fused_score for h in hits]
+        moved += fused != sorted(fused, reverse=True)  # type: ignore[type-var]
+        assert all("fused_score" in h.as_dict() for h in hits)
+    assert moved  # the reranker did reorder some results

@@ -117,8 +117,10 @@ function openNode(n) { location.hash = docHash(n.uri); }
 
 function docHash(uri, hit) {
   const params = new URLSearchParams({ uri });
-  if (hit && hit.start_line) params.set("line", hit.start_line);
-  if (hit && hit.end_line) params.set("end", hit.end_line);
+  // the lines that answer (answer_lines) when the hit has them, else all it cites
+  const span = hit && hit.answer_lines ? hit.answer_lines : [hit && hit.start_line, hit && hit.end_line];
+  if (span[0]) params.set("line", span[0]);
+  if (span[1]) params.set("end", span[1]);
   if (hit && hit.page) {
     params.set("page", hit.page);
     if (hit.content) params.set("find", Array.from(folded(hit.content)).slice(0, FIND_CHARS).join(""));

@@ -115,17 +115,25 @@ function lineRanges(chars) {
   return ranges;
 }
 
+// The lines of its chunk a hit says answer (`answer_lines`), when they are fewer than the
+// chunk's own; null otherwise (an older server, or the whole chunk answers).
+function answerSpan(hit) {
+  const span = hit.answer_lines;
+  if (!Array.isArray(span) || span.length !== 2 || !hit.start_line) return null;
+  return span[0] !== hit.start_line || span[1] !== hit.end_line ? span : null;
+}
+
 // The [first, last) lines to show: from the line above the line that matches the most of the
-// query's words (a heading often names it), at most SHOWN_LINES, blank lines at the edges left
-// in the folds.
-function citedWindow(chars, lines, marks) {
+// query's words (a heading often names it), inside the answering lines [lo, hi) when the hit
+// has them, at most SHOWN_LINES, blank lines at the edges left in the folds.
+function citedWindow(chars, lines, marks, lo = 0, hi = lines.length) {
   if (lines.length <= SHOWN_LINES) return [0, lines.length];
   const terms = lines.map(() => new Set());
   for (const [s, e] of marks) {
     const at = lines.findIndex(([, end]) => s <= end);
-    if (at >= 0) terms[at].add(chars.slice(s, e).join("").toLowerCase());
+    if (at >= lo && at < hi) terms[at].add(chars.slice(s, e).join("").toLowerCase());
   }
-  let best = -1;
+  let best = lo > 0 ? Math.min(lo + 1, lines.length - 1) : -1;
   terms.forEach((found, i) => { if (found.size && (best < 0 || found.size > terms[best].size)) best = i; });
   const blank = (i) => !chars.slice(lines[i][0], lines[i][1]).join("").trim();
   let first = Math.max(0, best - 1);
@@ -147,11 +155,15 @@ function foldOf(chars, lines, from, to, marks, where) {
 
 // The hit's text as rendered Markdown, its matches marked, its cited lines shown and the
 // lines around them folded.
-function hitContent(text, query, spans) {
+function hitContent(text, query, spans, hit) {
   const marks = hitMarks(text, query, spans);
   const chars = Array.from(text);
   const lines = lineRanges(chars);
-  const [first, last] = citedWindow(chars, lines, marks);
+  // the answering lines as lines of this text (its first line is the hit's start_line)
+  const span = hit ? answerSpan(hit) : null;
+  const lo = span ? Math.max(0, Math.min(lines.length - 1, span[0] - hit.start_line)) : 0;
+  const hi = span ? Math.max(lo + 1, Math.min(lines.length, span[1] - hit.start_line + 1)) : lines.length;
+  const [first, last] = citedWindow(chars, lines, marks, lo, hi);
   if (first === 0 && last === lines.length) return renderSnippet(text, marks);
   const a = lines[first][0], b = lines[last - 1][1];
   const fragment = document.createDocumentFragment();
@@ -189,8 +201,10 @@ function titleNotes(hits) {
 
 // The line under a hit's title: path, heading trail, lines or page, score.
 function hitPlace(hit) {
+  const span = answerSpan(hit);
   const where = hit.page !== undefined && hit.page !== null ? "page " + hit.page
-    : hit.start_line ? "lines " + hit.start_line + "–" + hit.end_line : "";
+    : span ? "lines " + span[0] + "–" + span[1] + " of " + hit.start_line + "–" + hit.end_line
+      : hit.start_line ? "lines " + hit.start_line + "–" + hit.end_line : "";
   const heading = (hit.heading_path || []).join(" › ") || hit.heading || "";
   // (a PDF page without an outline is its heading: "Page 3" once is enough)
   return [hit.path, heading.toLowerCase() === where ? "" : heading, where,
@@ -208,7 +222,7 @@ function hitItem(hit, query, note, link) {
       hit.uri ? null : el("span", { class: "badge off", text: "not offered",
         title: "searchable, but not offered to clients: opening it shows why" })),
     el("div", { class: "where", text: hitPlace(hit) }),
-    el("div", { class: "content" }, hitContent(hit.content || "", query, hit.matches)),
+    el("div", { class: "content" }, hitContent(hit.content || "", query, hit.matches, hit)),
     hit.explain ? explainDetails(hit.explain) : null);
 }
 

@@ -156,9 +156,11 @@ function openHit(hit) {
     args.page = hit.page;
     readRange(args, { find: Array.from(folded(hit.content || "")).slice(0, FIND_CHARS).join("") });
   } else {
-    args.start_line = Math.max(1, (hit.start_line || 1) - ABOVE_CITED);
+    // the lines that answer when the hit has them (answerSpan), else all it cites
+    const [first, last] = answerSpan(hit) || [hit.start_line || 0, hit.end_line || hit.start_line || 0];
+    args.start_line = Math.max(1, (first || 1) - ABOVE_CITED);
     args.max_lines = READ_LINES;
-    readRange(args, { first: hit.start_line || 0, last: hit.end_line || hit.start_line || 0 });
+    readRange(args, { first, last });
   }
 }
 
