@@ -278,7 +278,14 @@ class FastEmbedEmbedder:
             quantize.QUANTIZED_FILE
 
     def embed_query(self, text: str) -> Vector:
-        model = self._model or self._load_model()
+        """A MiniLM file embeds the query on the one-thread session the paragraphs in
+        context use, so a search opens one session, not two (a fresh ``kb-mcp search``
+        saves its cost; decision 0057): one text's vector is bit for bit the same on any
+        thread count."""
+        if self._minilm is not None:
+            model = self._pool_model or self._load_pool_model()
+        else:
+            model = self._model or self._load_model()
         with _translated(self._name, "embed a query"):
             return cast(Vector, _unit(list(model.query_embed([text])))[0].tolist())
 

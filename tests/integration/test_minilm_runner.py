@@ -19,6 +19,7 @@ from kbmcp_adapters.embedding.fastembed_embedder import (
     PACKAGED_MODEL_ID,
     FastEmbedEmbedder,
 )
+from kbmcp_adapters.embedding.common import unit
 from kbmcp_adapters.embedding.minilm_runner import MiniLMRunner
 
 TEXTS = [
@@ -81,3 +82,16 @@ def test_a_search_process_imports_no_fastembed(model_cache: Path) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, timeout=300)
     assert done.stdout.strip() == "[]"
+
+
+def test_a_query_is_embedded_on_the_session_the_paragraphs_use(model_cache: Path) -> None:
+    """One session per search process: the query's vector is the same on one thread as on
+    every core, so the one-thread session of the paragraphs in context embeds it too."""
+    embedder = FastEmbedEmbedder(cache_dir=model_cache)
+    onnx_file = embedder._resolve_minilm()
+    every_core = MiniLMRunner(onnx_file, None, cpu_mem_arena=True)
+    for text in TEXTS:
+        row = next(iter(every_core.query_embed([text])))
+        assert embedder.embed_query(text) == unit([row])[0].tolist()
+    embedder.embed_spans([(TEXTS[1], [[(0, 20)]])])
+    assert embedder._model is None  # no second session was opened
