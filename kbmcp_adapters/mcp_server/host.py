@@ -13,10 +13,13 @@ start run, rebuild slot and watcher works per collection as it works for one fol
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
+
+import anyio
 
 from kbmcp_adapters.app.collections import Collections
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
@@ -32,6 +35,14 @@ from kbmcp_core.settings import Settings
 from kbmcp_core.uris import UriSpace, collection_of
 
 T = TypeVar("T")
+
+
+def search_slots() -> int:
+    """Searches one server runs at once: one per core this process may use, at least two
+    (a search also waits on SQLite and LanceDB reads); the others queue, in order."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+        os.cpu_count() or 1)
+    return max(2, cores)
 #: A tool's ``collection`` argument: a name, a list of names, or omitted.
 Selector = str | Sequence[str] | None
 
@@ -61,6 +72,7 @@ class Host:
         self.runtimes: dict[str, KbRuntime] = runtimes
         self.space = UriSpace.of(collections.names, collections.defaults)
         self._on_stop: list[Callable[[], None]] = []
+        self._searches: anyio.CapacityLimiter | None = None  # the search lane (0057)
 
     @classmethod
     def of(cls, rt: KbRuntime | Host) -> Host:
@@ -150,9 +162,17 @@ class Host:
 
         return [bound(self.runtimes[name]) for name in self.names]
 
-    async def in_thread(self, func: Callable[[], T]) -> T:
-        """``func`` in a worker thread, counted for shutdown (by the first runtime)."""
-        return await self.runtimes[self.names[0]].in_thread(func)
+    async def in_thread(self, func: Callable[[], T], *, search: bool = False) -> T:
+        """``func`` in a worker thread, counted for shutdown (by the first runtime).
+        ``search``: a search, which waits for one of ``search_slots()`` (decision 0057):
+        searches are CPU work, so more of them at once only share the same cores (and
+        hold more memory), and on anyio's one pool of 40 threads they took every thread
+        a read needed. Everything else (reads, listings) keeps that pool to itself."""
+        if not search:
+            return await self.runtimes[self.names[0]].in_thread(func)
+        if self._searches is None:  # made on the event loop, where every call starts
+            self._searches = anyio.CapacityLimiter(search_slots())
+        return await self.runtimes[self.names[0]].in_thread(func, limiter=self._searches)
 
     def rebuilding_since(self) -> datetime | None:
         since = [s for rt in self.runtimes.values() if (s := rt.rebuilding_since())]
