@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -17,6 +18,9 @@ from typing import Any
 #: The environment of every child: offline, unbuffered, no tokenizer thread pool surprises.
 CHILD_ENV = {"HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
 REPO = Path(__file__).resolve().parent.parent
+#: The last commit before decision 0057 (fastembed, two model sessions, vectors opened in
+#: turn, searches on anyio's one thread pool): the "before" of issue 43's rows.
+BEFORE = "d267cf1"
 
 
 def summary(samples: list[float]) -> dict[str, float | int]:
@@ -151,3 +155,19 @@ def index_folder(kb: str) -> None:
     finally:
         opened.close()
     write_result({})
+
+
+def before_tree(work: Path) -> Path | None:
+    """The code of ``BEFORE``, exported once under ``work``; None outside a git checkout."""
+    tree = work / f"before-{BEFORE}"
+    if (tree / "kbmcp_cli").is_dir():
+        return tree
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        return None
+    tree.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", BEFORE], capture_output=True,
+                             check=False)
+    if archive.returncode != 0:
+        return None
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
+    return tree

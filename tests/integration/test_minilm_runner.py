@@ -13,13 +13,13 @@ from typing import Any
 import numpy as np
 import pytest
 
+from kbmcp_adapters.embedding.common import unit
 from kbmcp_adapters.embedding.fastembed_embedder import (
     DEFAULT_DIMENSION,
     DEFAULT_MODEL_ID,
     PACKAGED_MODEL_ID,
     FastEmbedEmbedder,
 )
-from kbmcp_adapters.embedding.common import unit
 from kbmcp_adapters.embedding.minilm_runner import MiniLMRunner
 
 TEXTS = [

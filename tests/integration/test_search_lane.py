@@ -61,19 +61,19 @@ def test_a_read_answers_while_every_search_slot_is_busy(tmp_path: Path) -> None:
 
     async def body() -> None:
         with anyio.fail_after(DEADLINE):
-            async with Client(build_server(runtime), mode="legacy",
-                              read_timeout_seconds=DEADLINE) as client:
-                async with anyio.create_task_group() as tg:
-                    for n in range(SEARCHES):
-                        tg.start_soon(search, client, n)
-                    while embedder.inside < search_slots():  # every slot holds a search
-                        await anyio.sleep(0.01)
-                    with anyio.fail_after(DEADLINE / 2):
-                        read = await client.call_tool("get_document", {"path": "keys.md"})
-                    assert not embedder.release.is_set()  # the searches are still held
-                    assert embedder.inside == search_slots()  # the rest wait their turn
-                    assert "Rotate the signing keys" in str(read.content)
-                    embedder.release.set()
+            async with (Client(build_server(runtime), mode="legacy",
+                               read_timeout_seconds=DEADLINE) as client,
+                        anyio.create_task_group() as tg):
+                for n in range(SEARCHES):
+                    tg.start_soon(search, client, n)
+                while embedder.inside < search_slots():  # every slot holds a search
+                    await anyio.sleep(0.01)
+                with anyio.fail_after(DEADLINE / 2):
+                    read = await client.call_tool("get_document", {"path": "keys.md"})
+                assert not embedder.release.is_set()  # the searches are still held
+                assert embedder.inside == search_slots()  # the rest wait their turn
+                assert "Rotate the signing keys" in str(read.content)
+                embedder.release.set()
 
     try:
         anyio.run(body)
