@@ -17,6 +17,7 @@ at 100k on an idle machine, so about 2.4x and 3.6x a floor of half a second.
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -55,15 +56,19 @@ def _env() -> dict[str, str]:
     return {**os.environ, **CHILD_ENV}
 
 
-def _timed(args: list[str], env: dict[str, str] | None = None) -> float:
+def _timed(args: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+    """The command's wall seconds and CPU seconds (user + system, from its rusage)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(args, env=env or _env(), capture_output=True, text=True,
                           timeout=600, check=False, stdin=subprocess.DEVNULL, cwd="/")
     wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(args[:4])} ... exited {done.returncode}: "
                            f"{done.stderr[-1500:]}")
-    return wall
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
 
 
 def _model_file() -> Path:
@@ -90,25 +95,34 @@ def measure_one(work: Path, size: str, *, quick: bool, repeats: int) -> dict[str
     before = before_tree(work)
     queries = corpus.queries(repeats, seed=43)
     runs: dict[str, list[float]] = {"floor": [], "now": [], "before": []}
+    cpu: dict[str, list[float]] = {"floor": [], "now": [], "before": []}
+
+    def timed(key: str, args: list[str], env: dict[str, str] | None = None) -> None:
+        wall, used = _timed(args, env)
+        runs[key].append(wall)
+        cpu[key].append(used)
+
     old_env = None
     if before is not None:
         old_env = {**_env(), "PYTHONPATH": os.pathsep.join(
             filter(None, [str(before), os.environ.get("PYTHONPATH")]))}
     search = [kb_mcp(), "search", "--kb-path", str(kb), "--no-server"]
     _timed([*search, queries[0]])  # the page cache warm for every contender alike
+    if old_env is not None:
+        _timed([sys.executable, "-m", "kbmcp_cli", *search[1:], queries[0]], old_env)
     for query in queries:
-        runs["floor"].append(_timed([sys.executable, "-c", FLOOR, str(model.parent),
-                                     model.name, query]))
-        runs["now"].append(_timed([*search, query]))
+        timed("floor", [sys.executable, "-c", FLOOR, str(model.parent), model.name, query])
+        timed("now", [*search, query])
         if old_env is not None:
-            runs["before"].append(_timed([sys.executable, "-m", "kbmcp_cli", *search[1:],
-                                          query], old_env))
-    floor = statistics.median(runs["floor"])
+            timed("before", [sys.executable, "-m", "kbmcp_cli", *search[1:], query], old_env)
+    floor, floor_cpu = statistics.median(runs["floor"]), statistics.median(cpu["floor"])
     out: dict[str, Any] = {"chunks": chunks, "goal_s": SIZES[size][3],
                            "load_average": os.getloadavg()}
     for key, samples in runs.items():
         if samples:
-            out[key] = {"s": summary(samples), "ratio": statistics.median(samples) / floor}
+            out[key] = {"s": summary(samples), "ratio": statistics.median(samples) / floor,
+                        "cpu_s": summary(cpu[key]),
+                        "cpu_ratio": statistics.median(cpu[key]) / floor_cpu}
     return out
 
 
@@ -139,4 +153,12 @@ def rows(result: Any) -> list[Row]:
             f"load {got['load_average'][0]:.1f}",
             f"<= {got['goal_s']} s idle (~{goal_ratio:.1f}x)",
             verdict(got["now"]["ratio"] <= goal_ratio)))
+        if "cpu_s" in got["now"]:
+            old = (f"{ms(before['cpu_s']['median'])} ({before['cpu_ratio']:.2f}x)"
+                   if before and "cpu_s" in before else "not measured")
+            out.append(Row("  its CPU seconds (user + system): now | before | floor",
+                           f"{ms(got['now']['cpu_s']['median'])} "
+                           f"({got['now']['cpu_ratio']:.2f}x) | {old} | "
+                           f"{ms(got['floor']['cpu_s']['median'])}",
+                           "steadier than wall time on a busy machine"))
     return out

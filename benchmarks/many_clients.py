@@ -3,7 +3,8 @@
 Each client holds an MCP session (``initialize``, then every call with its
 ``Mcp-Session-Id``) under one of five bearer tokens, on a keep-alive connection, and
 until the end of the run sends, at random, a ``search`` (half of its calls) or a read (a
-``get_document`` call or a ``resources/read`` of ``kb://doc/...``, a quarter each). What
+``get_document`` call or a ``resources/read`` of ``kb://doc/...``, a quarter each),
+pausing a random 0-2 s between two calls (``PACE_S``). What
 is measured, for the server of this checkout and, when the checkout still holds it, the
 server of the code before decision 0057 (``cold_search.BEFORE``), one after the other:
 
@@ -51,6 +52,11 @@ CLIENTS, QUICK_CLIENTS = 50, 10
 SECONDS, QUICK_SECONDS = 150.0, 20.0
 TOKENS = 5
 GOAL_RATIO = 4.0
+#: Each client's mean pause between two calls, in seconds (uniform from 0 to twice it):
+#: fifty clients then offer about fifty calls a second. Clients that call again the moment
+#: an answer arrives would measure only the queue (Little's law: with N of them waiting on
+#: a saturated server, each call takes N / throughput, whatever the scheduling).
+PACE_S = 1.0
 READY = re.compile(r"streamable HTTP at http://\S+?:(\d+)/mcp")
 PROTOCOL = "2025-11-25"
 DEADLINE = 600.0
@@ -146,6 +152,8 @@ def _client(port: int, token: str, n: int, until: float, queries: list[str],
                 out.append((kind, started, time.monotonic() - started, True))
             except Exception:  # noqa: BLE001
                 out.append(("error", started, time.monotonic() - started, False))
+            # an agent's pace, not a loop as fast as the server answers (see PACE_S)
+            time.sleep(max(0.0, min(rng.uniform(0, 2 * PACE_S), until - time.monotonic())))
     finally:
         session.close()
 

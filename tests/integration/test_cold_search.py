@@ -9,10 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from kbmcp_adapters.app.bootstrap import bootstrap
 from kbmcp_adapters.app.config import build_settings
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
-from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
+from kbmcp_adapters.embedding import fastembed_embedder
+from kbmcp_adapters.embedding.fastembed_embedder import PACKAGED_MODEL_ID, FastEmbedEmbedder
 from tests.conftest import write_files
 
 FILES = {
@@ -55,3 +58,24 @@ def test_a_fresh_process_finds_what_a_warm_one_finds_without_fastembed_or_postgr
     assert cold["paths"][0] == "keys.md"
     assert cold["scores"] == [round(h.score, 6) for h in expected]
     assert cold["modules"] == []
+
+
+def test_an_intact_integer_copy_runs_without_hashing_the_packaged_file(
+        model_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The copy's stamp names the packaged file's sha256 and its own bytes are checked:
+    the packaged file (23 MB) is hashed only when it is run or copied."""
+    FastEmbedEmbedder(cache_dir=model_cache)._resolve_minilm()  # the copy made, if need be
+    hashed: list[str] = []
+    real = fastembed_embedder._verify  # type: ignore[attr-defined]
+
+    def spy(path: Path, *args: object, **kwargs: object) -> None:
+        hashed.append(path.name)
+        real(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fastembed_embedder, "_verify", spy)
+    chosen = FastEmbedEmbedder(cache_dir=model_cache)._resolve_minilm()
+    assert chosen.name == "model.int8-dynamic.onnx"
+    assert hashed == ["tokenizer.json"]
+    hashed.clear()
+    FastEmbedEmbedder(PACKAGED_MODEL_ID, cache_dir=model_cache)._resolve_minilm()
+    assert "model.onnx" in hashed  # the packaged file, run itself, is checked as before
