@@ -120,6 +120,7 @@ class KnowledgeBase:
         self._warm = False
         #: the vectors, opened in a thread by the first search that embeds its query
         self._vectors_ahead: VectorsOpenedAhead | None = None
+        self._ahead_lock = threading.Lock()  # not the warm-up's: that one waits for a model
         #: once a run has read the whole folder in, it stays so (``is_ready``)
         self._ready = False
         #: reads that must convert a document take one of its slots (decision 0023)
@@ -353,7 +354,7 @@ class KnowledgeBase:
         return self.searcher(embeds=embeds).search(SearchRequest.of(query, **params))
 
     def _opened_ahead(self) -> VectorReader:
-        with self._warm_lock:
+        with self._ahead_lock:
             if self._vectors_ahead is None:
                 self._vectors_ahead = VectorsOpenedAhead(self._container.vectors)
             return self._vectors_ahead

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 from kbmcp_adapters.embedding import fastembed_embedder
 from kbmcp_adapters.embedding.fastembed_embedder import PACKAGED_MODEL_ID, FastEmbedEmbedder
 from tests.conftest import write_files
+from tests.fakes import FakeEmbedder, FakeIndexStore, FakeVectorStore
 
 FILES = {
     "keys.md": "# Rotating keys\n\nRotate the signing keys every 90 days with the vault CLI.\n",
@@ -79,3 +81,35 @@ def test_an_intact_integer_copy_runs_without_hashing_the_packaged_file(
     hashed.clear()
     FastEmbedEmbedder(PACKAGED_MODEL_ID, cache_dir=model_cache)._resolve_minilm()
     assert "model.onnx" in hashed  # the packaged file, run itself, is checked as before
+
+
+class CountingVectors(FakeVectorStore):
+    """Records the thread of every ``count``: the opening read."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counted_in: list[str] = []
+
+    def count(self) -> int:
+        self.counted_in.append(threading.current_thread().name)
+        return super().count()
+
+
+def test_the_first_search_by_meaning_opens_the_vectors_in_a_thread_a_lexical_one_does_not(
+        tmp_path: Path) -> None:
+    write_files(tmp_path, FILES)
+    settings = build_settings(None, cwd=tmp_path, kb_path=tmp_path)
+    vectors = CountingVectors()
+    kb = KnowledgeBase(bootstrap(settings, store=FakeIndexStore(), vectors=vectors,
+                                 embedder=FakeEmbedder()))
+    try:
+        kb.index()
+        vectors.counted_in.clear()
+        lexical = kb.search("signing keys", mode="lexical")
+        assert vectors.counted_in == []
+        hybrid = kb.search("signing keys")
+        kb.search("basil")  # the vectors are opened once per knowledge base
+    finally:
+        kb.close()
+    assert vectors.counted_in == ["kb-mcp-open-vectors"]
+    assert hybrid.results[0].path == lexical.results[0].path == "keys.md"
