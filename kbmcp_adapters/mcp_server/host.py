@@ -13,7 +13,6 @@ start run, rebuild slot and watcher works per collection as it works for one fol
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -35,14 +34,14 @@ from kbmcp_core.settings import Settings
 from kbmcp_core.uris import UriSpace, collection_of
 
 T = TypeVar("T")
+#: Searches one server runs at once, in a lane of their own: as many as anyio's own pool of
+#: worker threads holds (40), which every other call (reads, listings) keeps to itself, so a
+#: read never waits for a thread behind searches (decision 0057). Fewer slots (one per
+#: core) cut a shared machine's throughput to a third in the 50-client bench: a search
+#: also waits (SQLite, LanceDB's own threads), and the server's share of a busy machine's
+#: cores follows its runnable threads.
+SEARCH_SLOTS = 40
 
-
-def search_slots() -> int:
-    """Searches one server runs at once: one per core this process may use, at least two
-    (a search also waits on SQLite and LanceDB reads); the others queue, in order."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
-        os.cpu_count() or 1)
-    return max(2, cores)
 #: A tool's ``collection`` argument: a name, a list of names, or omitted.
 Selector = str | Sequence[str] | None
 
@@ -164,14 +163,13 @@ class Host:
 
     async def in_thread(self, func: Callable[[], T], *, search: bool = False) -> T:
         """``func`` in a worker thread, counted for shutdown (by the first runtime).
-        ``search``: a search, which waits for one of ``search_slots()`` (decision 0057):
-        searches are CPU work, so more of them at once only share the same cores (and
-        hold more memory), and on anyio's one pool of 40 threads they took every thread
-        a read needed. Everything else (reads, listings) keeps that pool to itself."""
+        ``search``: a search, which waits for one of its own ``SEARCH_SLOTS`` (decision
+        0057): on anyio's one pool of 40 threads, 40 searches took every thread a read
+        needed. Everything else (reads, listings) keeps that pool to itself."""
         if not search:
             return await self.runtimes[self.names[0]].in_thread(func)
         if self._searches is None:  # made on the event loop, where every call starts
-            self._searches = anyio.CapacityLimiter(search_slots())
+            self._searches = anyio.CapacityLimiter(SEARCH_SLOTS)
         return await self.runtimes[self.names[0]].in_thread(func, limiter=self._searches)
 
     def rebuilding_since(self) -> datetime | None:
