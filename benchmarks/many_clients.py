@@ -25,7 +25,6 @@ import http.client
 import json
 import os
 import random
-import re
 import shutil
 import statistics
 import subprocess
@@ -41,9 +40,12 @@ from benchmarks.measure import (
     BEFORE,
     CHILD_ENV,
     before_tree,
+    http_port,
+    jsonrpc_reply,
     kb_mcp,
     percentile,
     run_child,
+    stop,
     worker,
 )
 from benchmarks.report import Row, ms, verdict
@@ -57,9 +59,7 @@ GOAL_RATIO = 4.0
 #: an answer arrives would measure only the queue (Little's law: with N of them waiting on
 #: a saturated server, each call takes N / throughput, whatever the scheduling).
 PACE_S = 1.0
-READY = re.compile(r"streamable HTTP at http://\S+?:(\d+)/mcp")
 PROTOCOL = "2025-11-25"
-DEADLINE = 600.0
 
 
 class Session:
@@ -95,7 +95,7 @@ class Session:
         got = {k.lower(): v for k, v in response.getheaders()}
         if response.status not in (200, 202):
             raise RuntimeError(f"HTTP {response.status}: {body[:200]}")
-        return (_reply(body) if "id" in message else {}), got
+        return (jsonrpc_reply(body) if "id" in message else {}), got
 
     def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         reply, _ = self._post({"jsonrpc": "2.0", "id": self._next(), "method": method,
@@ -107,17 +107,6 @@ class Session:
 
     def close(self) -> None:
         self._conn.close()
-
-
-def _reply(body: str) -> dict[str, Any]:
-    if body.lstrip().startswith("{"):
-        return dict(json.loads(body))
-    for line in body.splitlines():
-        if line.startswith("data:") and line[5:].strip():
-            found = json.loads(line[5:])
-            if "id" in found:
-                return dict(found)
-    raise RuntimeError(f"no JSON-RPC reply in {body[:200]!r}")
 
 
 def _one_call(session: Session, rng: random.Random, queries: list[str], paths: list[str]
@@ -180,18 +169,6 @@ def _serve(kb: Path, errlog: Path, before: Path | None) -> subprocess.Popen[byte
                                 stderr=err, env=env, cwd="/")
 
 
-def _port(proc: subprocess.Popen[bytes], errlog: Path) -> int:
-    end = time.monotonic() + DEADLINE
-    while time.monotonic() < end:
-        found = READY.search(errlog.read_text(encoding="utf-8", errors="replace"))
-        if found:
-            return int(found.group(1))
-        if proc.poll() is not None:
-            raise RuntimeError(f"serve exited: {errlog.read_text()[-800:]}")
-        time.sleep(0.05)
-    raise RuntimeError("serve did not start")
-
-
 def _p95(samples: list[float]) -> float:
     return percentile(sorted(samples), 95) if samples else float("nan")
 
@@ -202,7 +179,7 @@ def _run_server(kb: Path, work: Path, tokens: list[str], label: str, before: Pat
     errlog = work / f"serve-{label}.log"
     proc = _serve(kb, errlog, before)
     try:
-        port = _port(proc, errlog)
+        port = http_port(proc, errlog)
         alone = Session(port, tokens[0], "alone")
         rng = random.Random(1)
         single: dict[str, list[float]] = {"search": [], "read": []}
@@ -231,12 +208,7 @@ def _run_server(kb: Path, work: Path, tokens: list[str], label: str, before: Pat
             t.join()
         wall = time.monotonic() - start
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc, timeout=60)
     searches = [c[2] for c in calls if c[0] == "search"]
     reads = [c[2] for c in calls if c[0] == "read"]
     after_minute = [v for t, v in rss if t >= min(60.0, seconds / 2)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -171,3 +172,39 @@ def before_tree(work: Path) -> Path | None:
         return None
     subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
     return tree
+
+
+def jsonrpc_reply(body: str) -> dict[str, Any]:
+    """The JSON-RPC reply in an MCP HTTP answer: a JSON body, or the event stream's message
+    that carries an ``id``."""
+    if body.lstrip().startswith("{"):
+        return dict(json.loads(body))
+    for line in body.splitlines():
+        if line.startswith("data:") and line[5:].strip():
+            found = json.loads(line[5:])
+            if "id" in found:
+                return dict(found)
+    raise RuntimeError(f"no JSON-RPC reply in {body[:200]!r}")
+
+
+def http_port(proc: subprocess.Popen[bytes], errlog: Path, deadline: float = 600.0) -> int:
+    """The port a ``kb-mcp serve --transport http --port 0`` says it listens on (stderr in
+    ``errlog``), once it says so; raises when it exits first or the deadline passes."""
+    end = time.monotonic() + deadline
+    while time.monotonic() < end and proc.poll() is None:
+        found = re.search(r"streamable HTTP at http://\S+?:(\d+)/mcp",
+                          errlog.read_text(encoding="utf-8", errors="replace"))
+        if found:
+            return int(found.group(1))
+        time.sleep(0.05)  # polling a log file, bounded by the deadline
+    raise RuntimeError(f"kb-mcp serve did not start: {errlog.read_text()[-500:]}")
+
+
+def stop(proc: subprocess.Popen[Any], timeout: float = 30.0) -> None:
+    """SIGTERM, then SIGKILL after ``timeout``; the process reaped either way."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=timeout)

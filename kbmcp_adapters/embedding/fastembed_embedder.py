@@ -1,4 +1,5 @@
-"""The Embedder port on fastembed: the offline default model or a catalogue one, loaded lazily."""
+"""The Embedder port for the offline default model (its MiniLM files on onnxruntime directly,
+``minilm_runner``) or a fastembed catalogue model, loaded lazily."""
 
 from __future__ import annotations
 
@@ -73,7 +74,6 @@ _REINSTALL_KB = "reinstall kb-mcp"
 # by length, so the peak is one full batch; turning the arena off saves ~20 % memory but costs
 # ~30 % speed on this model, so it stays on.
 _CPU_MEM_ARENA = True
-
 
 
 def default_cache_dir() -> Path:
