@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -17,6 +19,9 @@ from typing import Any
 #: The environment of every child: offline, unbuffered, no tokenizer thread pool surprises.
 CHILD_ENV = {"HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
 REPO = Path(__file__).resolve().parent.parent
+#: The last commit before decision 0057 (fastembed, two model sessions, vectors opened in
+#: turn, searches on anyio's one thread pool): the "before" of issue 43's rows.
+BEFORE = "d267cf1"
 
 
 def summary(samples: list[float]) -> dict[str, float | int]:
@@ -151,3 +156,55 @@ def index_folder(kb: str) -> None:
     finally:
         opened.close()
     write_result({})
+
+
+def before_tree(work: Path) -> Path | None:
+    """The code of ``BEFORE``, exported once under ``work``; None outside a git checkout."""
+    tree = work / f"before-{BEFORE}"
+    if (tree / "kbmcp_cli").is_dir():
+        return tree
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        return None
+    tree.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", BEFORE], capture_output=True,
+                             check=False)
+    if archive.returncode != 0:
+        return None
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
+    return tree
+
+
+def jsonrpc_reply(body: str) -> dict[str, Any]:
+    """The JSON-RPC reply in an MCP HTTP answer: a JSON body, or the event stream's message
+    that carries an ``id``."""
+    if body.lstrip().startswith("{"):
+        return dict(json.loads(body))
+    for line in body.splitlines():
+        if line.startswith("data:") and line[5:].strip():
+            found = json.loads(line[5:])
+            if "id" in found:
+                return dict(found)
+    raise RuntimeError(f"no JSON-RPC reply in {body[:200]!r}")
+
+
+def http_port(proc: subprocess.Popen[bytes], errlog: Path, deadline: float = 600.0) -> int:
+    """The port a ``kb-mcp serve --transport http --port 0`` says it listens on (stderr in
+    ``errlog``), once it says so; raises when it exits first or the deadline passes."""
+    end = time.monotonic() + deadline
+    while time.monotonic() < end and proc.poll() is None:
+        found = re.search(r"streamable HTTP at http://\S+?:(\d+)/mcp",
+                          errlog.read_text(encoding="utf-8", errors="replace"))
+        if found:
+            return int(found.group(1))
+        time.sleep(0.05)  # polling a log file, bounded by the deadline
+    raise RuntimeError(f"kb-mcp serve did not start: {errlog.read_text()[-500:]}")
+
+
+def stop(proc: subprocess.Popen[Any], timeout: float = 30.0) -> None:
+    """SIGTERM, then SIGKILL after ``timeout``; the process reaped either way."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=timeout)

@@ -257,6 +257,12 @@ def rows(results: dict[str, Any]) -> list[Row]:
     from benchmarks import pg_japanese  # likewise
 
     out += pg_japanese.rows(results.get("pg_japanese"))
+    from benchmarks import cold_search  # likewise
+
+    out += cold_search.rows(results.get("cold_search"))
+    from benchmarks import many_clients  # likewise
+
+    out += many_clients.rows(results.get("many_clients"))
     for step, value in results.items():
         if isinstance(value, dict) and "error" in value:
             out.append(Row(f"{step}: failed", "-", value["error"][:70], "", "ERROR"))

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import (
+    cold_search,
     corpus,
     embed_speed,
     explain_bench,
@@ -23,6 +24,7 @@ from benchmarks import (
     goals,
     index_rss,
     install_size,
+    many_clients,
     paragraph_bench,
     pg_japanese,
     ranged_read,
@@ -42,7 +44,9 @@ from benchmarks.measure import REPO
 BUSY_LOAD = 1.0
 STEPS = ("full", "two_phase", "reindex", "search", "rerank", "fastcli", "initialize", "listings",
          "team", "ui", "tails", "install", "embed", "real", "service", "explain", "ranged",
-         "japanese", "index100k", "paragraphs")
+         "japanese", "index100k", "paragraphs", "coldsearch", "coldsearch100k", "clients50")
+#: Steps run only when named with --only: long, or needing what a plain run may lack.
+OPT_IN = frozenset({"coldsearch100k", "clients50"})
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -78,7 +82,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         action="append",
         choices=STEPS,
         metavar="STEP",
-        help=f"run only these steps (repeatable): {', '.join(STEPS)}",
+        help=f"run only these steps (repeatable): {', '.join(STEPS)}; "
+        f"{', '.join(sorted(OPT_IN))} run only when named here",
     )
     args = p.parse_args(argv)
     if args.corpus is not None and not args.corpus.is_dir():
@@ -88,7 +93,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     cfg = steps.Config.quick_run() if args.quick else steps.Config()
-    wanted = set(args.only or STEPS)
+    wanted = set(args.only or [s for s in STEPS if s not in OPT_IN])
     source = args.corpus.resolve() if args.corpus else None
     errlog = work / "serve-stderr.log"
     results: dict[str, Any] = {}
@@ -151,6 +156,11 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 step("fast_cli", lambda: fast_cli.measure(cfg.queries, cfg.warmup, kb))
     if "listings" in wanted:
         step("listings", lambda: steps.listings(cfg, work, errlog))
+    if wanted & {"coldsearch", "coldsearch100k"}:  # a fresh kb-mcp search (issue 43.1)
+        step("cold_search", lambda: cold_search.measure(
+            work, quick=args.quick, large="coldsearch100k" in wanted))
+    if "clients50" in wanted:  # fifty HTTP clients at once (issue 43.3)
+        step("many_clients", lambda: many_clients.measure(work, quick=args.quick))
     if "tails" in wanted:  # search tails at 20k chunks, ANN at 100k (issue 14.3-4)
         step("tails", lambda: tails.measure(work / "tails", quick=args.quick))
     if "index100k" in wanted:  # peak RSS while indexing 100k chunks (issue 29.3)

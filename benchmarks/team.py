@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import corpus
-from benchmarks.measure import CHILD_ENV, kb_mcp, summary
+from benchmarks.measure import CHILD_ENV, jsonrpc_reply, kb_mcp, summary
 
 #: Every wait ends by this many seconds.
 DEADLINE = 600.0
@@ -106,7 +106,7 @@ def search_call(port: int, token: str, query: str, ident: int, limit: int = 5) -
         conn.close()
     if response.status != 200:
         raise RuntimeError(f"HTTP {response.status}: {body[:200]}")
-    reply = _reply(body)
+    reply = jsonrpc_reply(body)
     result = reply.get("result")
     if not isinstance(result, dict) or result.get("isError"):
         raise RuntimeError(f"search failed: {str(reply)[:300]}")
@@ -114,17 +114,6 @@ def search_call(port: int, token: str, query: str, ident: int, limit: int = 5) -
     hits = payload.get("results", [])
     return [f"{h['path']}:{h.get('start_line')}:{h.get('heading')}:{h['score']:.4f}"
             for h in hits]
-
-
-def _reply(body: str) -> dict[str, Any]:
-    if body.lstrip().startswith("{"):
-        return dict(json.loads(body))
-    for line in body.splitlines():
-        if line.startswith("data:") and line[5:].strip():
-            found = json.loads(line[5:])
-            if "id" in found:
-                return dict(found)
-    raise RuntimeError(f"no JSON-RPC reply in {body[:200]!r}")
 
 
 def _cli(config: Path, *args: str, timeout: float = DEADLINE) -> subprocess.CompletedProcess[str]:

@@ -8,13 +8,12 @@ import http.client
 import json
 import os
 import random
-import re
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.measure import CHILD_ENV, kb_mcp, summary
+from benchmarks.measure import CHILD_ENV, http_port, kb_mcp, stop, summary
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
@@ -71,26 +70,10 @@ def ui_step(work: Path, *, files: int, repeats: int) -> dict[str, Any]:
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=err)
     try:
-        port = _ready_port(proc, errlog)
+        port = http_port(proc, errlog, DEADLINE)
         return _measure(port, repeats)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=30)
-
-
-def _ready_port(proc: subprocess.Popen[bytes], errlog: Path) -> int:
-    end = time.monotonic() + DEADLINE
-    while time.monotonic() < end and proc.poll() is None:
-        found = re.search(r"streamable HTTP at http://\S+?:(\d+)/mcp",
-                          errlog.read_text(encoding="utf-8", errors="replace"))
-        if found:
-            return int(found.group(1))
-        time.sleep(0.05)  # polling a log file, bounded by the deadline
-    raise RuntimeError(f"kb-mcp serve did not start: {errlog.read_text()[-500:]}")
+        stop(proc)
 
 
 #: First contentful paint since navigation start (ms), as Chromium's paint timing reports it.

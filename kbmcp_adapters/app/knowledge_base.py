@@ -24,6 +24,7 @@ from kbmcp_adapters.app.in_process_lock import (
     StoppableEmbedder,
     stop_check,
 )
+from kbmcp_adapters.app.vectors_ahead import VectorsOpenedAhead
 from kbmcp_adapters.store.cross_process_lock import writer_lock
 from kbmcp_core.batch_read import DEFAULT_BATCH_CHARS, Batch, read_batch
 from kbmcp_core.doctor import (
@@ -64,11 +65,16 @@ from kbmcp_core.offer import (
     topic_of,
     topic_summaries,
 )
-from kbmcp_core.ports import ConvertedText, ExclusionPolicy
+from kbmcp_core.ports import ConvertedText, ExclusionPolicy, VectorReader
 from kbmcp_core.ranges import RangeRequest, TextRange, range_fields, read_range
 from kbmcp_core.reading import ConversionGate, LoadedDocument, clean_request_path, load_document
 from kbmcp_core.search import Searcher, SearchResponse
-from kbmcp_core.search_request import SearchDefaults, SearchRequest, check_filter_text
+from kbmcp_core.search_request import (
+    SearchDefaults,
+    SearchRequest,
+    check_filter_text,
+    needs_embedder,
+)
 from kbmcp_core.settings import Settings
 from kbmcp_core.uris import doc_uri
 
@@ -112,6 +118,9 @@ class KnowledgeBase:
         self._stopping = threading.Event()
         self._warm_lock = threading.Lock()
         self._warm = False
+        #: the vectors, opened in a thread by the first search that embeds its query
+        self._vectors_ahead: VectorsOpenedAhead | None = None
+        self._ahead_lock = threading.Lock()  # not the warm-up's: that one waits for a model
         #: once a run has read the whole folder in, it stays so (``is_ready``)
         self._ready = False
         #: reads that must convert a document take one of its slots (decision 0023)
@@ -319,11 +328,14 @@ class KnowledgeBase:
         """What the index offers (decision 0001): the one predicate reads and listings use."""
         return OfferRules(self._container.store, self._container.registry)
 
-    def searcher(self) -> Searcher:
+    def searcher(self, *, embeds: bool = False) -> Searcher:
+        """The searcher over this knowledge base's ports. ``embeds``: its search embeds the
+        query (``needs_embedder``), so the vectors start opening now, in a thread, while
+        the model loads (once per knowledge base; decision 0057)."""
         s = self.settings
         return Searcher(
             self._container.store,
-            self._container.vectors,
+            self._opened_ahead() if embeds else self._container.vectors,
             self._container.embedder,
             self.offer_rules(),
             defaults=SearchDefaults.from_settings(s),
@@ -338,7 +350,14 @@ class KnowledgeBase:
         ``SearchRequest``, lists welcome, None for one not given; the searcher resolves
         them against the ``[search]`` settings (``search_request.resolve``)."""
         self._require_ready()
-        return self.searcher().search(SearchRequest.of(query, **params))
+        embeds = needs_embedder(params.get("mode"))
+        return self.searcher(embeds=embeds).search(SearchRequest.of(query, **params))
+
+    def _opened_ahead(self) -> VectorReader:
+        with self._ahead_lock:
+            if self._vectors_ahead is None:
+                self._vectors_ahead = VectorsOpenedAhead(self._container.vectors)
+            return self._vectors_ahead
 
     def load(self, path: str) -> LoadedDocument:
         """The guard chain; a converted document's text comes from the index when it
@@ -471,6 +490,8 @@ class KnowledgeBase:
         return self._container.store.stats()
 
     def close(self) -> None:
+        if self._vectors_ahead is not None:  # its thread ends before the store closes
+            self._vectors_ahead.opened()
         self._container.close()
 
 

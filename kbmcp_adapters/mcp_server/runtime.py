@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
+import anyio
 import anyio.to_thread
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged
@@ -247,12 +248,15 @@ class KbRuntime:
         return summary, before != after
 
     # -- async -----------------------------------------------------------------------------
-    async def in_thread(self, func: Callable[[], T], *, abandon_on_cancel: bool = False) -> T:
+    async def in_thread(self, func: Callable[[], T], *, abandon_on_cancel: bool = False,
+                        limiter: anyio.CapacityLimiter | None = None) -> T:
         """``func`` in a worker thread, counted until it returns (``shutdown`` waits for
         it). ``abandon_on_cancel``: a cancelled caller goes on at once (a background task
-        at shutdown), the thread ending at its next safe point."""
+        at shutdown), the thread ending at its next safe point. ``limiter``: the lane it
+        waits its turn in (``host.Host.in_thread``'s search lane); else anyio's default."""
         return await anyio.to_thread.run_sync(partial(self._counted, func),
-                                              abandon_on_cancel=abandon_on_cancel)
+                                              abandon_on_cancel=abandon_on_cancel,
+                                              limiter=limiter)
 
     def _counted(self, func: Callable[[], T]) -> T:
         with self._idle:

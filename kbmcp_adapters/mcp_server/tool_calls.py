@@ -68,7 +68,7 @@ async def search(host: Host, args: JsonObject) -> JsonObject:
         data["notice"] = "; ".join(notes) or None
         return data
 
-    return await host.in_thread(run)
+    return await host.in_thread(run, search=True)
 
 
 def _still_indexing(waiting: dict[str, JsonObject]) -> JsonObject:

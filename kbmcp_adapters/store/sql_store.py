@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from sqlalchemy import bindparam, delete, func, insert, select, text, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
 
@@ -108,6 +107,14 @@ class Dialect:
     #: the keyword counts of (conn, query, paths), and the legs scored on pooled ones
     statistics: Callable[[Connection, str, str | None], KeywordStatistics]
     hits: Callable[[Connection, str, int, str | None, KeywordStatistics], list[KeywordHit]]
+
+
+def pg_insert(table: Any) -> Any:
+    """PostgreSQL's ``INSERT ... ON CONFLICT``: its dialect imported only by a PostgreSQL
+    store (a SQLite search, ``kb-mcp search`` above all, never pays for it; 0057)."""
+    from sqlalchemy.dialects.postgresql import insert
+
+    return insert(table)
 
 
 SQLITE = Dialect(FTS_TABLES, "rowid", PATH_FILTER, sqlite_insert, rank,

@@ -323,7 +323,7 @@ def test_the_default_embeds_several_texts_at_once_each_on_one_thread(
 
     embedder = FastEmbedEmbedder(PACKAGED_MODEL_ID, cache_dir=tmp_path, threads=2)
     model = embedder._pool_model or embedder._load_pool_model()  # noqa: SLF001
-    session = model.model.model  # type: ignore[attr-defined]
+    session = model.session  # type: ignore[union-attr]
     assert session.get_session_options().intra_op_num_threads == 1
     real = model.passage_embed
     sizes: list[int] = []
