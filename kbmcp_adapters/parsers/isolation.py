@@ -37,9 +37,10 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
-from kbmcp_adapters.parsers.budget import ParserLimits
+from kbmcp_adapters.parsers.budget import ParserLimits, on_extend
 from kbmcp_adapters.parsers.code import CodeParser
 from kbmcp_adapters.parsers.codelangs import GRAMMAR_MODULES
+from kbmcp_adapters.parsers.ocr import MAX_OCR_PAGES, OCR_PAGE_SECONDS
 from kbmcp_adapters.parsers.sourcechunks import SourceCitedParser
 from kbmcp_core.errors import ParseError
 from kbmcp_core.models import ParsedDocument
@@ -55,6 +56,9 @@ __all__ = ["Isolation", "IsolatedParser", "WorkerPool"]
 GRACE_SECONDS = 5.0
 #: Seconds a new worker may take to import its libraries and say it is ready.
 START_SECONDS = 120.0
+#: The most extra seconds a conversion may be given past ``timeout_seconds`` (OCR's
+#: seconds a page times its most pages: a worker's word is not trusted past it).
+MAX_EXTRA_SECONDS = MAX_OCR_PAGES * OCR_PAGE_SECONDS
 #: Conversions one worker does before it is replaced (memory fragmentation).
 TASKS_PER_WORKER = 500
 #: What a worker runs: its end of the socket pair is the file descriptor in ``argv[1]``.
@@ -181,17 +185,26 @@ class WorkerPool:
     # -- one conversion ------------------------------------------------------
     def _run(self, worker: _Worker, fmt: str, path: str, data: bytes) -> tuple[str, Any]:
         """The worker's answer, ``(status, payload)``; a worker lost on the way (timed
-        out and killed, or dead) is a ``ParseError`` naming what happened."""
-        limit = self.limits.timeout_seconds
+        out and killed, or dead) is a ``ParseError`` naming what happened. A conversion
+        that is given more time (``budget.Meter.extend``: OCR, per scanned page) says so
+        first, and the wait here grows by as much, up to ``MAX_EXTRA_SECONDS``."""
+        limit = base = self.limits.timeout_seconds
+        deadline = time.monotonic() + limit + GRACE_SECONDS
         try:
             worker.conn.send((fmt, path, data))
-            if not worker.conn.poll(limit + GRACE_SECONDS):
-                worker.process.kill()
-                raise ParseError(
-                    f"parser timed out after {limit:g} s and was stopped; "
-                    "limit [parsers].timeout_seconds"
-                )
-            status, payload = worker.conn.recv()
+            while True:
+                if not worker.conn.poll(max(0.0, deadline - time.monotonic())):
+                    worker.process.kill()
+                    raise ParseError(
+                        f"parser timed out after {limit:g} s and was stopped; "
+                        "limit [parsers].timeout_seconds"
+                    )
+                status, payload = worker.conn.recv()
+                if status != "more":
+                    break
+                extra = max(0.0, min(float(payload), MAX_EXTRA_SECONDS + base - limit))
+                limit += extra
+                deadline += extra
         except (EOFError, OSError):
             raise ParseError(self._death(worker)) from None
         worker.tasks += 1
@@ -351,6 +364,7 @@ def worker_main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     conn = Connection(int(sys.argv[1]))
     formats, limits, memory_mb = conn.recv()
+    on_extend(lambda seconds: conn.send(("more", seconds)))  # the pool's clock waits longer
     parsers = {fmt: convertible(fmt, limits, "ocr" in formats) for fmt in formats}
     for fmt in formats:
         for module in _PRELOAD.get(fmt, ()):
