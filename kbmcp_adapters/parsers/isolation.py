@@ -42,6 +42,12 @@ from kbmcp_adapters.parsers.code import CodeParser
 from kbmcp_adapters.parsers.codelangs import GRAMMAR_MODULES
 from kbmcp_adapters.parsers.ocr import MAX_OCR_PAGES, OCR_PAGE_SECONDS
 from kbmcp_adapters.parsers.sourcechunks import SourceCitedParser
+from kbmcp_adapters.parsers.workerexit import (
+    death_message,
+    own_peak_bytes,
+    reap,
+    resident_bytes,
+)
 from kbmcp_core.errors import ParseError
 from kbmcp_core.models import ParsedDocument
 from kbmcp_core.outline import HeadingMark
@@ -50,7 +56,7 @@ from kbmcp_core.ports import ChunkBudget
 if TYPE_CHECKING:
     from kbmcp_adapters.parsers.converted import Convertible
 
-__all__ = ["Isolation", "IsolatedParser", "WorkerPool"]
+__all__ = ["Isolation", "IsolatedParser", "WorkerPool", "death_message"]
 
 #: Seconds past ``timeout_seconds`` before a busy worker is killed.
 GRACE_SECONDS = 5.0
@@ -244,7 +250,7 @@ class WorkerPool:
         ours, theirs = socket.socketpair()
         # The worker imports this very kb-mcp, through exactly the parent's import path.
         path = json.dumps([p for p in sys.path if p])
-        floor = _own_peak_bytes()
+        floor = own_peak_bytes()
         try:
             process = subprocess.Popen(
                 [sys.executable, "-I", "-c", _BOOT, str(theirs.fileno()), path],
@@ -266,66 +272,8 @@ class WorkerPool:
         if not ready:
             worker.stop(kill=True)
             raise ParseError("the parser worker process could not start")
-        worker.base_rss, worker.floor_rss = _resident_bytes(process.pid), floor
+        worker.base_rss, worker.floor_rss = resident_bytes(process.pid), floor
         return worker
-
-
-# -- how a worker ended ----------------------------------------------------------
-#: Share of ``memory_mb`` a worker's growth must reach for its death to be put down to
-#: memory (its resident peak, measured; the cap itself bounds its address space).
-NEAR_THE_LIMIT = 0.9
-#: Signals that stop a process from outside (a person, a supervisor, the OOM killer).
-_KILLED = frozenset({signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
-
-
-def death_message(code: int | None, grew: int | None, memory_mb: int) -> str:
-    """What is known of a worker that died mid-conversion: the signal or exit code, and
-    memory only when the worker measurably grew to near its limit (``grew``: bytes of
-    resident memory past its size when it was ready; None when not measured)."""
-    memory = ""
-    if grew is not None and grew >= NEAR_THE_LIMIT * memory_mb * 1024 * 1024:
-        memory = (f" after growing by {grew / 1024 / 1024:,.0f} MiB, near its memory limit "
-                  f"({memory_mb:,} MiB); limit [parsers].memory_limit_mb")
-    if code is None:
-        return "parser worker stopped answering" + memory
-    if code >= 0:
-        return f"parser worker ended unexpectedly (exit code {code})" + memory
-    name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
-    return f"parser {'was killed' if -code in _KILLED else 'crashed'} ({name})" + memory
-
-
-def reap(process: subprocess.Popen[bytes], seconds: float) -> tuple[int | None, int | None]:
-    """Wait up to ``seconds`` for ``process`` to end: its return code (None if it did
-    not) and its peak resident memory in bytes (None when not measured)."""
-    deadline = time.monotonic() + seconds
-    pause = 0.001
-    while True:
-        try:
-            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
-        except ChildProcessError:  # reaped already: the code is known, the peak is not
-            return process.poll(), None
-        if pid:
-            process.returncode = os.waitstatus_to_exitcode(status)
-            unit = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes there, KiB here
-            return process.returncode, usage.ru_maxrss * unit
-        if time.monotonic() >= deadline:
-            return None, None
-        time.sleep(pause)
-        pause = min(pause * 2, 0.05)
-
-
-def _own_peak_bytes() -> int:
-    """This process's peak resident memory in bytes."""
-    unit = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes there, KiB here
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * unit
-
-
-def _resident_bytes(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/statm", encoding="ascii") as statm:
-            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):  # no /proc (macOS): nothing measured
-        return None
 
 
 class IsolatedParser:
