@@ -22,6 +22,8 @@ from tests.e2e.http_support import Served, environment, start
 from tests.e2e.ui_support import (
     HOSTILE_TITLE,
     NOT_OFFERED,
+    SCANNED_LINES,
+    SCANNED_PDF,
     index_handbook,
     new_page,
     search,
@@ -156,8 +158,9 @@ def test_a_link_with_bad_percent_encoding_shows_an_error_not_an_empty_view(
 # -- the page as a person uses it: the team handbook ------------------------------------------
 @pytest.fixture(scope="module")
 def handbook(tmp_path_factory: pytest.TempPathFactory, server_env: Env) -> Iterator[Served]:
-    """`kb-mcp serve` on the handbook, Markdown and PDF offered; stopped after the module."""
-    kb, config = index_handbook(tmp_path_factory.mktemp("handbook"), server_env)
+    """`kb-mcp serve` on the handbook, Markdown, PDF and OCR offered (with one scanned
+    PDF); stopped after the module."""
+    kb, config = index_handbook(tmp_path_factory.mktemp("handbook"), server_env, scans=True)
     # indexed above: --no-index keeps the server from a start run of its own
     running = start(kb, environment(server_env), "--no-watch", "--no-index",
                     "--config", str(config))
@@ -278,6 +281,24 @@ def test_a_pdf_hit_opens_the_document_at_its_page(handbook: Served, page: Any) -
     assert box is not None and 0 <= box["y"] <= 800  # in view
     # the first page's text is not what is marked
     assert "reviewed every year" not in " ".join(cited.all_inner_texts())
+
+
+def test_a_scanned_pdf_hit_opens_its_recognised_page(handbook: Served, page: Any) -> None:
+    """Issue 39: a page with no text layer, read by OCR, is found, cited by its page and
+    lines, and shown as its recognised lines, marked."""
+    page.goto(ui_of(handbook))
+    hit = search(page, "retro actions rotate the pager rota").filter(
+        has_text=SCANNED_PDF).first
+    assert "page 2" in hit.locator(".where").inner_text()
+    hit.locator("h3 a").click()
+    cited = page.locator("#doc-lines li.cited")
+    cited.first.wait_for()
+    assert "page 2" in page.locator("#doc-meta").inner_text()
+    marked = " ".join(cited.all_inner_texts())
+    assert all(line in marked for line in SCANNED_LINES)
+    assert "typed cover page" not in marked  # the typed first page is not what is marked
+    if os.environ.get(SCREENSHOTS_ENV):
+        page.screenshot(path=str(Path(os.environ[SCREENSHOTS_ENV]) / "ui-scanned-page.png"))
 
 
 def test_snippets_show_markdown_as_text_code_in_monospace_and_no_empty_separators(
