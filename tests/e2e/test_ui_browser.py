@@ -266,15 +266,22 @@ def test_dark_mode_follows_the_browsers_preference(handbook: Served, browser: An
         dark.context.close()
 
 
-def test_a_pdf_hit_opens_the_document_at_its_page(handbook: Served, page: Any) -> None:
-    page.goto(ui_of(handbook))
-    hit = search(page, "lost device full-disk encryption laptops").filter(
-        has_text=POLICY_PDF).first
-    assert "page 3" in hit.locator(".where").inner_text()
+def open_pdf_hit(served: Served, page: Any, query: str, path: str, number: int) -> Any:
+    """Search ``query``, check that the hit of ``path`` cites page ``number``, open it,
+    check the reader says that page: the cited lines."""
+    page.goto(ui_of(served))
+    hit = search(page, query).filter(has_text=path).first
+    assert f"page {number}" in hit.locator(".where").inner_text()
     hit.locator("h3 a").click()
     cited = page.locator("#doc-lines li.cited")
     cited.first.wait_for()
-    assert "page 3" in page.locator("#doc-meta").inner_text()
+    assert f"page {number}" in page.locator("#doc-meta").inner_text()
+    return cited
+
+
+def test_a_pdf_hit_opens_the_document_at_its_page(handbook: Served, page: Any) -> None:
+    cited = open_pdf_hit(handbook, page, "lost device full-disk encryption laptops",
+                         POLICY_PDF, 3)
     assert PAGE_THREE_PHRASE in " ".join(cited.all_inner_texts())
     assert "page 3" in cited.first.locator(".page-tag").inner_text()
     box = cited.first.bounding_box()
@@ -286,19 +293,11 @@ def test_a_pdf_hit_opens_the_document_at_its_page(handbook: Served, page: Any) -
 def test_a_scanned_pdf_hit_opens_its_recognised_page(handbook: Served, page: Any) -> None:
     """Issue 39: a page with no text layer, read by OCR, is found, cited by its page and
     lines, and shown as its recognised lines, marked."""
-    page.goto(ui_of(handbook))
-    hit = search(page, "retro actions rotate the pager rota").filter(
-        has_text=SCANNED_PDF).first
-    assert "page 2" in hit.locator(".where").inner_text()
-    hit.locator("h3 a").click()
-    cited = page.locator("#doc-lines li.cited")
-    cited.first.wait_for()
-    assert "page 2" in page.locator("#doc-meta").inner_text()
+    cited = open_pdf_hit(handbook, page, "retro actions rotate the pager rota",
+                         SCANNED_PDF, 2)
     marked = " ".join(cited.all_inner_texts())
     assert all(line in marked for line in SCANNED_LINES)
     assert "typed cover page" not in marked  # the typed first page is not what is marked
-    if os.environ.get(SCREENSHOTS_ENV):
-        page.screenshot(path=str(Path(os.environ[SCREENSHOTS_ENV]) / "ui-scanned-page.png"))
 
 
 def test_snippets_show_markdown_as_text_code_in_monospace_and_no_empty_separators(
