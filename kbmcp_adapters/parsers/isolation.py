@@ -11,8 +11,10 @@ costs one file, never the indexing run or the server (decision 0022).
 * A conversion is the parser's ``convert``; its picklable result comes back and the parent
   chunks it (the embedder's tokenizer stays in the parent). A worker that takes longer
   than ``timeout_seconds`` (plus a grace period: the parser's own clock check usually
-  answers first) is killed; one that dies, or runs out of memory, is replaced. Each of
-  these is a ``ParseError`` for that one file, naming what happened.
+  answers first; plus the extra time its conversion says it was given, OCR's seconds per
+  scanned page, up to ``MAX_EXTRA_SECONDS``) is killed; one that dies, or runs out of
+  memory, is replaced. Each of these is a ``ParseError`` for that one file, naming what
+  happened.
 * ``close`` stops every worker (a busy one when its file is done); a later conversion
   starts workers again. Pools with workers at interpreter exit are closed then.
 """
