@@ -11,13 +11,15 @@ refused by name, with the rest of the document kept. Time: a document's pages to
 recognise add ``OCR_PAGE_SECONDS`` each to the conversion's ``[parsers].timeout_seconds``
 (``OcrBudget.plan``), and at most ``MAX_OCR_PAGES`` of them are read: the pages past it,
 and those left when the time runs out, are refused by name. A blank page (no contrast)
-is not recognised. The memory cap of the parser worker holds the whole conversion.
+is not recognised, and a page is begun only while the time left would fit one and a half
+of the slowest page so far. The memory cap of the parser worker holds the whole conversion.
 The engine is loaded once per process (in a worker, before its memory cap is set).
 """
 
 from __future__ import annotations
 
 import io
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,11 +40,15 @@ OCR_DPI = 200
 #: The largest page recognised: 40 megapixels (an A4 page at 200 dpi is 3.9).
 MAX_PIXELS = 40_000_000
 #: Seconds each page to recognise adds to the conversion's time budget: an A4 page takes
-#: 2-5 s on an idle core and 8-12 s on a 2-core machine at load 6-10 (docs/benchmarks.md).
-OCR_PAGE_SECONDS = 20.0
-#: The most pages of one document recognised (a scanned book; 200 x 20 s is the most
-#: time OCR adds to one file): a PDF of 10,000 image pages must not run for hours.
-MAX_OCR_PAGES = 200
+#: 3-9 s in one process at load 6, 21-30 s in a worker at load 6-13 (docs/benchmarks.md).
+OCR_PAGE_SECONDS = 30.0
+#: The most pages of one document recognised (150 x 30 s, 75 minutes, is the most time
+#: OCR adds to one file): a PDF of 10,000 image pages must not run for hours.
+MAX_OCR_PAGES = 150
+#: A page is begun only while the time left is this many times the slowest page so far:
+#: a page cannot be stopped midway, and one begun too late overran the pool's clock,
+#: which killed the worker and lost the whole document.
+SLOWEST_PAGES_LEFT = 1.5
 #: A page whose darkest and lightest pixels differ by less than this is blank.
 BLANK_CONTRAST = 32
 _ENGINE: list[Any] = []
@@ -92,6 +98,7 @@ class OcrBudget:
         self._out_of_time: list[int] = []
         self._over_count: list[int] = []
         self._begun = 0
+        self._slowest = 0.0
 
     def plan(self, pages: int) -> None:
         """The document holds ``pages`` pages to recognise: each (up to ``MAX_OCR_PAGES``)
@@ -104,7 +111,7 @@ class OcrBudget:
         if self._begun > MAX_OCR_PAGES:
             self._over_count.append(number)
             return False
-        if self._out_of_time or self.meter.remaining() <= 0:
+        if self._out_of_time or self.meter.remaining() <= SLOWEST_PAGES_LEFT * self._slowest:
             self._out_of_time.append(number)
             return False
         if width * height > MAX_PIXELS:
@@ -136,6 +143,7 @@ class OcrBudget:
         darkest, lightest = image.convert("L").getextrema()
         if lightest - darkest < BLANK_CONTRAST:
             return []
+        began = time.monotonic()
         try:
             return recognise(image, self.meter)
         except (ParseError, MemoryError):
@@ -147,6 +155,8 @@ class OcrBudget:
                 why = "out of memory; limit [parsers].memory_limit_mb"
             self.refused.append(f"page {number} not recognised: {why}")
             return []
+        finally:
+            self._slowest = max(self._slowest, time.monotonic() - began)
 
 
 def _pages(numbers: list[int]) -> str:
