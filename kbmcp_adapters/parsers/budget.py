@@ -10,11 +10,22 @@ it broke and the ``[parsers]`` key that sets it.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kbmcp_core.errors import ParseError
 
-__all__ = ["DEFAULT_LIMITS", "Meter", "OverBudget", "ParserLimits"]
+__all__ = ["DEFAULT_LIMITS", "Meter", "OverBudget", "ParserLimits", "on_extend"]
+
+#: Who hears of a conversion's extra time (a parser worker tells its pool): see ``on_extend``.
+_LISTENERS: list[Callable[[float], None]] = []
+
+
+def on_extend(listener: Callable[[float], None]) -> None:
+    """Call ``listener(seconds)`` whenever a conversion in this process is given
+    ``seconds`` more (``Meter.extend``): a parser worker forwards it to its pool, whose
+    clock would otherwise stop the worker at ``timeout_seconds``."""
+    _LISTENERS.append(listener)
 
 
 class OverBudget(ParseError):
@@ -44,7 +55,7 @@ class Meter:
     """Counts what one conversion produces and raises ``OverBudget`` the moment a
     budget is exceeded. Not thread-safe: one meter per conversion."""
 
-    __slots__ = ("_chars", "_deadline", "_elements", "_until_clock", "limits")
+    __slots__ = ("_chars", "_deadline", "_elements", "_until_clock", "limits", "seconds")
 
     def __init__(self, limits: ParserLimits) -> None:
         self.limits = limits
@@ -52,6 +63,8 @@ class Meter:
         self._elements = 0
         self._until_clock = _CLOCK_EVERY
         self._deadline = time.monotonic() + limits.timeout_seconds
+        #: the seconds this conversion may take: ``timeout_seconds`` and any extension
+        self.seconds = limits.timeout_seconds
 
     def chars(self, count: int) -> None:
         """``count`` more characters of text were produced."""
@@ -79,9 +92,19 @@ class Meter:
         """Raise ``OverBudget`` when the conversion has run past its time."""
         if time.monotonic() > self._deadline:
             raise OverBudget(
-                f"took longer than {self.limits.timeout_seconds:g} s to convert; "
+                f"took longer than {self.seconds:g} s to convert; "
                 "limit [parsers].timeout_seconds"
             )
+
+    def extend(self, seconds: float) -> None:
+        """Give this conversion ``seconds`` more (OCR: for each scanned page it holds),
+        and tell the listeners (``on_extend``)."""
+        if seconds <= 0:
+            return
+        self._deadline += seconds
+        self.seconds += seconds
+        for listener in _LISTENERS:
+            listener(seconds)
 
     def remaining(self) -> float:
         """Seconds left before the conversion is over its time (negative past it)."""

@@ -11,8 +11,10 @@ costs one file, never the indexing run or the server (decision 0022).
 * A conversion is the parser's ``convert``; its picklable result comes back and the parent
   chunks it (the embedder's tokenizer stays in the parent). A worker that takes longer
   than ``timeout_seconds`` (plus a grace period: the parser's own clock check usually
-  answers first) is killed; one that dies, or runs out of memory, is replaced. Each of
-  these is a ``ParseError`` for that one file, naming what happened.
+  answers first; plus the extra time its conversion says it was given, OCR's seconds per
+  scanned page, up to ``MAX_EXTRA_SECONDS``) is killed; one that dies, or runs out of
+  memory, is replaced. Each of these is a ``ParseError`` for that one file, naming what
+  happened.
 * ``close`` stops every worker (a busy one when its file is done); a later conversion
   starts workers again. Pools with workers at interpreter exit are closed then.
 """
@@ -37,10 +39,17 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
-from kbmcp_adapters.parsers.budget import ParserLimits
+from kbmcp_adapters.parsers.budget import ParserLimits, on_extend
 from kbmcp_adapters.parsers.code import CodeParser
 from kbmcp_adapters.parsers.codelangs import GRAMMAR_MODULES
+from kbmcp_adapters.parsers.ocr import MAX_OCR_PAGES, OCR_PAGE_SECONDS
 from kbmcp_adapters.parsers.sourcechunks import SourceCitedParser
+from kbmcp_adapters.parsers.workerexit import (
+    death_message,
+    own_peak_bytes,
+    reap,
+    resident_bytes,
+)
 from kbmcp_core.errors import ParseError
 from kbmcp_core.models import ParsedDocument
 from kbmcp_core.outline import HeadingMark
@@ -49,12 +58,15 @@ from kbmcp_core.ports import ChunkBudget
 if TYPE_CHECKING:
     from kbmcp_adapters.parsers.converted import Convertible
 
-__all__ = ["Isolation", "IsolatedParser", "WorkerPool"]
+__all__ = ["Isolation", "IsolatedParser", "WorkerPool", "death_message"]
 
 #: Seconds past ``timeout_seconds`` before a busy worker is killed.
 GRACE_SECONDS = 5.0
 #: Seconds a new worker may take to import its libraries and say it is ready.
 START_SECONDS = 120.0
+#: The most extra seconds a conversion may be given past ``timeout_seconds`` (OCR's
+#: seconds a page times its most pages: a worker's word is not trusted past it).
+MAX_EXTRA_SECONDS = MAX_OCR_PAGES * OCR_PAGE_SECONDS
 #: Conversions one worker does before it is replaced (memory fragmentation).
 TASKS_PER_WORKER = 500
 #: What a worker runs: its end of the socket pair is the file descriptor in ``argv[1]``.
@@ -181,17 +193,26 @@ class WorkerPool:
     # -- one conversion ------------------------------------------------------
     def _run(self, worker: _Worker, fmt: str, path: str, data: bytes) -> tuple[str, Any]:
         """The worker's answer, ``(status, payload)``; a worker lost on the way (timed
-        out and killed, or dead) is a ``ParseError`` naming what happened."""
-        limit = self.limits.timeout_seconds
+        out and killed, or dead) is a ``ParseError`` naming what happened. A conversion
+        that is given more time (``budget.Meter.extend``: OCR, per scanned page) says so
+        first, and the wait here grows by as much, up to ``MAX_EXTRA_SECONDS``."""
+        limit = base = self.limits.timeout_seconds
+        deadline = time.monotonic() + limit + GRACE_SECONDS
         try:
             worker.conn.send((fmt, path, data))
-            if not worker.conn.poll(limit + GRACE_SECONDS):
-                worker.process.kill()
-                raise ParseError(
-                    f"parser timed out after {limit:g} s and was stopped; "
-                    "limit [parsers].timeout_seconds"
-                )
-            status, payload = worker.conn.recv()
+            while True:
+                if not worker.conn.poll(max(0.0, deadline - time.monotonic())):
+                    worker.process.kill()
+                    raise ParseError(
+                        f"parser timed out after {limit:g} s and was stopped; "
+                        "limit [parsers].timeout_seconds"
+                    )
+                status, payload = worker.conn.recv()
+                if status != "more":
+                    break
+                extra = max(0.0, min(float(payload), MAX_EXTRA_SECONDS + base - limit))
+                limit += extra
+                deadline += extra
         except (EOFError, OSError):
             raise ParseError(self._death(worker)) from None
         worker.tasks += 1
@@ -231,7 +252,7 @@ class WorkerPool:
         ours, theirs = socket.socketpair()
         # The worker imports this very kb-mcp, through exactly the parent's import path.
         path = json.dumps([p for p in sys.path if p])
-        floor = _own_peak_bytes()
+        floor = own_peak_bytes()
         try:
             process = subprocess.Popen(
                 [sys.executable, "-I", "-c", _BOOT, str(theirs.fileno()), path],
@@ -253,66 +274,8 @@ class WorkerPool:
         if not ready:
             worker.stop(kill=True)
             raise ParseError("the parser worker process could not start")
-        worker.base_rss, worker.floor_rss = _resident_bytes(process.pid), floor
+        worker.base_rss, worker.floor_rss = resident_bytes(process.pid), floor
         return worker
-
-
-# -- how a worker ended ----------------------------------------------------------
-#: Share of ``memory_mb`` a worker's growth must reach for its death to be put down to
-#: memory (its resident peak, measured; the cap itself bounds its address space).
-NEAR_THE_LIMIT = 0.9
-#: Signals that stop a process from outside (a person, a supervisor, the OOM killer).
-_KILLED = frozenset({signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
-
-
-def death_message(code: int | None, grew: int | None, memory_mb: int) -> str:
-    """What is known of a worker that died mid-conversion: the signal or exit code, and
-    memory only when the worker measurably grew to near its limit (``grew``: bytes of
-    resident memory past its size when it was ready; None when not measured)."""
-    memory = ""
-    if grew is not None and grew >= NEAR_THE_LIMIT * memory_mb * 1024 * 1024:
-        memory = (f" after growing by {grew / 1024 / 1024:,.0f} MiB, near its memory limit "
-                  f"({memory_mb:,} MiB); limit [parsers].memory_limit_mb")
-    if code is None:
-        return "parser worker stopped answering" + memory
-    if code >= 0:
-        return f"parser worker ended unexpectedly (exit code {code})" + memory
-    name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
-    return f"parser {'was killed' if -code in _KILLED else 'crashed'} ({name})" + memory
-
-
-def reap(process: subprocess.Popen[bytes], seconds: float) -> tuple[int | None, int | None]:
-    """Wait up to ``seconds`` for ``process`` to end: its return code (None if it did
-    not) and its peak resident memory in bytes (None when not measured)."""
-    deadline = time.monotonic() + seconds
-    pause = 0.001
-    while True:
-        try:
-            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
-        except ChildProcessError:  # reaped already: the code is known, the peak is not
-            return process.poll(), None
-        if pid:
-            process.returncode = os.waitstatus_to_exitcode(status)
-            unit = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes there, KiB here
-            return process.returncode, usage.ru_maxrss * unit
-        if time.monotonic() >= deadline:
-            return None, None
-        time.sleep(pause)
-        pause = min(pause * 2, 0.05)
-
-
-def _own_peak_bytes() -> int:
-    """This process's peak resident memory in bytes."""
-    unit = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes there, KiB here
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * unit
-
-
-def _resident_bytes(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/statm", encoding="ascii") as statm:
-            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):  # no /proc (macOS): nothing measured
-        return None
 
 
 class IsolatedParser:
@@ -351,6 +314,7 @@ def worker_main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     conn = Connection(int(sys.argv[1]))
     formats, limits, memory_mb = conn.recv()
+    on_extend(lambda seconds: conn.send(("more", seconds)))  # the pool's clock waits longer
     parsers = {fmt: convertible(fmt, limits, "ocr" in formats) for fmt in formats}
     for fmt in formats:
         for module in _PRELOAD.get(fmt, ()):

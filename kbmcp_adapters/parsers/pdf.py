@@ -217,6 +217,7 @@ def _page_blocks(doc: Any, meter: Meter, sizes: bool) -> list[list[Block]]:
         meter.clock()
         if not sizes:
             pages.append(_plain_blocks(page, meter))
+            _forget_images(pages[-1])
             continue
         found: list[dict[str, Any]] = page.get_text("dict", flags=flags).get("blocks", [])
         meter.elements(1 + len(found))
@@ -229,7 +230,19 @@ def _page_blocks(doc: Any, meter: Meter, sizes: bool) -> list[list[Block]]:
                 meter.chars(len(block.text) + 2)
                 blocks.append(block)
         pages.append(blocks)
+        _forget_images(blocks)
     return pages
+
+
+def _forget_images(blocks: list[Block]) -> None:
+    """After a page without text (a scan): empty MuPDF's store, its cache of decoded
+    images (and fonts), which kept each scanned page's image, about 4 MB a page of a
+    200 dpi A4 scan, for the rest of the conversion (0053). A page with text keeps the
+    cache: its fonts serve the next pages."""
+    if not blocks:
+        from kbmcp_adapters.parsers.mupdf import pymupdf
+
+        pymupdf.TOOLS.store_shrink(100)
 
 
 def _plain_blocks(page: Any, meter: Meter) -> list[Block]:
@@ -247,26 +260,35 @@ def _plain_blocks(page: Any, meter: Meter) -> list[Block]:
 def _recognise_pages(doc: Any, pages: list[list[Block]], budget: OcrBudget) -> tuple[int, ...]:
     """Recognise each page without text that holds an image, in place: its lines become
     its one block. The indexes of the pages read."""
-    from PIL import Image
-
-    from kbmcp_adapters.parsers.mupdf import pymupdf
-
+    scans = [index for index, page in enumerate(doc)
+             if not pages[index] and page.get_images(full=False)]
+    budget.plan(len(scans))
     read: list[int] = []
-    for index, page in enumerate(doc):
-        if pages[index] or not page.get_images(full=False):
-            continue
-        scale = OCR_DPI / 72
+    scale = OCR_DPI / 72
+    for index in scans:
+        page = doc[index]
         if not budget.allows(index + 1, page.rect.width * scale, page.rect.height * scale):
             continue
-        pix = page.get_pixmap(dpi=OCR_DPI, colorspace=pymupdf.csGRAY)
-        image = Image.frombytes("L", (pix.width, pix.height), pix.samples)
-        del pix
-        lines = budget.read(index + 1, image)
+        lines = budget.read(index + 1, _page_image(page))
         if lines:
             pages[index] = [Block("\n".join(lines), 0.0, float(page.rect.height), 0.0,
                                   len(lines))]
             read.append(index)
     return tuple(read)
+
+
+def _page_image(page: Any) -> Any:
+    """``page`` rendered at ``OCR_DPI`` as a grey Pillow image (its decoded image then
+    let go: ``_forget_images``)."""
+    from PIL import Image
+
+    from kbmcp_adapters.parsers.mupdf import pymupdf
+
+    pix = page.get_pixmap(dpi=OCR_DPI, colorspace=pymupdf.csGRAY)
+    image = Image.frombytes("L", (pix.width, pix.height), pix.samples)
+    del pix
+    _forget_images([])
+    return image
 
 
 def _first_lines(pages: Sequence[str]) -> list[int]:

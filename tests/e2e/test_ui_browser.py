@@ -23,6 +23,8 @@ from tests.e2e.http_support import Served, environment, start
 from tests.e2e.ui_support import (
     HOSTILE_TITLE,
     NOT_OFFERED,
+    SCANNED_LINES,
+    SCANNED_PDF,
     index_handbook,
     new_page,
     search,
@@ -159,8 +161,9 @@ def test_a_link_with_bad_percent_encoding_shows_an_error_not_an_empty_view(
 # -- the page as a person uses it: the team handbook ------------------------------------------
 @pytest.fixture(scope="module")
 def handbook(tmp_path_factory: pytest.TempPathFactory, server_env: Env) -> Iterator[Served]:
-    """`kb-mcp serve` on the handbook, Markdown and PDF offered; stopped after the module."""
-    kb, config = index_handbook(tmp_path_factory.mktemp("handbook"), server_env)
+    """`kb-mcp serve` on the handbook, Markdown, PDF and OCR offered (with one scanned
+    PDF); stopped after the module."""
+    kb, config = index_handbook(tmp_path_factory.mktemp("handbook"), server_env, scans=True)
     # indexed above: --no-index keeps the server from a start run of its own
     running = start(kb, environment(server_env), "--no-watch", "--no-index",
                     "--config", str(config))
@@ -266,15 +269,22 @@ def test_dark_mode_follows_the_browsers_preference(handbook: Served, browser: An
         dark.context.close()
 
 
-def test_a_pdf_hit_opens_the_document_at_its_page(handbook: Served, page: Any) -> None:
-    page.goto(ui_of(handbook))
-    hit = search(page, "lost device full-disk encryption laptops").filter(
-        has_text=POLICY_PDF).first
-    assert "page 3" in hit.locator(".where").inner_text()
+def open_pdf_hit(served: Served, page: Any, query: str, path: str, number: int) -> Any:
+    """Search ``query``, check that the hit of ``path`` cites page ``number``, open it,
+    check the reader says that page: the cited lines."""
+    page.goto(ui_of(served))
+    hit = search(page, query).filter(has_text=path).first
+    assert f"page {number}" in hit.locator(".where").inner_text()
     hit.locator("h3 a").click()
     cited = page.locator("#doc-lines li.cited")
     cited.first.wait_for()
-    assert "page 3" in page.locator("#doc-meta").inner_text()
+    assert f"page {number}" in page.locator("#doc-meta").inner_text()
+    return cited
+
+
+def test_a_pdf_hit_opens_the_document_at_its_page(handbook: Served, page: Any) -> None:
+    cited = open_pdf_hit(handbook, page, "lost device full-disk encryption laptops",
+                         POLICY_PDF, 3)
     assert PAGE_THREE_PHRASE in " ".join(cited.all_inner_texts())
     assert "page 3" in cited.first.locator(".page-tag").inner_text()
     box = cited.first.bounding_box()
@@ -302,6 +312,16 @@ def test_what_a_person_types_before_the_page_has_loaded_its_collections_is_kept(
     assert page.input_value("#q") == query
     page.clock.resume()
     page.locator(f'#hits[data-query="{query}"] li').first.wait_for()
+
+
+def test_a_scanned_pdf_hit_opens_its_recognised_page(handbook: Served, page: Any) -> None:
+    """Issue 39: a page with no text layer, read by OCR, is found, cited by its page and
+    lines, and shown as its recognised lines, marked."""
+    cited = open_pdf_hit(handbook, page, "retro actions rotate the pager rota",
+                         SCANNED_PDF, 2)
+    marked = " ".join(cited.all_inner_texts())
+    assert all(line in marked for line in SCANNED_LINES)
+    assert "typed cover page" not in marked  # the typed first page is not what is marked
 
 
 def test_snippets_show_markdown_as_text_code_in_monospace_and_no_empty_separators(

@@ -62,20 +62,34 @@ def index_with_txt(kb: Path, env: Env) -> None:
     assert done.returncode == 0, done.stderr
 
 
-def index_handbook(root: Path, env: Env) -> tuple[Path, Path]:
+def index_handbook(root: Path, env: Env, scans: bool = False) -> tuple[Path, Path]:
     """The handbook, indexed with Markdown and PDF enabled; its folder and its config file
-    (a server started with it offers the PDF too)."""
+    (a server started with it offers the PDF too). ``scans``: with ``SCANNED_PDF`` too,
+    and the ``ocr`` format enabled to read it."""
     from tests.fixtures.handbook_kb import write_handbook
 
     kb = write_handbook(root)
+    formats = '"md", "pdf"'
+    if scans:
+        from tests.scans import scan_png, scanned_pdf
+
+        (kb / SCANNED_PDF).parent.mkdir(parents=True, exist_ok=True)
+        (kb / SCANNED_PDF).write_bytes(scanned_pdf(["Retro minutes, typed cover page.",
+                                                    scan_png(SCANNED_LINES)]))
+        formats += ', "ocr"'
     config = root / "handbook.toml"
-    config.write_text(f'kb_path = "{kb.name}"\n\n[parsers]\nenabled = ["md", "pdf"]\n',
+    config.write_text(f'kb_path = "{kb.name}"\n\n[parsers]\nenabled = [{formats}]\n',
                       encoding="utf-8")
     done = subprocess.run([*kb_mcp_command(), "index", "--config", str(config), "--quiet"],
                           env={**os.environ, **env}, capture_output=True, text=True,
                           timeout=DEADLINE, check=False)
     assert done.returncode == 0, done.stderr
     return kb, config
+
+
+#: A scanned PDF (its second page an image, no text layer) and that page's lines.
+SCANNED_PDF = "minutes/retro-whiteboard.pdf"
+SCANNED_LINES = ("Retro actions: rotate the pager", "rota before the holidays.")
 
 
 def chromium_or_skip() -> str:
