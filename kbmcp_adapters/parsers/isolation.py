@@ -69,6 +69,9 @@ START_SECONDS = 120.0
 MAX_EXTRA_SECONDS = MAX_OCR_PAGES * OCR_PAGE_SECONDS
 #: Conversions one worker does before it is replaced (memory fragmentation).
 TASKS_PER_WORKER = 500
+#: Bytes by which the kernel's resident counts may lag (per-thread and per-CPU batches):
+#: a worker's peak within this of its parent's is not taken for a peak of its own.
+FLOOR_SLACK_BYTES = 16 * 1024 * 1024
 #: What a worker runs: its end of the socket pair is the file descriptor in ``argv[1]``.
 #: Run with ``-I``: no working folder, PYTHONPATH or user site on the import path (a
 #: knowledge base may hold a ``tty.py``). The path is the parent's, handed over in argv[2].
@@ -252,7 +255,6 @@ class WorkerPool:
         ours, theirs = socket.socketpair()
         # The worker imports this very kb-mcp, through exactly the parent's import path.
         path = json.dumps([p for p in sys.path if p])
-        floor = own_peak_bytes()
         try:
             process = subprocess.Popen(
                 [sys.executable, "-I", "-c", _BOOT, str(theirs.fileno()), path],
@@ -265,6 +267,10 @@ class WorkerPool:
             raise ParseError(f"the parser worker process could not start ({exc})") from None
         finally:
             theirs.close()
+        # The kernel starts the child's peak from this process's pages at the fork (or the
+        # vfork's exec): read our own peak once the child has started, so a thread of ours
+        # that grew meanwhile is counted too, plus the lag of the kernel's summed counters.
+        floor = own_peak_bytes() + FLOOR_SLACK_BYTES
         worker = _Worker(process, Connection(ours.detach()), generation)
         try:
             worker.conn.send((self.formats, self.limits, self.isolation.memory_mb))

@@ -134,10 +134,16 @@ def killed_then_completed(tmp_path: Path, kb_env: dict[str, str], config: Path,
     findings = {f["check"] for f in json.loads(r.stdout)["findings"]}
     assert not findings & {"missing-lexical-row", "chunk-without-document",
                            "document-without-chunks"}
-    # what was stored is searchable by keywords even if its vectors were still to come
+    # what was stored is searchable by keywords even if its vectors were still to come; a
+    # run killed before it finished reading the folder (phase one) leaves an index that
+    # says so instead (a busy machine can land the kill there)
     r = run(["search", "subject", "--kb-path", str(kb), "--config", str(config), "--mode",
              "lexical", "--format", "json"], kb_env)
-    assert json.loads(r.stdout)["results"]
+    if r.returncode == 2:
+        assert "not ready" in r.stderr and r.stdout == "", r.stderr
+    else:
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["results"]
 
     r = run(
         ["index", "--kb-path", str(kb), "--config", str(config), "--format", "json"],

@@ -131,15 +131,15 @@ def test_a_part_past_the_models_window_has_no_vector(embedder: FastEmbedEmbedder
 def test_the_same_parts_asked_again_do_not_run_the_model(
         embedder: FastEmbedEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
     embedder.embed_spans([("Loads the model.", [[(0, 5)]])])
-    inner: Any = embedder._pool_model.model  # type: ignore[union-attr]  # fastembed's model
+    inner: Any = embedder._pool_model  # the MiniLM runner whose ``hidden`` runs the model
     runs: list[str] = []
-    real = inner.onnx_embed
+    real = inner.hidden
 
     def counted(texts: Sequence[str], **kwargs: Any) -> Any:
         runs.extend(texts)
         return real(texts, **kwargs)
 
-    monkeypatch.setattr(inner, "onnx_embed", counted)
+    monkeypatch.setattr(inner, "hidden", counted)
     # texts of this test only: the session's embedder remembers what other tests read
     texts = [f"{paragraph_groups(TRAIL, ACCOUNTS)[0]}\n\nAsked by the memory test {i}."
              for i in range(3)]

@@ -51,12 +51,16 @@ def kb(tmp_path_factory: pytest.TempPathFactory, embedder: FastEmbedEmbedder
 
 
 def adds_up(hit: SearchHit) -> None:
+    """The fusion's parts add up to the fused score: the hit's score, or with rerank (where
+    the score is the blend that sets the order, decision 0056) its ``fused_score``."""
     why = hit.explain
     assert why is not None, hit.path
-    assert why.lexical_part + why.vector_part == hit.score, (hit.path, why)
+    fused = hit.score if hit.fused_score is None else hit.fused_score
+    assert why.lexical_part + why.vector_part == fused, (hit.path, why)
     shown = hit.as_dict()
     fusion = shown["explain"]["fusion"]  # type: ignore[index]
-    assert round(fusion["lexical_part"] + fusion["vector_part"], 6) == shown["score"]
+    assert round(fusion["lexical_part"] + fusion["vector_part"], 6) == shown.get(
+        "fused_score", shown["score"])
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "vector", "lexical"])
@@ -142,7 +146,8 @@ def test_the_mcp_tool_explains_and_echoes_the_syntax(kb: KnowledgeBase) -> None:
     assert {f["filter"] for f in data["explain"]["filters"]} == {"excluded"}
     for hit in data["results"]:
         parts = hit["explain"]["fusion"]
-        assert round(parts["lexical_part"] + parts["vector_part"], 6) == hit["score"]
+        assert round(parts["lexical_part"] + parts["vector_part"], 6) == hit.get(
+            "fused_score", hit["score"])
     assert any("rerank" in hit["explain"] for hit in data["results"])
     assert "explain" in tool.input_schema["properties"]
     bad, _ = call(kb, {"query": "-release -staging"})
