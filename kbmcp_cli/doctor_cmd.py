@@ -11,8 +11,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kbmcp_cli.collection_option import collection_option, exit_code_of, open_selected
-from kbmcp_cli.options import EXIT_CANNOT_RUN, format_option, kb_options, setup_logging
+from kbmcp_cli.options import (
+    EXIT_CANNOT_RUN,
+    collection_option,
+    exit_code_of,
+    format_option,
+    kb_options,
+    open_selected,
+    setup_logging,
+)
 from kbmcp_core.doctor import CHECK_BUDGET_S, CHECKS
 
 if TYPE_CHECKING:

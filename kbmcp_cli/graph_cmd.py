@@ -7,8 +7,7 @@ from pathlib import Path
 
 import click
 
-from kbmcp_cli.collection_option import one_collection_option, opened_one
-from kbmcp_cli.options import kb_options, setup_logging
+from kbmcp_cli.options import kb_options, one_collection_option, opened_one, setup_logging
 from kbmcp_core.graph import (
     DEFAULT_DEPTH,
     DEFAULT_FAN_OUT,

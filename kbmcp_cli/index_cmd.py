@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kbmcp_cli.collection_option import collections_option
-from kbmcp_cli.options import kb_options, setup_logging
+from kbmcp_cli.options import collections_option, kb_options, setup_logging
 from kbmcp_cli.progress import IndexProgress
 
 if TYPE_CHECKING:
@@ -43,7 +42,7 @@ def index(kb_path: Path | None, config: Path | None, force: bool, prune: bool, q
           fmt: str, strict: bool, verbose: bool, collection_names: tuple[str, ...]) -> None:
     """Index the knowledge base (incremental: unchanged files cost a hash). With several
     [[collections]], index each in turn (every line of the summary names its own)."""
-    from kbmcp_cli.collection_option import open_selected
+    from kbmcp_cli.options import open_selected
 
     setup_logging(quiet=quiet, verbose=verbose)
     collections, chosen = open_selected(kb_path, config, collection_names)

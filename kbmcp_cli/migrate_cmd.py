@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kbmcp_cli.collection_option import collection_option
-from kbmcp_cli.options import kb_options, setup_logging
+from kbmcp_cli.options import collection_option, kb_options, setup_logging
 
 if TYPE_CHECKING:
     from kbmcp_core.index_copy import CopyReport
@@ -67,7 +66,7 @@ def migrate_store(kb_path: Path | None, config: Path | None, to_url: str,
     """Each chosen collection's store to the target (one: exactly a plain folder's copy
     and lines; several: each line names its collection)."""
     from kbmcp_adapters.app.migrate_collections import migrate_collections
-    from kbmcp_cli.collection_option import open_selected
+    from kbmcp_cli.options import open_selected
 
     setup_logging()
     collections, chosen = open_selected(kb_path, config, collection_names)  # names checked

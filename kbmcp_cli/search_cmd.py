@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from kbmcp_cli import field_option
-from kbmcp_cli.collection_option import collections_option
-from kbmcp_cli.options import kb_options, setup_logging
+from kbmcp_cli.options import collections_option, kb_options, setup_logging
 from kbmcp_cli.search_fast import (
     NO_SERVER_ENV,
     ask_server,

@@ -8,8 +8,13 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kbmcp_cli.collection_option import one_collection_option, opened_one
-from kbmcp_cli.options import format_option, kb_options, setup_logging
+from kbmcp_cli.options import (
+    format_option,
+    kb_options,
+    one_collection_option,
+    opened_one,
+    setup_logging,
+)
 
 if TYPE_CHECKING:
     from kbmcp_core.fusion import Fusion

@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kbmcp_cli.collection_option import collection_option
-from kbmcp_cli.options import kb_options, setup_logging
+from kbmcp_cli.options import collection_option, kb_options, setup_logging
 
 if TYPE_CHECKING:
     from kbmcp_adapters.app.knowledge_base import KnowledgeBase
