@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, cast
 from kbmcp_adapters.vectors import ann_policy, lance_cache
 from kbmcp_adapters.vectors.ann_policy import ANN_MIN_ROWS
 from kbmcp_adapters.vectors.lance_import import import_lancedb
-from kbmcp_adapters.vectors.translate import translate
+from kbmcp_adapters.vectors.translate import Outage, translate
 from kbmcp_core.errors import StoreError
 from kbmcp_core.models import Vector
 from kbmcp_core.settings import StorageOptions, is_remote_uri, public_uri
@@ -99,6 +99,8 @@ class LanceVectorStore:
         self._ann_min_rows = ann_min_rows
         self._allowed_rows = _AllowedRows(max(ALLOWED_ROWS_KEPT, prefilter_max_ids))
         self._db: DBConnection | None = None
+        #: an object store found not answering: the next calls fail at once for a while
+        self._outage = Outage()
 
     @property
     def dimension(self) -> int:
@@ -473,7 +475,8 @@ class LanceVectorStore:
         self, action: str, *, reading: bool = False
     ) -> contextlib.AbstractContextManager[None]:
         remote = self._public if self._remote else None
-        return translate(action, reading=reading, remote=remote, secrets=self._options.secrets())
+        return translate(action, reading=reading, remote=remote,
+                         secrets=self._options.secrets(), outage=self._outage)
 
 
 def _nearest(table: Table, query: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:

@@ -1,30 +1,70 @@
-"""LanceDB failures as core errors: one line, no credentials, object-store outages named."""
+"""LanceDB failures as core errors: one line, no credentials, object-store outages named.
+
+An object store that does not answer costs a call seconds of LanceDB's own retries (a
+stopped S3 server: ~2-5 s per call, and a search makes two); once one call has found it
+down, an ``Outage`` makes the calls of the next ``OUTAGE_HOLD_S`` seconds fail at once with
+the same reason (a search answers by keywords without waiting again), then tries again.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
 
 from kbmcp_core.errors import StoreError, VectorsUnreachable, VectorsUnreadable
 from kbmcp_core.settings import without_userinfo
 
-__all__ = ["translate"]
+__all__ = ["OUTAGE_HOLD_S", "Outage", "translate"]
+
+#: After an object store was found not answering, calls fail at once for this long.
+OUTAGE_HOLD_S = 10.0
+
+
+class Outage:
+    """The last time an object store did not answer, and why (one per store)."""
+
+    def __init__(self, hold_s: float = OUTAGE_HOLD_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._hold_s = hold_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._reason: str | None = None
+        self._until = 0.0
+
+    def current(self) -> str | None:
+        """Why the store is taken as down, while the hold lasts; else None."""
+        with self._lock:
+            if self._reason is not None and self._clock() < self._until:
+                return self._reason
+            self._reason = None
+            return None
+
+    def record(self, reason: str) -> None:
+        with self._lock:
+            self._reason = reason
+            self._until = self._clock() + self._hold_s
 
 
 @contextlib.contextmanager
 def translate(
     action: str, *, reading: bool = False, remote: str | None = None,
-    secrets: Sequence[str] = (),
+    secrets: Sequence[str] = (), outage: Outage | None = None,
 ) -> Iterator[None]:
     """Turn LanceDB / Arrow / I/O failures and LanceDB panics into a one-line core error:
     ``VectorsUnreadable`` when ``reading`` (``VectorsUnreachable`` when the object store at
     ``remote`` does not answer or refuses access), else ``StoreError``. No message carries
-    one of ``secrets``, a URL's credentials, or the chained library error (whose text may)."""
+    one of ``secrets``, a URL's credentials, or the chained library error (whose text may).
+    With an ``outage``, a store found down fails the calls of its hold at once."""
+    down = outage.current() if outage is not None else None
+    if down is not None:
+        raise _unreachable(action, down, reading)
     try:
         yield
     except (RuntimeError, ValueError, OSError, KeyError, TypeError) as exc:
-        raise _failure(action, exc, reading, remote, secrets) from _cause(exc, remote)
+        raise _failure(action, exc, reading, remote, secrets, outage) from _cause(exc, remote)
     except BaseException as exc:
         # pyo3's PanicException derives from BaseException; a panic in LanceDB's async
         # runtime arrives as RustPanic (an Exception). Neither is a bug of the caller.
@@ -32,7 +72,12 @@ def translate(
             raise _failure(action, None, reading, remote, secrets) from None
         if not isinstance(exc, Exception) or not _is_arrow_error(exc):
             raise
-        raise _failure(action, exc, reading, remote, secrets) from _cause(exc, remote)
+        raise _failure(action, exc, reading, remote, secrets, outage) from _cause(exc, remote)
+
+
+def _unreachable(action: str, reason: str, reading: bool) -> StoreError:
+    detail = f"could not {action}: {reason}"
+    return VectorsUnreachable(detail) if reading else StoreError(detail)
 
 
 def _cause(exc: BaseException, remote: str | None) -> BaseException | None:
@@ -58,7 +103,7 @@ _UNREACHABLE = (
 
 
 def _failure(action: str, exc: BaseException | None, reading: bool, remote: str | None,
-             secrets: Sequence[str]) -> StoreError:
+             secrets: Sequence[str], outage: Outage | None = None) -> StoreError:
     if exc is None:
         detail = "LanceDB panicked reading its files"
     else:
@@ -67,8 +112,10 @@ def _failure(action: str, exc: BaseException | None, reading: bool, remote: str 
             text = str(exc)
             for pattern, why in _UNREACHABLE:
                 if pattern.search(text):
-                    detail = f"could not {action}: {remote} does not answer ({why})"
-                    return VectorsUnreachable(detail) if reading else StoreError(detail)
+                    reason = f"{remote} does not answer ({why})"
+                    if outage is not None:
+                        outage.record(reason)
+                    return _unreachable(action, reason, reading)
             detail = _scrub(detail, secrets)
     if reading:
         return VectorsUnreadable(f"could not {action}: {detail}")

@@ -123,6 +123,38 @@ def test_an_object_store_that_refuses_is_unreachable_and_hides_the_secret() -> N
     assert caught.value.__cause__ is None  # the library's text may echo the request
 
 
+
+def test_an_object_store_found_down_is_not_waited_on_again_until_its_hold_ends() -> None:
+    """LanceDB spends seconds retrying a store that does not answer; once one call has
+    found it down, the next calls fail at once with the same reason (a search answers by
+    keywords without a second wait), and after the hold the store is tried again."""
+    from kbmcp_adapters.vectors.translate import Outage, translate
+
+    now = [100.0]
+    outage = Outage(hold_s=10, clock=lambda: now[0])
+    reached: list[str] = []
+
+    def call(action: str, *, reading: bool, fail: bool) -> None:
+        with translate(action, reading=reading, remote="s3://bucket/kb", outage=outage):
+            reached.append(action)
+            if fail:
+                raise OSError("tcp connect error: Connection refused (os error 111)")
+
+    with pytest.raises(VectorsUnreachable, match="count vectors: s3://bucket/kb does not"):
+        call("count vectors", reading=True, fail=True)
+    with pytest.raises(VectorsUnreachable, match=r"search vectors: .*connection refused"):
+        call("search vectors", reading=True, fail=False)
+    with pytest.raises(StoreError, match="add vectors: s3://bucket/kb does not answer"):
+        call("add vectors", reading=False, fail=False)
+    assert reached == ["count vectors"]  # neither later call reached the store
+    now[0] += 10.5
+    call("search vectors", reading=True, fail=False)  # the hold is over: tried, and it answers
+    call("count vectors", reading=True, fail=False)
+    assert reached == ["count vectors", "search vectors", "count vectors"]
+    with pytest.raises(VectorsUnreadable), translate("search", reading=True, outage=outage):
+        raise OSError("corrupt file")  # not an outage: nothing held
+    call("count vectors", reading=True, fail=False)
+
 # -- embedding and rerank: onnxruntime / tokenizers ---------------------------------------------
 def test_a_model_onnxruntime_cannot_load_is_embedding_unavailable() -> None:
     from kbmcp_adapters.embedding.common import onnx_session, translated
