@@ -1,9 +1,14 @@
 """Every doctor remedy works: build the fault, see the finding, run the command the remedy
-names, see the finding gone (and the index healthy)."""
+names, see the finding gone (and the index healthy).
+
+The commands run in this process (click's runner, the environment a user's shell gives):
+what is tested is that the remedy's command repairs the index, not the process boundary,
+which the e2e tests cover; a ``kb-mcp`` process per case cost two seconds of start-up each.
+"""
 
 from __future__ import annotations
 
-import os
+import logging
 import re
 import shutil
 import sqlite3
@@ -12,15 +17,17 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from kbmcp_adapters.store.alembic_runner import downgrade
 from kbmcp_adapters.store.engine import make_engine
 from kbmcp_adapters.store.sql_store import SqlIndexStore
 from kbmcp_adapters.vectors.lance_store import LanceVectorStore
+from kbmcp_cli.main import cli
 from kbmcp_core.doctor import CHECKS, DoctorReport, Finding
 from kbmcp_core.meta_keys import META_COPY, META_IN_PROGRESS, META_MODEL
 from tests.conftest import OpenKb, write_files
-from tests.store_faults import PAGES, damage_manifests, damage_store, kb_mcp, no_traceback
+from tests.store_faults import PAGES, damage_manifests, damage_store, no_traceback
 
 #: A file over the 1 MiB read cap whose sections are alike, so it embeds in a moment.
 SECTION = "## Telemetry\n\n" + "Sensor row with calibration notes and readings. " * 20 + "\n\n"
@@ -31,15 +38,31 @@ Env = dict[str, str]
 
 @pytest.fixture(scope="module")
 def env(model_cache: Path) -> dict[str, str]:
-    return {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1",
-            "XDG_CACHE_HOME": str(model_cache.parent / "xdg")}
+    return {"HF_HUB_OFFLINE": "1", "XDG_CACHE_HOME": str(model_cache.parent / "xdg")}
 
 
-def index(kb: Path, env: dict[str, str], *args: str) -> None:
-    done = kb_mcp(["index", *args, "--kb-path", str(kb), "--config", str(kb / "kb-mcp.toml")],
-                  env)
+@pytest.fixture(autouse=True)
+def restore_logging() -> Iterator[None]:
+    """The commands point the root logger at their stderr; give pytest its handlers back."""
+    root = logging.getLogger()
+    level, handlers = root.level, root.handlers[:]
+    yield
+    root.setLevel(level)
+    root.handlers[:] = handlers
+
+
+def kb_mcp(kb: Path, env: Env, *args: str) -> None:
+    """``kb-mcp ARGS --kb-path KB --config KB/kb-mcp.toml``, which must exit 0."""
+    done = CliRunner().invoke(
+        cli, [*args, "--kb-path", str(kb), "--config", str(kb / "kb-mcp.toml")], env=env,
+        prog_name="kb-mcp")
     no_traceback(done.stderr)
-    assert done.returncode == 0, done.stderr
+    assert done.exception is None or isinstance(done.exception, SystemExit), done.exc_info
+    assert done.exit_code == 0, done.stderr
+
+
+def index(kb: Path, env: Env, *args: str) -> None:
+    kb_mcp(kb, env, "index", *args)
 
 
 @pytest.fixture(scope="module")
@@ -259,10 +282,7 @@ def apply(finding: Finding, kb: Path, env: dict[str, str]) -> None:
         config.write_text(config.read_text().replace("rerank = true", "rerank = false"))
     command = re.search(r"`(kb-mcp [^`]+)`", remedy)
     assert command is not None, f"no command in the remedy: {remedy}"
-    args = command.group(1).split()[1:]
-    done = kb_mcp([*args, "--kb-path", str(kb), "--config", str(kb / "kb-mcp.toml")], env)
-    no_traceback(done.stderr)
-    assert done.returncode == 0, done.stderr
+    kb_mcp(kb, env, *command.group(1).split()[1:])
 
 
 @pytest.mark.parametrize("check", list(FAULTS))
