@@ -1,12 +1,16 @@
 """Fault builders for the store tests: damaged vector files, a damaged index database,
-and the real `kb-mcp` command run as a user would."""
+and the real `kb-mcp` command run as a user would (``kb_mcp``: a process) or in this
+process (``kb_mcp_here``: click's runner, for a test whose point is what the command says
+and does rather than the process, which costs two seconds of start-up each)."""
 
 from __future__ import annotations
 
+import logging
 import random
 import sqlite3
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
 KB_MCP = [sys.executable, "-m", "kbmcp_cli"]
@@ -26,6 +30,29 @@ def kb_mcp(args: list[str], env: dict[str, str], timeout: float = 300,
     """The real command, as a user runs it (``prefix`` runs it as another user)."""
     return subprocess.run([*prefix, *KB_MCP, *args], env=env, capture_output=True, text=True,
                           timeout=timeout, stdin=subprocess.DEVNULL, check=False)
+
+
+def kb_mcp_here(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The command in this process with ``env`` in ``os.environ`` meanwhile, as a finished
+    process: its exit code, stdout and stderr (an uncaught exception's traceback included,
+    as the process would print it). The root logger the command points at its stderr is
+    given back afterwards."""
+    from click.testing import CliRunner
+
+    from kbmcp_cli.commands import cli
+
+    root = logging.getLogger()
+    level, handlers = root.level, root.handlers[:]
+    try:
+        result = CliRunner().invoke(cli, args, env=env, prog_name="kb-mcp")
+    finally:
+        root.setLevel(level)
+        root.handlers[:] = handlers
+    stderr = result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(result.exception))
+    return subprocess.CompletedProcess(["kb-mcp", *args], result.exit_code, result.stdout,
+                                       stderr)
 
 
 def manifests(vectors_dir: Path) -> list[Path]:

@@ -8,7 +8,6 @@ which the e2e tests cover; a ``kb-mcp`` process per case cost two seconds of sta
 
 from __future__ import annotations
 
-import logging
 import re
 import shutil
 import sqlite3
@@ -17,17 +16,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from kbmcp_adapters.store.alembic_runner import downgrade
 from kbmcp_adapters.store.engine import make_engine
 from kbmcp_adapters.store.sql_store import SqlIndexStore
 from kbmcp_adapters.vectors.lance_store import LanceVectorStore
-from kbmcp_cli.main import cli
 from kbmcp_core.doctor import CHECKS, DoctorReport, Finding
 from kbmcp_core.meta_keys import META_COPY, META_IN_PROGRESS, META_MODEL
 from tests.conftest import OpenKb, write_files
-from tests.store_faults import PAGES, damage_manifests, damage_store, no_traceback
+from tests.store_faults import PAGES, damage_manifests, damage_store, kb_mcp_here, no_traceback
 
 #: A file over the 1 MiB read cap whose sections are alike, so it embeds in a moment.
 SECTION = "## Telemetry\n\n" + "Sensor row with calibration notes and readings. " * 20 + "\n\n"
@@ -41,24 +38,11 @@ def env(model_cache: Path) -> dict[str, str]:
     return {"HF_HUB_OFFLINE": "1", "XDG_CACHE_HOME": str(model_cache.parent / "xdg")}
 
 
-@pytest.fixture(autouse=True)
-def restore_logging() -> Iterator[None]:
-    """The commands point the root logger at their stderr; give pytest its handlers back."""
-    root = logging.getLogger()
-    level, handlers = root.level, root.handlers[:]
-    yield
-    root.setLevel(level)
-    root.handlers[:] = handlers
-
-
 def kb_mcp(kb: Path, env: Env, *args: str) -> None:
     """``kb-mcp ARGS --kb-path KB --config KB/kb-mcp.toml``, which must exit 0."""
-    done = CliRunner().invoke(
-        cli, [*args, "--kb-path", str(kb), "--config", str(kb / "kb-mcp.toml")], env=env,
-        prog_name="kb-mcp")
+    done = kb_mcp_here([*args, "--kb-path", str(kb), "--config", str(kb / "kb-mcp.toml")], env)
     no_traceback(done.stderr)
-    assert done.exception is None or isinstance(done.exception, SystemExit), done.exc_info
-    assert done.exit_code == 0, done.stderr
+    assert done.returncode == 0, done.stderr
 
 
 def index(kb: Path, env: Env, *args: str) -> None:

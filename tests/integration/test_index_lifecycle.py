@@ -27,7 +27,8 @@ from kbmcp_core.meta_keys import META_READY
 from kbmcp_core.settings import Settings
 from tests.conftest import OpenKb, write_files
 from tests.fakes import FakeEmbedder, FakeVectorStore
-from tests.store_faults import PAGES, kb_mcp, no_traceback
+from tests.store_faults import PAGES, no_traceback
+from tests.store_faults import kb_mcp_here as kb_mcp
 
 Env = dict[str, str]
 

@@ -16,7 +16,7 @@ from kbmcp_core.meta_keys import META_MODEL
 from kbmcp_core.models import ChunkRecord, DocumentRecord
 from tests.conftest import OpenKb, write_files
 from tests.pg_cluster import PgCluster
-from tests.store_faults import kb_mcp, no_traceback
+from tests.store_faults import kb_mcp_here, no_traceback
 
 PAGES: dict[str, str | bytes] = {
     "ops/deploy.md": "# Deployment\n\nWe deploy the billing service with blue-green "
@@ -243,8 +243,8 @@ def test_the_cli_reports_an_unreachable_store_in_one_line(
     url = f"postgresql://kb:s3cret@127.0.0.1:{_closed_port()}/kb"
     (tmp_path / "kb-mcp.toml").write_text(f'kb_path = "."\ndatabase_url = "{url}"\n')
     build_settings(tmp_path / "kb-mcp.toml")  # a valid setting: the server is the problem
-    for command in (["status"], ["search", "keys"], ["index"]):
-        done = kb_mcp([*command, "--config", str(tmp_path / "kb-mcp.toml")], kb_env)
+    for command in (["status"], ["search", "keys"], ["index"]):  # in this process: its words
+        done = kb_mcp_here([*command, "--config", str(tmp_path / "kb-mcp.toml")], kb_env)
         no_traceback(done.stderr)
         assert done.returncode != 0
         lines = done.stderr.strip().splitlines()

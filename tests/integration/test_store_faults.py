@@ -23,6 +23,7 @@ from tests.store_faults import (
     damage_store,
     damage_tables,
     kb_mcp,
+    kb_mcp_here,
     no_traceback,
 )
 
@@ -158,8 +159,8 @@ def test_a_bad_database_url_is_a_config_error_naming_the_key(
     (tmp_path / "kb-mcp.toml").write_text(f'kb_path = "."\ndatabase_url = "{url}"\n')
     with pytest.raises(ConfigError, match="database_url"):
         build_settings(tmp_path / "kb-mcp.toml")
-    for command in (["status"], ["index"], ["search", "keys"]):
-        done = kb_mcp([*command, "--config", str(tmp_path / "kb-mcp.toml")], kb_env)
+    for command in (["status"], ["index"], ["search", "keys"]):  # in this process: its words
+        done = kb_mcp_here([*command, "--config", str(tmp_path / "kb-mcp.toml")], kb_env)
         assert done.returncode == 2, done.stderr
         no_traceback(done.stderr)
         lines = done.stderr.strip().splitlines()

@@ -223,7 +223,7 @@ def _closed_port() -> int:
 
 def test_an_unreachable_database_exits_1_from_every_command(
         tmp_path: Path, kb_env: dict[str, str]) -> None:
-    from tests.store_faults import kb_mcp, no_traceback
+    from tests.store_faults import kb_mcp, kb_mcp_here, no_traceback
 
     write_files(tmp_path / "kb", PAGES)
     port = _closed_port()
@@ -232,7 +232,9 @@ def test_an_unreachable_database_exits_1_from_every_command(
                       f'"postgresql://kb:{PASSWORD}@127.0.0.1:{port}/kb"\n')
     for command in (["status"], ["search", "billing", "--no-server"], ["index"], ["doctor"],
                     ["watch"], ["serve"], ["serve", "--read-only"]):
-        done = kb_mcp([*command, "--config", str(config)], kb_env, timeout=120)
+        # the commands that hold a process (signals, stdin) run as one; the others here
+        run = kb_mcp if command[0] in ("watch", "serve") else kb_mcp_here
+        done = run([*command, "--config", str(config)], kb_env)
         no_traceback(done.stderr)
         assert done.returncode == 1, (command, done.returncode, done.stderr)
         errors = [line for line in done.stderr.splitlines()
