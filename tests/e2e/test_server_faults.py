@@ -24,6 +24,7 @@ from kbmcp_core.errors import IndexNotFound, NotOffered, PathRefused, WriterBusy
 from tests.e2e.conftest import DEADLINE, Env, LineReader, kb_mcp_command, run_index, stop, write
 from tests.embedding_server import EmbeddingServer
 from tests.slow_service import slow_embedding_config
+from tests.store_faults import kb_mcp_here
 
 #: A server whose stdin was closed must have exited by then, whatever it was doing.
 SHUTDOWN_DEADLINE = 60.0
@@ -257,11 +258,10 @@ def signal_and_wait(server: Server, signum: signal.Signals) -> tuple[int, float,
 
 
 def kb_mcp_json(kb: Path, env: Env, *args: str) -> tuple[int, dict[str, Any]]:
-    """A command's exit code and JSON output (an index run that embeds may take minutes on
-    a loaded machine)."""
-    done = subprocess.run([*kb_mcp_command(), *args, "--kb-path", str(kb), "--format", "json"],
-                          env={**os.environ, **env}, capture_output=True, text=True,
-                          timeout=5 * DEADLINE, check=False)
+    """A command's exit code and JSON output. It runs in this process: these are the checks
+    of what a stopped server left in the index, where the process boundary (the server's)
+    has been crossed already; each ``kb-mcp`` process would cost two seconds of start-up."""
+    done = kb_mcp_here([*args, "--kb-path", str(kb), "--format", "json"], {**os.environ, **env})
     assert "Traceback" not in done.stderr, done.stderr
     return done.returncode, json.loads(done.stdout)
 
