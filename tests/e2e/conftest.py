@@ -97,14 +97,12 @@ def server_env(model_cache: Path) -> Env:
 
 
 def run_index(kb: Path, env: Env) -> None:
-    done = subprocess.run(
-        [*kb_mcp_command(), "index", "--kb-path", str(kb), "--quiet"],
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=DEADLINE,
-        check=False,
-    )
+    """``kb-mcp index --quiet`` on ``kb``, in this process: an index built for a test to
+    serve is set-up, not what the test crosses a process boundary for (a process would
+    cost two seconds of start-up each time)."""
+    from tests.store_faults import kb_mcp_here
+
+    done = kb_mcp_here(["index", "--kb-path", str(kb), "--quiet"], {**os.environ, **env})
     assert done.returncode == 0, done.stderr
 
 
