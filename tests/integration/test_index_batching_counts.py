@@ -36,19 +36,38 @@ def random_ascii(rng: random.Random, n: int) -> list[str]:
     return ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 120))) for _ in range(n)]
 
 
+#: What non-ASCII text holds that a tokenizer treats apart: accents (composed and combining),
+#: CJK, Unicode spaces, punctuation and controls (zero-width, separators, NEL, BOM), symbols,
+#: emoji, a replacement character, letters that lower-case to two, and ASCII to mix them with.
+UNICODE = [*"caf\u00e9 na\u00efve \u00fcber \u0130stanbul \u1e9e\u00df e\u0301 \u0301x",
+           *"\u65e5\u672c\u8a9e\u306e\u6587\u7ae0\u3002\u3001\u300c\u300d\uff01\uff1f",
+           "\u3000", "\u00a0", "\u2003", "\u2028", "\u2029", "\u202f", "\u200b", "\u200d",
+           "\u0085", "\ufeff", "\x0b", "\x0c", "\x1c", "\x00", "\ufffd", "\u2014", "\u2026",
+           "\u00ab", "\u00bb", "\u20ac", "\u00b5", "\U0001f600", "\U0001f44d\U0001f3fd",
+           "\u0645\u0631\u062d\u0628\u0627", "\u043f\u0440\u0438\u0432\u0435\u0442",
+           " ", " ", "\n", "\t", "\r", "word", "C++", "e-mail", "x" * 70, "\u00e9" * 70]
+
+
+def random_unicode(rng: random.Random, n: int) -> list[str]:
+    return ["".join(rng.choice(UNICODE) for _ in range(rng.randint(0, 60))) for _ in range(n)]
+
+
 def test_counts_equal_the_tokenizer_on_hostile_and_random_text() -> None:
     tokenizer = real_tokenizer()
     counter = WordPieceCounter.for_tokenizer(tokenizer)
     assert counter is not None  # the default model's tokenizer is a BERT WordPiece one
-    texts = HOSTILE + random_ascii(random.Random(11), 3000)
+    texts = HOSTILE + random_ascii(random.Random(11), 3000) + random_unicode(
+        random.Random(12), 3000)
     answered = 0
     for text in texts:
         got = counter.count(text)
         if got is not None:
             answered += 1
             assert got == len(tokenizer.encode(text).ids), repr(text)
-    assert answered > 1000  # the ASCII text without an added token
-    assert counter.count("caf\u00e9") is None and counter.count("a [SEP] b") is None
+    assert answered > 4000  # every text without an added token, ASCII or not
+    assert counter.count("caf\u00e9 \u65e5\u672c") == len(tokenizer.encode(
+        "caf\u00e9 \u65e5\u672c").ids)
+    assert counter.count("a [SEP] b") is None
 
 
 def note(i: int) -> str:
