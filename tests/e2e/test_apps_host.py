@@ -181,8 +181,7 @@ def test_a_client_without_the_extension_sees_no_view_in_either_era(
         era = link.client.protocol_version
         tools = link.tools()
         listed = link.portal.call(link.client.list_resources).resources
-        # (by keywords: the result's shape is the point, not the model's load)
-        searched = link.call("search", {"query": "signing keys", "mode": "lexical"})
+        searched = link.call("search", {"query": "signing keys"})
     assert era == ("2026-07-28" if mode == "auto" else "2025-11-25")
     assert [name for name, t in tools.items() if t.meta and "ui" in t.meta] == []
     assert [r.uri for r in listed if r.uri.startswith("ui://")] == []
