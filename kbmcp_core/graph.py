@@ -1,4 +1,5 @@
-"""The connection graph: documents linked by their nearest-neighbour chunks, bounded, laid out.
+"""The connection graph: documents linked by their nearest-neighbour chunks, bounded, laid out
+(``graph_layout``: the one force layout every drawing uses).
 
 A pure algorithm over one question the adapters answer, "which offered documents hold the
 chunks nearest to this document's chunks, and how near" (a ``Neighbours`` function). The
@@ -15,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kbmcp_core.errors import InvalidQuery
+from kbmcp_core.graph_layout import force_layout
 
 #: (neighbour document path, cosine similarity in [-1, 1]), best first, never the document itself.
 Neighbours = Callable[[str], Sequence[tuple[str, float]]]
@@ -147,7 +149,7 @@ def build_graph(
         frontier = following
     order = sorted(depth_of, key=lambda p: (depth_of[p], p))
     names = titles(order)
-    positions = radial_layout(order, depth_of, edges)
+    positions = force_layout(order, edges, [p for p in order if p in seed_set])
     nodes = tuple(
         GraphNode(p, names.get(p, p), uri(p), depth_of[p], p in seed_set, *positions[p])
         for p in order
@@ -161,71 +163,6 @@ def build_graph(
     )
 
 
-#: Distance between two rings of the radial layout, in layout units.
-RING = 160.0
-
-
-def radial_layout(
-    order: Sequence[str], depth_of: Mapping[str, int], edges: Mapping[tuple[str, str], float]
-) -> dict[str, tuple[float, float]]:
-    """Seeds on the inner ring (one seed: the centre), each further hop on the next ring,
-    a node placed beside the node that found it, turned a little so that a link to a
-    farther ring does not run through a nearer node. Deterministic: the same graph always
-    gives the same picture."""
-    rings: dict[int, list[str]] = {}
-    for path in order:
-        rings.setdefault(depth_of[path], []).append(path)
-    parent: dict[str, str] = {}
-    for a, b in sorted(edges, key=lambda e: (-edges[e], e)):  # the strongest link first
-        if depth_of[a] + 1 == depth_of[b]:
-            parent.setdefault(b, a)
-        elif depth_of[b] + 1 == depth_of[a]:
-            parent.setdefault(a, b)
-    single_seed = len(rings.get(0, ())) == 1
-    angle: dict[str, float] = {}
-    pos: dict[str, tuple[float, float]] = {}
-    for level in sorted(rings):
-        members = rings[level]
-        count = len(members)
-        radius = RING * (level + (0.0 if single_seed else 0.5))
-        # a crowded ring widens so the nodes on it do not overlap
-        radius = max(radius, count * 30.0 / (2 * math.pi)) if radius else 0.0
-        even = {p: 2 * math.pi * (i + 0.5) / count - math.pi / 2 for i, p in enumerate(members)}
-        if level == 0 or (level == 1 and single_seed):
-            wanted = even
-        else:
-            wanted = {}
-            children: dict[str, list[str]] = {}
-            for p in members:
-                if p in parent:
-                    children.setdefault(parent[p], []).append(p)
-                else:
-                    wanted[p] = even[p]
-            spread = min(0.5, 2 * math.pi / max(count, 1))
-            for up, kids in children.items():
-                for j, p in enumerate(kids):
-                    wanted[p] = angle[up] + (j - (len(kids) - 1) / 2) * spread + spread / 2
-        placed = _spaced(sorted(members, key=lambda p: (wanted[p], p)), wanted,
-                         min(2 * math.pi / count, 40.0 / max(radius, 1.0)))
-        for path in members:
-            theta = placed[path]
-            angle[path] = theta
-            pos[path] = (radius * math.cos(theta), radius * math.sin(theta))
-    return pos
-
-
-def _spaced(members: Sequence[str], wanted: Mapping[str, float], gap: float
-            ) -> dict[str, float]:
-    """The wanted angles, in order, pushed apart to at least ``gap``."""
-    out: dict[str, float] = {}
-    last = -math.inf
-    for path in members:
-        theta = max(wanted[path], last + gap)
-        out[path] = theta
-        last = theta
-    return out
-
-
 __all__ = ["DEFAULT_DEPTH", "DEFAULT_FAN_OUT", "DEFAULT_MAX_NODES", "DEFAULT_THRESHOLD",
            "MAX_DEPTH", "MAX_FAN_OUT", "MAX_NODES", "ConnectionGraph", "GraphBounds",
-           "GraphEdge", "GraphNode", "Neighbours", "build_graph", "radial_layout"]
+           "GraphEdge", "GraphNode", "Neighbours", "build_graph"]

@@ -88,8 +88,11 @@ class KbApps:
                 view.uri, view_html(view), name=view.name, title=view.title,
                 description=view.description, csp=ResourceCsp(), prefers_border=True)
             self.apps.tool(resource_uri=view.uri, name=view.tool)(_declared)
-        #: tool name -> the ``_meta`` that binds it to its view (``_meta.ui.resourceUri``)
-        self.tool_meta = {b.kwargs["name"]: b.meta or {} for b in self.apps.tools()}
+        #: tool name -> the ``_meta`` that binds it to its view: the SDK's nested
+        #: ``_meta.ui.resourceUri`` and the flat ``_meta["ui/resourceUri"]`` that hosts built
+        #: on the extension's earlier drafts read (both name the same view)
+        self.tool_meta = {b.kwargs["name"]: _with_flat_key(b.meta or {})
+                          for b in self.apps.tools()}
         self.resources: dict[str, TextResource] = {}
         for binding in self.apps.resources():
             assert isinstance(binding.resource, TextResource)
@@ -125,6 +128,15 @@ class KbApps:
             uri=uri, mime_type=APP_MIME_TYPE, text=resource.text, _meta=resource.meta)])
 
 
+#: The key of the view's URI in ``_meta`` for hosts on the extension's earlier drafts.
+FLAT_KEY = "ui/resourceUri"
+
+
+def _with_flat_key(meta: dict[str, Any]) -> dict[str, Any]:
+    """``meta`` with the flat ``ui/resourceUri`` beside the nested ``ui.resourceUri``."""
+    return {**meta, FLAT_KEY: meta["ui"]["resourceUri"]}
+
+
 def _declared(*_args: Any) -> None:
     """Stands for a kb-mcp tool in the SDK's binding: the tool itself is kb-mcp's own."""
 
@@ -135,4 +147,4 @@ def kb_apps() -> KbApps:
     return KbApps()
 
 
-__all__ = ["UI_SCHEME", "VIEWS", "KbApps", "View", "kb_apps", "view_html"]
+__all__ = ["FLAT_KEY", "UI_SCHEME", "VIEWS", "KbApps", "View", "kb_apps", "view_html"]

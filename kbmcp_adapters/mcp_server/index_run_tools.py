@@ -79,6 +79,10 @@ RUN_OUTPUT: JsonObject = {
         "error": {"type": "object", "properties": {"code": _STR, "message": _STR},
                   "required": ["code", "message"]},
         "already_running": {"type": "boolean"}, "note": _STR,
+        "read_only": {"type": "boolean", "description": (
+            "index_status: this server cannot write the index (a read-only replica, or an "
+            "index this user may only read): its index is updated by the writer, and "
+            "rebuild_index is refused")},
     },
     "required": ["state", "message"],
 }  # fmt: skip
@@ -129,14 +133,16 @@ async def rebuild_index(host: Host, args: JsonObject) -> JsonObject:
 
 
 async def index_status(host: Host, args: JsonObject) -> JsonObject:
+    """The run asked for (or the running or last one) and whether the index can be
+    written here (``read_only``); on several collections, each one's under ``runs``."""
     names = host.every(args.pop("collection", None))
     if len(names) == 1:
         return host.labelled(names[0], await _status_in(host.runtime(names[0]), args))
     if args.get("run_id") is not None:
         raise InvalidQuery("run ids are per collection: name the collection of "
                            f"{args['run_id']!r} with collection (one of {', '.join(names)})")
-    return overall([{**await _status_in(host.runtimes[n], {}), "collection": n}
-                    for n in names])
+    views = [{**await _status_in(host.runtimes[n], {}), "collection": n} for n in names]
+    return {**overall(views), "read_only": all(v["read_only"] for v in views)}
 
 
 def overall(views: list[JsonObject]) -> JsonObject:
@@ -177,9 +183,11 @@ async def _status_in(rt: KbRuntime, args: JsonObject) -> JsonObject:
         known = ", ".join(rt.runs.known()) or "none"
         raise InvalidQuery(f"this server has no index run {run_id!r}; the runs it knows: "
                            f"{known} (the last {KEPT} since it started)")
+    read_only = await rt.in_thread(rt.index_read_only)
     if run is None:
-        return {"state": "none", "message": "no rebuild_index run since this server started"}
-    return rt.runs.view(run)
+        return {"state": "none", "message": "no rebuild_index run since this server started",
+                "read_only": read_only}
+    return {**rt.runs.view(run), "read_only": read_only}
 
 
 async def follow(runs: IndexRuns, run: IndexRunRecord, report: Report | None,

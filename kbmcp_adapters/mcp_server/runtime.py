@@ -25,7 +25,7 @@ from kbmcp_adapters.app.in_process_lock import IndexRunStopped
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 from kbmcp_adapters.mcp_server.index_runs import IndexRunRecord, IndexRuns, Step
 from kbmcp_adapters.mcp_server.start_run import START_PURPOSE, StartRun
-from kbmcp_core.errors import IndexNotFound, IndexReadOnly, StoreError
+from kbmcp_core.errors import IndexNotFound, IndexReadOnly, KbError, StoreError
 from kbmcp_core.index_run import Progress
 from kbmcp_core.models import RunSummary
 from kbmcp_core.settings import Settings
@@ -176,6 +176,17 @@ class KbRuntime:
                     "(`kb-mcp watch` or `kb-mcp index`) with this kb-mcp version once"
                 )
             self._schema_checked = True
+
+    def index_read_only(self) -> bool:
+        """Whether this server cannot write its index: a replica (``--read-only``), or an
+        index this user may read but not write. False while there is no index (or it
+        cannot be opened): the first index run is this server's to make."""
+        if self.read_only:
+            return True
+        try:
+            return self.open_index().is_read_only()
+        except KbError:
+            return False
 
     def knowledge_base_for_reads(self) -> KnowledgeBase:
         """For ``get_document``, which serves files whether or not an index exists."""

@@ -56,7 +56,7 @@ def health_of(rt: KbRuntime) -> JsonObject:
             "documents": stats.documents, "chunks": stats.chunks,
             "model": stats.model_id, "dimension": stats.dimension,
             "schema_revision": stats.schema_revision, "last_run": stats.last_run,
-            "read_only": rt.read_only or kb.is_read_only(),
+            "read_only": rt.index_read_only(),
             "watcher": watcher_status(rt),
         },
         "doctor": {**report.as_dict(), "healthy": report.healthy},

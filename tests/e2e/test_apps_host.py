@@ -3,15 +3,20 @@ SDK (``@modelcontextprotocol/ext-apps``, apps_support.py) in Debian's Chromium, 
 connected to a real ``kb-mcp serve`` over stdio and over HTTP, in both protocol eras (the
 ``initialize`` handshake and the 2026-07-28 ``server/discover``). A search shows its hits,
 a click opens the reader at the cited lines, the graph draws and opens a document, hostile
-titles run nothing, and every byte comes through the host. Set
-KB_MCP_UI_SCREENSHOTS=docs/images to retake docs/ui.md's pictures of the three views."""
+titles run nothing, a read-only replica says so, and every byte comes through the host. Set
+KB_MCP_UI_SCREENSHOTS=docs/images to retake docs/ui.md's pictures of the three views.
+
+Servers are shared where a test needs no fresh one: one `kb-mcp serve` over stdio on the UI
+corpus for the module (``stdio_server``), one over HTTP (conftest's ``served``), and one
+read-only replica over HTTP (``alike``); a test starts its own only for a state of its own
+(no index, an index being built, a token, another era's client)."""
 
 from __future__ import annotations
 
 import os
 import re
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -54,11 +59,21 @@ def over_stdio(kb: Path, env: Env, log: Path, mode: str, *args: str, apps: bool 
         yield link
 
 
-@pytest.fixture()
-def stdio_host(ui_kb: Path, server_env: Env, tmp_path: Path) -> Iterator[Bridge]:
-    """The host's client: `kb-mcp serve` over stdio, the initialize handshake."""
-    with over_stdio(ui_kb, server_env, tmp_path / "serve.log", "legacy") as link:
+@pytest.fixture(scope="module")
+def stdio_server(ui_kb: Path, server_env: Env, tmp_path_factory: pytest.TempPathFactory
+                 ) -> Iterator[Bridge]:
+    """The module's `kb-mcp serve` over stdio on the (indexed) UI corpus, the initialize
+    handshake, with the MCP Apps extension."""
+    log = tmp_path_factory.mktemp("stdio") / "serve.log"
+    with over_stdio(ui_kb, server_env, log, "legacy", "--no-index") as link:
         yield link
+
+
+@pytest.fixture()
+def stdio_host(stdio_server: Bridge) -> Bridge:
+    """The host's client over stdio, with no call of an earlier test in its record."""
+    stdio_server.calls.clear()
+    return stdio_server
 
 
 @pytest.fixture()
@@ -69,10 +84,21 @@ def http_host(served: Served) -> Iterator[Bridge]:
         yield link
 
 
+def shown_after_ms(page: Any, view: Any) -> float:
+    """The time from the tool result in the host's hand to the view showing it (the host
+    page's and the view's marks, both since the epoch): measured, never asserted."""
+    view.locator("body[data-shown-at]").wait_for(state="attached")
+    shown = float(view.locator("body").get_attribute("data-shown-at"))
+    return shown - float(page.locator("body").get_attribute("data-result-at"))
+
+
 def search_shows_hits_and_opens_the_reader(page: Any, script: str, link: Bridge) -> Any:
     view = show(page, script, link, "search", {"query": "signing keys rotation"})
     hits = view.locator("#hits[data-query='signing keys rotation'] li")
     hits.first.wait_for()
+    took = shown_after_ms(page, view)
+    assert took >= 0
+    print(f"\nview: the search's hits shown {took:.0f} ms after the tool result")
     first = hits.first
     assert first.locator("h3 a").inner_text() == "Rotating signing keys"
     assert {"signing", "keys"} <= {m.lower() for m in first.locator("mark").all_inner_texts()}
@@ -90,6 +116,9 @@ def search_shows_hits_and_opens_the_reader(page: Any, script: str, link: Bridge)
 def test_over_stdio_search_reader_graph_and_hostile_titles(
         stdio_host: Bridge, script: str, page: Any) -> None:
     view = search_shows_hits_and_opens_the_reader(page, script, stdio_host)
+    # a server that writes its own index: asked, and no "read-only replica" said
+    view.locator("#read-only-note[data-asked='yes']").wait_for(state="attached")
+    assert view.locator("#read-only-note").is_hidden()
     view.locator("#doc-back").click()
     assert view.locator("#hits li").first.is_visible()
     view.locator("#explain").click()  # explain on demand: the same search, through the host
@@ -139,11 +168,14 @@ def test_over_http_in_the_2026_era_search_reader_and_document(
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 def test_a_client_without_the_extension_sees_no_view_in_either_era(
         transport: str, mode: str, ui_kb: Path, server_env: Env, served: Served,
-        tmp_path: Path) -> None:
+        tmp_path: Path, request: pytest.FixtureRequest) -> None:
     def connect(apps: bool) -> AbstractContextManager[Bridge]:
         if transport == "http":
             return bridge(served.url, mode, apps=apps)
-        return over_stdio(ui_kb, server_env, tmp_path / f"serve-{apps}.log", mode, apps=apps)
+        if apps and mode == "legacy":  # the module's server is that client already
+            return nullcontext(request.getfixturevalue("stdio_server"))
+        return over_stdio(ui_kb, server_env, tmp_path / f"serve-{apps}.log", mode,
+                          "--no-index", apps=apps)
 
     with connect(apps=False) as link:
         era = link.client.protocol_version
@@ -198,7 +230,8 @@ def test_screenshots_of_the_three_views_and_a_pdf_hit_at_its_page(
 @pytest.fixture(scope="module")
 def alike(tmp_path_factory: pytest.TempPathFactory, server_env: Env) -> Iterator[Served]:
     """Two documents titled alike in two folders, and one long passage whose match sits in
-    its middle; indexed, served over HTTP."""
+    its middle; indexed, then served over HTTP by a read-only replica (``--read-only``: the
+    module's server of that index state)."""
     kb = tmp_path_factory.mktemp("alike") / "kb"
     for version in ("v1", "v2"):
         write(kb, f"{version}/notes.md", f"---\ntitle: Release notes\n---\n# Release notes\n\n"
@@ -212,7 +245,7 @@ def alike(tmp_path_factory: pytest.TempPathFactory, server_env: Env) -> Iterator
           "markup.\n\n"
           "## Second\n\nMore text.\n")
     run_index(kb, server_env)
-    running = start(kb, environment(server_env), "--no-watch", "--no-index")
+    running = start(kb, environment(server_env), "--read-only")
     yield running
     stop(running.proc)
     running.log.drain()
@@ -318,6 +351,27 @@ def test_a_heading_made_of_markup_is_text_in_the_reader_and_its_outline(
         assert HOSTILE_HEADING in view.locator("#doc-lines").inner_text()
         assert view.locator("img").count() == 0
         assert view.locator("body").evaluate("b => b.ownerDocument.defaultView.__kbXss") is None
+    assert page.problems == []
+
+
+def test_a_read_only_replica_says_so_in_the_views_as_in_ui(
+        alike: Served, script: str, page: Any) -> None:
+    """The replica's views learn it through the host (``index_status``'s ``read_only``)
+    and say it in /ui's words (a server that writes its index says nothing of the kind:
+    ``test_over_stdio_search_reader_graph_and_hostile_titles``)."""
+    with bridge(alike.url, "auto") as link:
+        for tool, args in (("search", {"query": "zebra crossing"}),
+                           ("get_document", {"path": "ops/lanes.md"})):
+            view = show(page, script, link, tool, args)
+            note = view.locator("#read-only-note")
+            note.wait_for()
+            assert note.inner_text().startswith("This server is a read-only replica")
+            assert ("tools/call", "index_status") in link.calls
+    in_view = note.inner_text()
+    page.goto(f"http://127.0.0.1:{alike.port}/ui#health")
+    page.locator("#read-only-note").wait_for()
+    assert " ".join(page.locator("#read-only-note").inner_text().split()) == \
+        " ".join(in_view.split())
     assert page.problems == []
 
 

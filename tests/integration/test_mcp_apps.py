@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -19,7 +20,15 @@ from mcp.client.extension import advertise
 from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID
 
 from kbmcp_adapters.mcp_server import KbRuntime, build_server
-from tests.integration.test_mcp_in_memory import DEADLINE, Kb, kb  # noqa: F401 (a fixture)
+from tests.integration.test_index_runs import runtime
+from tests.integration.test_mcp_in_memory import (  # noqa: F401 (kb: a fixture)
+    DEADLINE,
+    Kb,
+    kb,
+    run,
+    structured,
+    tools_of,
+)
 
 VIEWS = {"search": "ui://kb-mcp/search.html", "get_document": "ui://kb-mcp/reader.html",
          "get_connection_graph": "ui://kb-mcp/graph.html"}
@@ -63,7 +72,8 @@ def test_a_client_without_the_extension_sees_todays_surface(kb: Kb, mode: str) -
     assert plain["era"] == ("2026-07-28" if mode != "legacy" else "2025-11-25")
     if mode != "legacy":  # (2025-11-25 has no `extensions` capability: the SDK sieves it)
         assert EXTENSION_ID in plain["extensions"]  # the server says it can, whoever asks
-    assert all(t.meta is None or "ui" not in t.meta for t in plain["tools"].values())
+    assert all(t.meta is None or not {"ui", "ui/resourceUri"} & set(t.meta)
+               for t in plain["tools"].values())
     assert not [r for r in plain["resources"] if r.uri.startswith("ui://")]
     # the tool results are complete without the view, and the same for both clients
     assert plain["search"].structured_content == with_apps["search"].structured_content
@@ -82,6 +92,10 @@ def test_a_host_that_renders_apps_gets_three_views_declared_and_readable(
     declared = {name: t.meta["ui"]["resourceUri"] for name, t in got["tools"].items()
                 if t.meta and "ui" in t.meta}
     assert declared == VIEWS
+    # hosts on the extension's earlier drafts read the flat key: the same view for them
+    flat = {name: t.meta["ui/resourceUri"] for name, t in got["tools"].items()
+            if t.meta and "ui/resourceUri" in t.meta}
+    assert flat == VIEWS
     listed = {r.uri: r for r in got["resources"] if r.uri.startswith("ui://")}
     assert set(listed) == set(VIEWS.values())
     assert {r.mime_type for r in listed.values()} == {APP_MIME_TYPE}
@@ -105,3 +119,25 @@ def assert_self_contained(html: str, uri: str) -> None:
         assert len(blocks) == 1, (uri, tag)
         digest = base64.b64encode(hashlib.sha256(blocks[0].encode()).digest()).decode()
         assert rules[rule] == f"'sha256-{digest}'", (uri, rule)
+
+
+# -- a read-only replica, told to the views through index_status ------------------------------
+@pytest.mark.parametrize("replica", [False, True])
+def test_index_status_says_whether_the_server_can_write_its_index(
+        tmp_path: Path, replica: bool) -> None:
+    """The views ask ``index_status`` (through the host) whether to say "read-only
+    replica", as /ui's health view does: declared in the tool's output schema, beside every
+    field it had."""
+    writer, _ = runtime(tmp_path)
+    rt = KbRuntime(writer.settings, open_kb=lambda s: writer.knowledge_base(),
+                   read_only=True) if replica else writer
+
+    async def body(client: Client) -> None:
+        tool = (await tools_of(client))["index_status"]
+        assert tool.output_schema is not None
+        assert tool.output_schema["properties"]["read_only"]["type"] == "boolean"
+        status = structured(await client.call_tool("index_status", {}), tool)
+        assert status == {"state": "none", "read_only": replica,
+                          "message": "no rebuild_index run since this server started"}
+
+    run(rt, body)

@@ -1,8 +1,8 @@
-// kb-mcp's pages (/ui and the MCP App graph view): the connection graph, laid out by force.
-// Each connected group of documents is laid out on its own (linked documents pull, every
-// two push apart) and the groups are packed side by side with room between them, so
-// unrelated clusters never tangle; the drawing fits its frame. Nodes are coloured by their
-// folder, named in a legend. Labels are shown where they can be read: the seed and the most
+// kb-mcp's pages (/ui and the MCP App graph view): the connection graph, drawn at the
+// coordinates the server laid it out at (kbmcp_core/graph_layout.py, the one force layout
+// the tool, the CLI's SVG and these pages share: each connected group by force, the groups
+// packed apart so unrelated clusters never tangle); the drawing fits its frame. Nodes are
+// coloured by their folder, named in a legend. Labels are shown where they can be read: the seed and the most
 // linked documents first, never two overlapping; every other label appears when its node,
 // or a neighbour, is pointed at. Titles are inserted as text (textContent), never as markup.
 "use strict";
@@ -82,89 +82,8 @@ function graphSummary(data) {
   return text;
 }
 
-// -- the force layout -------------------------------------------------------------------------
-const SPRING = 90;          // the length a link pulls its two documents to (layout units)
-const GROUP_GAP = 2 * SPRING;
-const LAYOUT_STEPS = 300;
+// -- colours and the legend ------------------------------------------------------------------
 const FOLDER_COLOURS = 8;   // the legend's colours; the other folders share the last
-
-// One connected group laid out by force (Fruchterman–Reingold, cooling): {path: {x, y}}.
-// It starts from the server's positions, so the same graph always gives the same picture.
-function layoutGroup(members, links) {
-  const pos = members.map((n) => ({ x: n.x, y: n.y }));
-  if (members.length === 1) return [{ x: 0, y: 0 }];
-  const k = SPRING, n = members.length;
-  let heat = k * Math.sqrt(n);
-  const steps = Math.max(60, Math.min(LAYOUT_STEPS, Math.round(400000 / (n * n))));
-  for (let step = 0; step < steps; step++) {
-    const move = pos.map(() => ({ x: 0, y: 0 }));
-    for (let i = 0; i < n; i++) {
-      for (let j = i + 1; j < n; j++) {
-        let dx = pos[i].x - pos[j].x, dy = pos[i].y - pos[j].y;
-        let d2 = dx * dx + dy * dy;
-        if (d2 < 0.01) { dx = (i - j) * 0.1; dy = 0.1; d2 = dx * dx + dy * dy; }
-        const push = (k * k) / d2;
-        move[i].x += dx * push; move[i].y += dy * push;
-        move[j].x -= dx * push; move[j].y -= dy * push;
-      }
-    }
-    for (const [a, b, similarity] of links) {
-      const dx = pos[a].x - pos[b].x, dy = pos[a].y - pos[b].y;
-      const d = Math.sqrt(dx * dx + dy * dy) || 0.1;
-      const pull = (d / k) * (0.5 + Math.max(0, similarity));
-      move[a].x -= dx * pull; move[a].y -= dy * pull;
-      move[b].x += dx * pull; move[b].y += dy * pull;
-    }
-    for (let i = 0; i < n; i++) {
-      const d = Math.hypot(move[i].x, move[i].y) || 1;
-      const step = Math.min(d, heat);
-      pos[i].x += (move[i].x / d) * step;
-      pos[i].y += (move[i].y / d) * step;
-    }
-    heat = Math.max(1, heat * 0.97);
-  }
-  return pos;
-}
-
-// The nodes with their positions: every group laid out, then packed in rows, the largest
-// first, GROUP_GAP apart, the rows about as wide as the whole is tall.
-function forceLayout(nodes, edges) {
-  const index = new Map(nodes.map((n, i) => [n.path, i]));
-  const root = nodes.map((_, i) => i);
-  const find = (i) => { while (root[i] !== i) i = root[i] = root[root[i]]; return i; };
-  const links = [];
-  for (const e of edges) {
-    const a = index.get(e.source), b = index.get(e.target);
-    if (a === undefined || b === undefined) continue;
-    links.push([a, b, e.similarity]);
-    root[find(a)] = find(b);
-  }
-  const groups = new Map();
-  nodes.forEach((_, i) => {
-    const r = find(i);
-    if (!groups.has(r)) groups.set(r, []);
-    groups.get(r).push(i);
-  });
-  const boxes = [...groups.values()].sort((a, b) => b.length - a.length || a[0] - b[0]).map((members) => {
-    const local = new Map(members.map((i, j) => [i, j]));
-    const pos = layoutGroup(members.map((i) => nodes[i]),
-      links.filter(([a]) => local.has(a)).map(([a, b, s]) => [local.get(a), local.get(b), s]));
-    const xs = pos.map((p) => p.x), ys = pos.map((p) => p.y);
-    const x0 = Math.min(...xs), y0 = Math.min(...ys);
-    return { members, pos, x0, y0, w: Math.max(...xs) - x0, h: Math.max(...ys) - y0 };
-  });
-  const area = boxes.reduce((sum, b) => sum + (b.w + GROUP_GAP) * (b.h + GROUP_GAP), 0);
-  const rowWidth = Math.max(boxes.length ? boxes[0].w : 0, Math.sqrt(area) * 1.4);
-  const out = nodes.map((n) => ({ ...n }));
-  let x = 0, y = 0, rowHeight = 0;
-  for (const box of boxes) {
-    if (x > 0 && x + box.w > rowWidth) { x = 0; y += rowHeight + GROUP_GAP; rowHeight = 0; }
-    box.members.forEach((i, j) => { out[i].x = x + box.pos[j].x - box.x0; out[i].y = y + box.pos[j].y - box.y0; });
-    x += box.w + GROUP_GAP;
-    rowHeight = Math.max(rowHeight, box.h);
-  }
-  return out;
-}
 
 // A node's folder: the first folder of its path (a topic group), "(top level)" without one.
 function folderGroup(path) {
@@ -204,7 +123,6 @@ function boxesOverlap(a, b) {
 function renderGraph(data) {
   const started = performance.now();
   const svg = $("graph");
-  data = { ...data, nodes: forceLayout(data.nodes, data.edges) };
   const colours = folderColours(data.nodes);
   showLegend(colours.legend);
   const at = new Map(data.nodes.map((n) => [n.path, n]));

@@ -112,10 +112,26 @@ function toolInput(args) {
 function toolResult(result) {
   const got = outcome(result);
   $("error").hidden = true;
-  if (!got.ok) { showFailure(got.error); return; }
-  if (VIEW === "search") showHits(got.data, input.query || "");
+  if (!got.ok) showFailure(got.error);
+  else if (VIEW === "search") showHits(got.data, input.query || "");
   else if (VIEW === "graph") showGraph(got.data);
   else showDocument(got.data, input, {});
+  markShown();
+}
+
+// When the view first showed the result it was opened with (a performance mark, and on the
+// body as a time since the epoch, which a host can set beside the time it had the result).
+function markShown() {
+  if (document.body.dataset.shownAt) return;
+  performance.mark("kb-mcp:result-shown");
+  document.body.dataset.shownAt = String(performance.timeOrigin + performance.now());
+}
+
+// A read-only replica says so, as /ui's health view does: index_status, through the host.
+async function showReadOnly() {
+  const got = await callTool("index_status", {});
+  $("read-only-note").hidden = !(got.ok && got.data.read_only);
+  $("read-only-note").dataset.asked = got.ok ? "yes" : "failed";
 }
 
 // -- search --------------------------------------------------------------------------------
@@ -265,6 +281,7 @@ async function connect() {
     return;
   }
   post({ method: "ui/notifications/initialized", params: {} });
+  showReadOnly();
   new ResizeObserver(reportSize).observe(document.documentElement);
 }
 

@@ -11,6 +11,8 @@ async function forward(method, params) {
 
 // Render `html` (a ui:// resource's text) and hand it the call it was opened with.
 window.showView = async function showView(html, toolInput, toolResult) {
+  // the tool result in hand (the view marks when it showed it: body[data-shown-at])
+  document.body.dataset.resultAt = String(performance.timeOrigin + performance.now());
   const frame = document.createElement("iframe");
   frame.id = "view";
   frame.setAttribute("sandbox", "allow-scripts");  // an opaque origin: no access to the host
