@@ -17,6 +17,7 @@ import pytest
 
 from kbmcp_adapters.local_search.channel import SOCKET_NAME, supported
 from tests.e2e.conftest import DEADLINE, Env, LineReader, kb_mcp_command, stop
+from tests.store_faults import kb_mcp_here
 
 pytestmark = pytest.mark.skipif(not supported(), reason="needs Unix sockets with SO_PEERCRED")
 
@@ -29,6 +30,13 @@ def kb_search(kb: Path, env: Env, *args: str) -> subprocess.CompletedProcess[str
     return subprocess.run([*kb_mcp_command(), "search", "--kb-path", str(kb), *args],
                           env={**os.environ, **env}, capture_output=True, text=True,
                           timeout=DEADLINE, check=False)
+
+
+def searched_here(kb: Path, env: Env, *args: str) -> subprocess.CompletedProcess[str]:
+    """``kb-mcp search --no-server`` in this process: what the server's answer must equal
+    (the process that talks to the server is ``kb_search``'s)."""
+    return kb_mcp_here(["search", "--kb-path", str(kb), *args, "--no-server"],
+                       {**os.environ, **env})
 
 
 def answered_by(pid: int) -> str:
@@ -81,7 +89,7 @@ def test_a_running_stdio_server_answers_with_the_local_output_and_removes_its_so
                  ["backups", "--tag", "ops", "--format=json"],
                  ["garden tomatoes", "--mode", "lexical", "--chunks-per-document", "1"]):
         remote = kb_search(fresh_kb, server_env, *args, "-v")
-        local = kb_search(fresh_kb, server_env, *args, "--no-server")
+        local = searched_here(fresh_kb, server_env, *args)
         assert remote.returncode == local.returncode == 0, remote.stderr + local.stderr
         assert answered_by(server.proc.pid) in remote.stderr, args
         assert remote.stdout == local.stdout, args
@@ -101,8 +109,7 @@ def test_a_running_http_server_answers_and_removes_its_socket_on_sigterm(
     path = server.wait_for_socket()
     remote = kb_search(fresh_kb, server_env, "vault", "--mode", "lexical", "--format", "json",
                        "-v")
-    local = kb_search(fresh_kb, server_env, "vault", "--mode", "lexical", "--format", "json",
-                      "--no-server")
+    local = searched_here(fresh_kb, server_env, "vault", "--mode", "lexical", "--format", "json")
     assert answered_by(server.proc.pid) in remote.stderr
     assert remote.stdout == local.stdout and '"guides/keys.md"' in remote.stdout
     server.proc.send_signal(signal.SIGTERM)
@@ -117,7 +124,7 @@ def test_kb_mcp_watch_answers_too(
     servers.append(server)
     path = server.wait_for_socket()
     remote = kb_search(fresh_kb, server_env, "staking tomatoes", "-v")
-    local = kb_search(fresh_kb, server_env, "staking tomatoes", "--no-server")
+    local = searched_here(fresh_kb, server_env, "staking tomatoes")
     assert answered_by(server.proc.pid) in remote.stderr
     assert remote.stdout == local.stdout and "notes/garden.md" in remote.stdout
     server.proc.send_signal(signal.SIGTERM)
@@ -136,7 +143,7 @@ def test_a_killed_servers_stale_socket_is_ignored_then_replaced(
     assert stat.S_ISSOCK(os.lstat(path).st_mode)  # left behind
 
     stale = kb_search(fresh_kb, server_env, "vault", "--mode", "lexical", "-v")
-    local = kb_search(fresh_kb, server_env, "vault", "--mode", "lexical", "--no-server")
+    local = searched_here(fresh_kb, server_env, "vault", "--mode", "lexical")
     assert stale.returncode == 0, stale.stderr
     assert "stale socket" in stale.stderr and stale.stdout == local.stdout
 
@@ -202,8 +209,7 @@ def test_a_server_of_several_collections_answers_their_searches(
     config.write_text("".join(f'[[collections]]\nname = "{n}"\npath = "{n}"\n\n'
                               for n in ("alpha", "beta")), encoding="utf-8")
     env = {**os.environ, **server_env}
-    indexed = subprocess.run([*kb_mcp_command(), "index", "--config", str(config)], env=env,
-                             capture_output=True, text=True, timeout=DEADLINE, check=False)
+    indexed = kb_mcp_here(["index", "--config", str(config)], env)  # set-up: in this process
     assert indexed.returncode == 0, indexed.stderr
     proc = subprocess.Popen([*kb_mcp_command(), "serve", "--config", str(config),
                              "--no-watch"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
@@ -221,9 +227,11 @@ def test_a_server_of_several_collections_answers_their_searches(
         time.sleep(0.05)
 
     def search(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([*kb_mcp_command(), "search", "--config", str(config), *args],
-                              env=env, capture_output=True, text=True, timeout=DEADLINE,
-                              check=False)
+        command = ["search", "--config", str(config), *args]
+        if "--no-server" in args:  # what the server's answer must equal: in this process
+            return kb_mcp_here(command, env)
+        return subprocess.run([*kb_mcp_command(), *command], env=env, capture_output=True,
+                              text=True, timeout=DEADLINE, check=False)
 
     for args in (["vault", "--mode", "lexical"], ["vault", "--mode", "lexical", "--format",
                                                   "json"],

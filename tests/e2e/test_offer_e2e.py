@@ -14,16 +14,18 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from tests.conftest import make_big_pdf
-from tests.e2e.conftest import DEADLINE, Env, error_of, kb_mcp_command, stdio_session, text_of
+from tests.e2e.conftest import Env, error_of, stdio_session, text_of
 from tests.e2e.test_mcp_stdio import run
+from tests.store_faults import kb_mcp_here
 
 MIB = 1024 * 1024
 NOTICE = "extracted text is longer than 1 MiB"
 
 
 def cli(args: list[str], env: Env) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*kb_mcp_command(), *args], env={**os.environ, **env},
-                          capture_output=True, text=True, timeout=DEADLINE, check=False)
+    """A command in this process: the index these tests serve, and the doctor's view of
+    it; what crosses a process boundary here is the server's offer and reads."""
+    return kb_mcp_here(args, {**os.environ, **env})
 
 
 @pytest.fixture(scope="module")
