@@ -9,15 +9,18 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.conftest import DEADLINE, Env, kb_mcp_command, make_corpus, stop
+from tests.e2e.conftest import Env, make_corpus, stop
 from tests.e2e.http_support import Served, environment, start
 from tests.pg_cluster import PgCluster
 from tests.s3_server import FAKE_SECRET, S3Server
+from tests.store_faults import kb_mcp_here
 
 
 def kb_mcp(env: Env, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*kb_mcp_command(), *args], capture_output=True, text=True,
-                          env={**os.environ, **env}, timeout=DEADLINE * 3, check=False)
+    """A command in this process: the index, the token and the checks around the replicas,
+    which are the processes under test (a command's process boundary, and what LanceDB
+    logs to it, is ``test_vectors_uri``'s)."""
+    return kb_mcp_here(list(args), {**os.environ, **env})
 
 
 def search(replica: Served, token: str, query: str, ident: int) -> list[dict[str, Any]]:
