@@ -93,22 +93,24 @@ def test_a_vector_whose_chunk_is_gone_counts_as_a_document_of_its_own() -> None:
     assert best_per_document([(1, 0.4), (2, 0.6)], {}) == [0.6, 0.4]
 
 
+def _asked(unseen: int, chunks: int, best: float = 0.38, lexical: float = 0.04) -> bool:
+    return low_confidence(hits=5, similarities=sims(best, 0.27), best_lexical=lexical,
+                          readable=1.0, unseen=unseen, chunks=chunks)
+
+
 def test_a_word_no_chunk_of_a_large_folder_holds_says_not_found() -> None:
     # decision 0057: "How do I mount an NFS share at boot with systemd" on React's docs
     # (7,228 chunks): near some pages (0.38, leading the tenth by 0.11) but "nfs", "boot"
     # and "systemd" occur nowhere; before, the similarity and its lead passed it
-    asked = {"hits": 5, "similarities": sims(0.38, 0.27), "best_lexical": 0.04,
-             "readable": 1.0}
-    assert not low_confidence(**asked, unseen=0, chunks=7228)
-    assert low_confidence(**asked, unseen=3, chunks=7228)
+    assert not _asked(unseen=0, chunks=7228)
+    assert _asked(unseen=3, chunks=7228)
     # a small folder lacks everyday words by chance: the handbook's 114 chunks have no
     # "fever" although they answer who to tell when one cannot come in
-    assert not low_confidence(**asked, unseen=3, chunks=UNSEEN_MIN_CHUNKS - 1)
+    assert not _asked(unseen=3, chunks=UNSEEN_MIN_CHUNKS - 1)
     # an answer reads close to its question even in words the folder does not use
-    assert not low_confidence(**{**asked, "similarities": sims(UNSEEN_SIMILARITY, 0.3)},
-                              unseen=1, chunks=7228)
+    assert not _asked(unseen=1, chunks=7228, best=UNSEEN_SIMILARITY)
     # and keywords that match clearly still vouch
-    assert not low_confidence(**{**asked, "best_lexical": MIN_LEXICAL}, unseen=1, chunks=7228)
+    assert not _asked(unseen=1, chunks=7228, lexical=MIN_LEXICAL)
 
 
 def test_unseen_terms_counts_the_terms_no_leg_finds_anywhere() -> None:
