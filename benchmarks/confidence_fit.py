@@ -13,7 +13,7 @@ The fit keeps the rule's shape and searches its thresholds on a grid: among the
 thresholds that flag at most ``MAX_ANSWERABLE`` of every training folder's answerable
 questions, the one whose worst training folder flags the most no-answer questions (ties:
 the best mean margin) wins. The size a folder needs for a word none of its chunks holds
-to count (``UNSEEN_MIN_CHUNKS``) is not on the grid (decision 0057: fitted, it followed
+to count (``UNSEEN_MIN_CHUNKS``) is not on the grid (decision 0056, addendum: fitted, it followed
 whichever folders were in).
 """
 

@@ -27,7 +27,7 @@ The decision (decision 0028, refitted across folders in decision 0056):
   question occurs in no chunk at all and the best similarity is below
   ``UNSEEN_SIMILARITY``: a question naming software the folder does not hold has a word
   nothing in the index has (``unseen_terms``), a fact of the index that no ``limit``
-  changes (decision 0057). A small folder lacks everyday words by chance (a handbook of
+  changes (decision 0056, addendum). A small folder lacks everyday words by chance (a handbook of
   a hundred chunks has no "fever" or "keycard" although it answers the question), so
   the test waits for a folder large enough that a missing word means a missing subject;
 * when the model cannot read the query (Japanese for an English model) or did not run
@@ -48,19 +48,19 @@ from kbmcp_core.models import StoredChunk
 
 #: Below this cosine similarity the best semantic match is about something else (decision
 #: 0028: most questions about software a corpus does not cover score under it on small
-#: corpora; answerable questions rarely do). Refitted with the unseen-word test (decision
-#: 0057): 0.33 before.
+#: corpora; answerable questions rarely do). Refitted with the unseen-word test
+#: (decision 0056, addendum): 0.33 before.
 MIN_SIMILARITY = 0.30
 #: ... and a best match leading the ``LEAD_RANK``-th best document by less than this stands
 #: out from nothing (a large corpus: unanswerable questions still find pages at 0.4-0.6).
 #: Refitted on eight folders (decision 0056): 0.15 before, then 0.10; with the unseen-word
-#: test (decision 0057) 0.08, where the fit's grid starts.
+#: test (decision 0056, addendum) 0.08, where the fit's grid starts.
 MIN_LEAD = 0.08
 #: The rank (among documents, each by its best chunk) whose similarity the best must lead.
 LEAD_RANK = 10
 #: What the ``LEAD_RANK``-th document counts as when the candidates hold fewer documents
 #: (what a question's nearest unrelated page scores; fitted with the unseen-word test,
-#: decision 0057: 0 before).
+#: decision 0056, addendum: 0 before).
 FLOOR_SIMILARITY = 0.25
 #: At or above this lexical relevance (0–1) the words of the query clearly occur in a chunk.
 #: Refitted on eight folders (decision 0056): 0.20 before, which let a question about
@@ -69,14 +69,15 @@ MIN_LEXICAL = 0.50
 #: The share of a query the model must read for its similarity to count.
 MIN_READABLE = 0.5
 #: A folder with at least this many chunks holds any everyday word somewhere, so a word of
-#: the question that no chunk holds names something the folder does not (decision 0057:
-#: of the answerable questions, none in the folders of 1,400 chunks and more has one; up
-#: to a third in those of 70-600 chunks). Chosen from those counts, not on the grid: fitted,
-#: a bar of 300 flagged 9 of the Debian FAQs' 127 answerable questions held out.
+#: the question that no chunk holds names something the folder does not (decision 0056,
+#: addendum: of the answerable questions, none in the folders of 1,400 chunks and more
+#: has one; up to a third in those of 70-600 chunks). Chosen from those counts, not on
+#: the grid: fitted, a bar of 300 flagged 9 of the Debian FAQs' 127 answerable questions
+#: held out.
 UNSEEN_MIN_CHUNKS = 1000
 #: ... and a question with such a word is low unless its best similarity reaches this
-#: (fitted across folders, decision 0057: a question a large folder answers reads close to
-#: its answer even when it uses a word the folder does not).
+#: (fitted across folders, decision 0056, addendum: a question a large folder answers
+#: reads close to its answer even when it uses a word the folder does not).
 UNSEEN_SIMILARITY = 0.60
 #: How many candidates of each leg, best first by the leg's own score, the evidence reads:
 #: the same at every ``limit`` (a search's legs always fetch at least this many).

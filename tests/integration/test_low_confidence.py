@@ -118,7 +118,7 @@ def test_an_unrelated_document_changes_no_flag(indexed: tuple[Path, KnowledgeBas
 
 
 def test_the_words_the_index_never_holds_are_counted(indexed: tuple[Path, KnowledgeBase]) -> None:
-    # decision 0057: the evidence counts the question's words no chunk of the real index
+    # decision 0056, addendum: the evidence counts the question's words no chunk of the real index
     # holds (by word or inside one), over the whole index, whatever the limit
     kb = indexed[1]
     chunks = kb.stats().chunks

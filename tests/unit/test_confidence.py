@@ -1,6 +1,6 @@
 """The ``low_confidence`` decision (decision 0028): keywords that match clearly, or a
 semantic match that is close and stands out, make a response confident; neither makes it
-low; nor does a question with a word a large folder never uses (decision 0057) unless its
+low; nor does a question with a word a large folder never uses (decision 0056, addendum) unless its
 match is close."""
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def _asked(unseen: int, chunks: int, best: float = 0.38, lexical: float = 0.04) 
 
 
 def test_a_word_no_chunk_of_a_large_folder_holds_says_not_found() -> None:
-    # decision 0057: "How do I mount an NFS share at boot with systemd" on React's docs
+    # decision 0056, addendum: "How do I mount an NFS share at boot with systemd" on React's docs
     # (7,228 chunks): near some pages (0.38, leading the tenth by 0.11) but "nfs", "boot"
     # and "systemd" occur nowhere; before, the similarity and its lead passed it
     assert not _asked(unseen=0, chunks=7228)
