@@ -12,7 +12,9 @@ constraint of the fit like any set, left out with its folder.
 The fit keeps the rule's shape and searches its thresholds on a grid: among the
 thresholds that flag at most ``MAX_ANSWERABLE`` of every training folder's answerable
 questions, the one whose worst training folder flags the most no-answer questions (ties:
-the best mean margin) wins.
+the best mean margin) wins. The size a folder needs for a word none of its chunks holds
+to count (``UNSEEN_MIN_CHUNKS``) is not on the grid (decision 0056, addendum: fitted, it followed
+whichever folders were in).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from kbmcp_core.confidence import UNSEEN_MIN_CHUNKS
+
 #: The most of a folder's answerable questions a fit may flag (the issue's goal: 10 %).
 MAX_ANSWERABLE = 0.10
 GRID: dict[str, list[float]] = {
@@ -35,6 +39,10 @@ GRID: dict[str, list[float]] = {
     "lead": [0.08, 0.1, 0.12, 0.15, 0.18, 0.2, 0.25],
     "rank": [3, 5, 10],
     "floor": [0.0, 0.15, 0.25],
+    # a question with a word no chunk holds (a folder of UNSEEN_MIN_CHUNKS or more): low
+    # below this similarity; 0 turns the test off. Strictest first, so that a tie (the
+    # training folders' answerable questions hold no unseen word) keeps the test on
+    "unseen": [0.6, 0.55, 0.5, 0.45, 0.4, 0.35, 0.0],
 }
 Row = dict[str, Any]
 Params = dict[str, float]
@@ -62,7 +70,9 @@ def collect(out: Path, specs: Sequence[str]) -> None:
                             "low": res.low_confidence,
                             "sims": list(e.similarities or ())[:20] if e else [],
                             "lex": e.best_lexical if e else None,
-                            "readable": e.readable if e else 0.0}) + "\n")
+                            "readable": e.readable if e else 0.0,
+                            "unseen": e.unseen if e else 0,
+                            "chunks": e.chunks if e else 0}) + "\n")
             finally:
                 kb.close()
 
@@ -76,7 +86,10 @@ def low(row: Row, p: Params) -> bool:
         return not row["lex"]
     rank = int(p["rank"])
     lead_to = sims[rank - 1] if len(sims) >= rank else p["floor"]
-    return bool(sims[0] < p["similarity"] or sims[0] - lead_to < p["lead"])
+    if sims[0] < p["similarity"] or sims[0] - lead_to < p["lead"]:
+        return True
+    return bool(row.get("unseen") and row.get("chunks", 0) >= UNSEEN_MIN_CHUNKS
+                and sims[0] < p["unseen"])
 
 
 def rates(rows: Iterable[Row], p: Params) -> tuple[float | None, float | None, int, int]:
@@ -88,21 +101,39 @@ def rates(rows: Iterable[Row], p: Params) -> tuple[float | None, float | None, i
             len(none), len(some))
 
 
-def fit(rows: Sequence[Row], folders: Sequence[str]) -> tuple[Params, float]:
+#: per grid point, per set: (no-answer flagged, no-answer, answerable flagged, answerable)
+Counts = dict[tuple[float, ...], dict[str, tuple[int, int, int, int]]]
+
+
+def count(rows: Sequence[Row]) -> Counts:
+    """Every grid point's flags counted per set, once (each fit then only adds them up)."""
+    sets = sorted({r["set"] for r in rows})
+    out: Counts = {}
+    for values in itertools.product(*GRID.values()):
+        p = dict(zip(GRID, values, strict=True))
+        per: dict[str, list[int]] = {s: [0, 0, 0, 0] for s in sets}
+        for r in rows:
+            c = per[r["set"]]
+            i = 2 if r["answerable"] else 0
+            c[i] += low(r, p)
+            c[i + 1] += 1
+        out[values] = {s: (c[0], c[1], c[2], c[3]) for s, c in per.items()}
+    return out
+
+
+def fit(counts: Counts, folders: Sequence[str]) -> tuple[Params, float]:
     """The grid's best thresholds on ``folders`` and their worst folder's no-answer share."""
     best: Params | None = None
     key: tuple[float, float] | None = None
-    by = {f: [r for r in rows if r["set"] == f] for f in folders}
-    for values in itertools.product(*GRID.values()):
-        p = dict(zip(GRID, values, strict=True))
-        per = [rates(by[f], p) for f in folders]
-        none = [x[0] for x in per if x[0] is not None]
-        some = [x[1] for x in per if x[1] is not None]
+    for values, per_set in counts.items():
+        per = [per_set[f] for f in folders]
+        none = [a / n for a, n, _, _ in per if n]
+        some = [a / n for _, _, a, n in per if n]
         if not none or (some and max(some) > MAX_ANSWERABLE):
             continue
         k = (min(none), sum(none) / len(none) - (sum(some) / len(some) if some else 0.0))
         if key is None or k > key:
-            best, key = p, k
+            best, key = dict(zip(GRID, values, strict=True)), k
     if best is None or key is None:
         raise SystemExit("no thresholds keep every folder's answerable questions unflagged")
     return best, key[0]
@@ -117,12 +148,13 @@ def folder_of(name: str) -> str:
 def report(rows: Sequence[Row]) -> None:
     sets = sorted({r["set"] for r in rows})
     folders = sorted({folder_of(s) for s in sets})
+    counts = count(rows)
     print(f"{'held out':<14} {'no answer flagged':>18} {'answerable flagged':>19}  fit on the rest")
     for f in folders:
-        p, _ = fit(rows, [g for g in sets if folder_of(g) != f])
+        p, _ = fit(counts, [g for g in sets if folder_of(g) != f])
         none, some, n_none, n_some = rates((r for r in rows if r["set"] == f), p)
         print(f"{f:<14} {_share(none, n_none):>18} {_share(some, n_some):>19}  {p}")
-    p, worst = fit(rows, sets)
+    p, worst = fit(counts, sets)
     print(f"fit on all folders: {p} (worst folder flags {worst:.2f} of its no-answer questions)")
     for f in sets:
         none, some, n_none, n_some = rates((r for r in rows if r["set"] == f), p)

@@ -23,6 +23,13 @@ The decision (decision 0028, refitted across folders in decision 0056):
   has over the rest of the folder (decision 0028, addendum of session 11). A folder with
   fewer documents than that among the candidates compares with ``FLOOR_SIMILARITY``, what
   a question's nearest unrelated page scores, rather than with nothing;
+  Also low, in a folder of at least ``UNSEEN_MIN_CHUNKS`` chunks, when a word of the
+  question occurs in no chunk at all and the best similarity is below
+  ``UNSEEN_SIMILARITY``: a question naming software the folder does not hold has a word
+  nothing in the index has (``unseen_terms``), a fact of the index that no ``limit``
+  changes (decision 0056, addendum). A small folder lacks everyday words by chance (a handbook of
+  a hundred chunks has no "fever" or "keycard" although it answers the question), so
+  the test waits for a folder large enough that a missing word means a missing subject;
 * when the model cannot read the query (Japanese for an English model) or did not run
   (``lexical`` mode), only keywords can judge: low when nothing matched at all;
 * in ``vector`` mode (no keywords at all) only the best similarity counts: without
@@ -36,27 +43,42 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from kbmcp_core.keyword_pool import KeywordStatistics
 from kbmcp_core.models import StoredChunk
 
 #: Below this cosine similarity the best semantic match is about something else (decision
 #: 0028: most questions about software a corpus does not cover score under it on small
-#: corpora; answerable questions rarely do).
-MIN_SIMILARITY = 0.33
+#: corpora; answerable questions rarely do). Refitted with the unseen-word test
+#: (decision 0056, addendum): 0.33 before.
+MIN_SIMILARITY = 0.30
 #: ... and a best match leading the ``LEAD_RANK``-th best document by less than this stands
 #: out from nothing (a large corpus: unanswerable questions still find pages at 0.4-0.6).
-#: Refitted on eight folders (decision 0056): 0.15 before; the fit's grid starts at 0.08.
-MIN_LEAD = 0.10
+#: Refitted on eight folders (decision 0056): 0.15 before, then 0.10; with the unseen-word
+#: test (decision 0056, addendum) 0.08, where the fit's grid starts.
+MIN_LEAD = 0.08
 #: The rank (among documents, each by its best chunk) whose similarity the best must lead.
 LEAD_RANK = 10
 #: What the ``LEAD_RANK``-th document counts as when the candidates hold fewer documents
-#: (fitted: 0, as before; 0.15 and 0.25 did worse).
-FLOOR_SIMILARITY = 0.0
+#: (what a question's nearest unrelated page scores; fitted with the unseen-word test,
+#: decision 0056, addendum: 0 before).
+FLOOR_SIMILARITY = 0.25
 #: At or above this lexical relevance (0–1) the words of the query clearly occur in a chunk.
 #: Refitted on eight folders (decision 0056): 0.20 before, which let a question about
 #: Subversion or Mercurial pass on git's release notes (they name both, answer neither).
 MIN_LEXICAL = 0.50
 #: The share of a query the model must read for its similarity to count.
 MIN_READABLE = 0.5
+#: A folder with at least this many chunks holds any everyday word somewhere, so a word of
+#: the question that no chunk holds names something the folder does not (decision 0056,
+#: addendum: of the answerable questions, none in the folders of 1,400 chunks and more
+#: has one; up to a third in those of 70-600 chunks). Chosen from those counts, not on
+#: the grid: fitted, a bar of 300 flagged 9 of the Debian FAQs' 127 answerable questions
+#: held out.
+UNSEEN_MIN_CHUNKS = 1000
+#: ... and a question with such a word is low unless its best similarity reaches this
+#: (fitted across folders, decision 0056, addendum: a question a large folder answers
+#: reads close to its answer even when it uses a word the folder does not).
+UNSEEN_SIMILARITY = 0.60
 #: How many candidates of each leg, best first by the leg's own score, the evidence reads:
 #: the same at every ``limit`` (a search's legs always fetch at least this many).
 CONFIDENCE_DEPTH = 100
@@ -76,6 +98,10 @@ class Evidence:
     best_lexical: float | None
     #: the share of the query the embedding model reads
     readable: float
+    #: how many of the query's terms no chunk of the index holds (``unseen_terms``), and
+    #: how many chunks the index has; 0 and 0 when the keyword leg did not run
+    unseen: int = 0
+    chunks: int = 0
 
 
 def best_per_document(vector: Sequence[tuple[int, float]],
@@ -93,36 +119,52 @@ def best_per_document(vector: Sequence[tuple[int, float]],
     return out
 
 
+def unseen_terms(statistics: KeywordStatistics) -> int:
+    """How many of the query's terms no chunk holds, by any of the keyword legs (a word,
+    nor a substring of one, anywhere in the index)."""
+    held: dict[str, int] = {}
+    for (_, term), n in statistics.holding.items():
+        held[term] = held.get(term, 0) + n
+    return sum(1 for n in held.values() if n == 0)
+
+
 def evidence(*, hits: int, vector: Sequence[tuple[int, float]] | None,
              chunks: Mapping[int, StoredChunk],
-             lexical: Sequence[tuple[int, float]] | None, readable: float) -> Evidence:
+             lexical: Sequence[tuple[int, float]] | None, readable: float,
+             statistics: KeywordStatistics | None = None) -> Evidence:
     """The evidence of one search: ``vector``, the vector leg's similarities (its first
     ``CONFIDENCE_DEPTH`` are read), and ``lexical``, the keyword leg's relevances as it
     returns them when asked for ``CONFIDENCE_DEPTH`` candidates (its own ranking, BM25,
     picks them; it re-orders them by coverage), each None when the leg did not run;
     ``chunks`` must hold the vector candidates' chunks (a missing one counts as a document
-    of its own)."""
+    of its own); ``statistics``, the index's counts of the query's terms (the keyword
+    leg's, over the whole index), when the keyword leg ran."""
     sims = None
     if vector is not None:
         top = sorted(vector, key=lambda x: -x[1])[:CONFIDENCE_DEPTH]
         sims = tuple(best_per_document(top, chunks))
     best = max((rel for _, rel in lexical), default=0.0) if lexical is not None else None
-    return Evidence(hits, sims, best, readable)
+    if statistics is None:
+        return Evidence(hits, sims, best, readable)
+    return Evidence(hits, sims, best, readable, unseen_terms(statistics), statistics.chunks)
 
 
 def is_low(e: Evidence) -> bool:
     """The decision of the module docstring."""
     return low_confidence(hits=e.hits, similarities=e.similarities,
-                          best_lexical=e.best_lexical, readable=e.readable)
+                          best_lexical=e.best_lexical, readable=e.readable,
+                          unseen=e.unseen, chunks=e.chunks)
 
 
 def low_confidence(*, hits: int, similarities: Sequence[float] | None,
-                   best_lexical: float | None, readable: float) -> bool:
+                   best_lexical: float | None, readable: float, unseen: int = 0,
+                   chunks: int = 0) -> bool:
     """The decision of the module docstring. ``similarities``: the vector leg's cosine
     similarities, best first, one per document (``best_per_document``; None when the leg
     did not run); ``best_lexical``: the lexical leg's best relevance (None when it did not
     run, 0 when it matched nothing); ``readable``: the share of the query the embedding
-    model reads."""
+    model reads; ``unseen``: how many of the query's terms no chunk of the index (of
+    ``chunks`` chunks) holds."""
     if hits == 0:
         return True
     if best_lexical is not None and best_lexical >= MIN_LEXICAL:
@@ -134,4 +176,6 @@ def low_confidence(*, hits: int, similarities: Sequence[float] | None,
         return best < MIN_SIMILARITY  # the lead test alone flags 4 in 10 answerable ones
     lead_to = (similarities[LEAD_RANK - 1] if len(similarities) >= LEAD_RANK
                else FLOOR_SIMILARITY)
-    return best < MIN_SIMILARITY or best - lead_to < MIN_LEAD
+    if best < MIN_SIMILARITY or best - lead_to < MIN_LEAD:
+        return True
+    return unseen > 0 and chunks >= UNSEEN_MIN_CHUNKS and best < UNSEEN_SIMILARITY

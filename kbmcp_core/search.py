@@ -171,12 +171,16 @@ class Searcher:
                   hits: int) -> Evidence:
         """What ``low_confidence`` is decided from: the legs' first ``CONFIDENCE_DEPTH``
         candidates, whatever the limit (a larger pool asks the keyword leg once more at
-        that depth: its coverage re-ordering makes a deeper pool's best differ)."""
+        that depth: its coverage re-ordering makes a deeper pool's best differ), and the
+        index's counts of the query's terms when the keyword leg ran (the words no chunk
+        holds)."""
         lexical = legs.lexical
         if lexical is not None and pool > CONFIDENCE_DEPTH:
             lexical = self.store.lexical_search(req.text, CONFIDENCE_DEPTH, allowed.paths)
+        statistics = (self.store.keyword_statistics(req.text) if lexical is not None
+                      else None)
         return evidence(hits=hits, vector=legs.vector, chunks=legs.chunks, lexical=lexical,
-                        readable=legs.readable)
+                        readable=legs.readable, statistics=statistics)
 
     def _allowed(self, req: ResolvedSearch) -> tuple[Allowed, SearchExplain | None]:
         """Stage 1: the documents the filters keep, less those holding an excluded term

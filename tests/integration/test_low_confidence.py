@@ -115,3 +115,17 @@ def test_an_unrelated_document_changes_no_flag(indexed: tuple[Path, KnowledgeBas
         shutil.rmtree(extra.parent)
         kb.index()
     assert [q for q, a, b in zip(queries, before, after, strict=True) if a != b] == []
+
+
+def test_the_words_the_index_never_holds_are_counted(indexed: tuple[Path, KnowledgeBase]) -> None:
+    # decision 0056, addendum: the evidence counts the question's words no chunk of the real index
+    # holds (by word or inside one), over the whole index, whatever the limit
+    kb = indexed[1]
+    chunks = kb.stats().chunks
+    for limit in (3, 20):
+        louvre = kb.search("What are the opening hours of the Louvre museum",
+                           limit=limit).evidence
+        assert louvre is not None
+        assert (louvre.unseen, louvre.chunks) == (2, chunks)  # "louvre", "museum"
+    strongroom = kb.search("how do we rotate API keys stored in Strongroom").evidence
+    assert strongroom is not None and strongroom.unseen == 0

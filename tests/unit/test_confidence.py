@@ -1,6 +1,7 @@
 """The ``low_confidence`` decision (decision 0028): keywords that match clearly, or a
 semantic match that is close and stands out, make a response confident; neither makes it
-low."""
+low; nor does a question with a word a large folder never uses (decision 0056, addendum) unless its
+match is close."""
 
 from __future__ import annotations
 
@@ -10,9 +11,14 @@ from kbmcp_core.confidence import (
     MIN_LEAD,
     MIN_LEXICAL,
     MIN_SIMILARITY,
+    UNSEEN_MIN_CHUNKS,
+    UNSEEN_SIMILARITY,
     best_per_document,
+    evidence,
     low_confidence,
+    unseen_terms,
 )
+from kbmcp_core.keyword_pool import KeywordStatistics
 from kbmcp_core.models import StoredChunk
 
 
@@ -85,3 +91,35 @@ def test_the_lead_is_over_the_tenth_best_document_not_chunk() -> None:
 
 def test_a_vector_whose_chunk_is_gone_counts_as_a_document_of_its_own() -> None:
     assert best_per_document([(1, 0.4), (2, 0.6)], {}) == [0.6, 0.4]
+
+
+def _asked(unseen: int, chunks: int, best: float = 0.38, lexical: float = 0.04) -> bool:
+    return low_confidence(hits=5, similarities=sims(best, 0.27), best_lexical=lexical,
+                          readable=1.0, unseen=unseen, chunks=chunks)
+
+
+def test_a_word_no_chunk_of_a_large_folder_holds_says_not_found() -> None:
+    # decision 0056, addendum: "How do I mount an NFS share at boot with systemd" on React's docs
+    # (7,228 chunks): near some pages (0.38, leading the tenth by 0.11) but "nfs", "boot"
+    # and "systemd" occur nowhere; before, the similarity and its lead passed it
+    assert not _asked(unseen=0, chunks=7228)
+    assert _asked(unseen=3, chunks=7228)
+    # a small folder lacks everyday words by chance: the handbook's 114 chunks have no
+    # "fever" although they answer who to tell when one cannot come in
+    assert not _asked(unseen=3, chunks=UNSEEN_MIN_CHUNKS - 1)
+    # an answer reads close to its question even in words the folder does not use
+    assert not _asked(unseen=1, chunks=7228, best=UNSEEN_SIMILARITY)
+    # and keywords that match clearly still vouch
+    assert not _asked(unseen=1, chunks=7228, lexical=MIN_LEXICAL)
+
+
+def test_unseen_terms_counts_the_terms_no_leg_finds_anywhere() -> None:
+    statistics = KeywordStatistics(2000, {("words", "install"): 59, ("grams", "install"): 65,
+                                          ("words", "conda"): 0, ("grams", "conda"): 1,
+                                          ("words", "poetry"): 0, ("grams", "poetry"): 0})
+    assert unseen_terms(statistics) == 1  # "conda" is inside a word somewhere: not unseen
+    found = evidence(hits=5, vector=[(1, 0.4)], chunks={}, lexical=[(1, 0.1)], readable=1.0,
+                     statistics=statistics)
+    assert (found.unseen, found.chunks) == (1, 2000)
+    no_keywords = evidence(hits=5, vector=[(1, 0.4)], chunks={}, lexical=None, readable=1.0)
+    assert (no_keywords.unseen, no_keywords.chunks) == (0, 0)
