@@ -156,20 +156,27 @@ def measure_store(kb: Path, kind: str, *, quick: bool) -> dict[str, Any]:
     index_dir = base / f"index-{kind}"
     if index_dir.exists():
         shutil.rmtree(index_dir)
+    out: dict[str, Any] = {"store": kind, "load_before": os.getloadavg()[0]}
+    # each part's figures saved as they come: a run stopped half-way keeps them
+    saved = base / f"{kind}-result.json"
+
+    def keep(key: str, value: Any) -> None:
+        out[key] = value
+        saved.write_text(json.dumps(out, indent=1, default=str), encoding="utf-8")
+
     with _store(kind, base) as store:
         cfg = str(config(base / f"{kind}.toml", kb, index_dir, store))
-        load = os.getloadavg()[0]
         say(f"{kind}: indexing from nothing (stand-in vectors)")
-        built = _facts(_child("index", config=cfg))
+        keep("index", built := _facts(_child("index", config=cfg)))
         say(f"{kind}: {built['chunks']:,} chunks in {built['wall_s']:.0f} s, peak "
             f"{built['own_peak_rss_mb']:.0f} MB; searches")
         n = QUICK_QUERIES if quick else QUERIES
-        searched = _child("search", config=cfg, queries=n, warmup=WARMUP).data
+        keep("search", _child("search", config=cfg, queries=n, warmup=WARMUP).data)
         say(f"{kind}: recall@10 of the approximate index against exact search")
-        recall = _child("recall", config=cfg, queries=n).data
-        changed = incremental(kb, base, kind, store)
-    return {"store": kind, "index": built, "search": searched, "recall": recall,
-            "incremental": changed, "load_before": load, "load_after": os.getloadavg()[0]}
+        keep("recall", _child("recall", config=cfg, queries=n).data)
+        keep("incremental", incremental(kb, base, kind, store))
+    keep("load_after", os.getloadavg()[0])
+    return out
 
 
 def measure(work: Path, *, quick: bool = False, files: int | None = None,
