@@ -1,5 +1,6 @@
 # kb-mcp: `make run` (set up + index the bundled docs + sample search), `make test`, `make bench`
-# (`make bench-quick` or `BENCH_QUICK=1 make bench`: every step once on tiny corpora, < 1 min).
+# (`make bench-quick` or `BENCH_QUICK=1 make bench`: every step once on tiny corpora, < 1 min;
+# `make bench STEPS="million clients50"`: only those steps, opt-in ones included).
 # `make run` installs only what running needs (`make install`: the project, no extras);
 # `make test`, `lint` and `bench` add the dev extras to the same venv (`make install-dev`).
 # One stamp each: `make run` then `make test` installs only the extras; `make test` alone both.
@@ -63,7 +64,7 @@ config-docs: $(DEV_STAMP)
 	$(BIN)/python -m kbmcp_core.settings_docs docs/configuration.md
 
 bench: $(DEV_STAMP)
-	$(BIN)/python -m benchmarks.run $(if $(BENCH_QUICK),--quick)
+	$(BIN)/python -m benchmarks.run $(if $(BENCH_QUICK),--quick) $(foreach s,$(STEPS),--only $(s))
 
 bench-quick: $(DEV_STAMP)
 	$(BIN)/python -m benchmarks.run --quick

@@ -263,6 +263,9 @@ def rows(results: dict[str, Any]) -> list[Row]:
     from benchmarks import many_clients  # likewise
 
     out += many_clients.rows(results.get("many_clients"))
+    from benchmarks import million  # likewise
+
+    out += million.rows(results.get("million"))
     for step, value in results.items():
         if isinstance(value, dict) and "error" in value:
             out.append(Row(f"{step}: failed", "-", value["error"][:70], "", "ERROR"))

@@ -25,6 +25,7 @@ from benchmarks import (
     index_rss,
     install_size,
     many_clients,
+    million,
     paragraph_bench,
     pg_japanese,
     ranged_read,
@@ -44,9 +45,10 @@ from benchmarks.measure import REPO
 BUSY_LOAD = 1.0
 STEPS = ("full", "two_phase", "reindex", "search", "rerank", "fastcli", "initialize", "listings",
          "team", "ui", "tails", "install", "embed", "real", "service", "explain", "ranged",
-         "japanese", "index100k", "paragraphs", "coldsearch", "coldsearch100k", "clients50")
+         "japanese", "index100k", "paragraphs", "coldsearch", "coldsearch100k", "clients50",
+         "million")
 #: Steps run only when named with --only: long, or needing what a plain run may lack.
-OPT_IN = frozenset({"coldsearch100k", "clients50"})
+OPT_IN = frozenset({"coldsearch100k", "clients50", "million"})
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -161,6 +163,8 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             work, quick=args.quick, large="coldsearch100k" in wanted))
     if "clients50" in wanted:  # fifty HTTP clients at once (issue 43.3)
         step("many_clients", lambda: many_clients.measure(work, quick=args.quick))
+    if "million" in wanted:  # a million chunks, SQLite and PostgreSQL + S3 (issue 43.2)
+        step("million", lambda: million.measure(work, quick=args.quick))
     if "tails" in wanted:  # search tails at 20k chunks, ANN at 100k (issue 14.3-4)
         step("tails", lambda: tails.measure(work / "tails", quick=args.quick))
     if "index100k" in wanted:  # peak RSS while indexing 100k chunks (issue 29.3)

@@ -1,0 +1,251 @@
+"""One million chunks on one machine (issue 43, goal 2): index peak RSS, hybrid search p95
+with and without filters, ANN recall@10 against exact search, and an incremental run after
+1 % of the files changed against re-indexing those files alone; on SQLite with local
+vectors and on PostgreSQL with the vectors in S3 (the tests' throwaway cluster and moto).
+
+The folder is generated short notes (1-4.5 KB, about 4.5 chunks each: 222,500 notes make
+about a million chunks), built once under the work folder and kept for the next run
+(``<work>/million-<files>/kb``; the edits of the incremental run are undone afterwards).
+Every vector comes from the stand-in embedder (``benchmarks.standin``: the real tokenizer,
+so the chunking is the real model's; hashed vectors), queries included, so the model's
+time is not what is measured. Each part runs in a fresh child (its own peak RSS).
+
+The ``million`` step of ``benchmarks.run`` (opt-in); alone:
+``python -m benchmarks.million WORK [--files N] [--stores sqlite,pg_s3] [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from benchmarks.measure import run_child
+from benchmarks.report import Row, ms, verdict
+
+FILES, QUICK_FILES = 222_500, 400
+SEED = 71
+#: the share of the files the incremental run finds changed
+CHANGED_SHARE = 0.01
+QUERIES, QUICK_QUERIES, WARMUP = 100, 10, 10
+RSS_LIMIT_MB = 1536
+P95_LIMIT_MS = 250
+RECALL_LIMIT = 0.95
+INCREMENTAL_LIMIT = 2.0
+STORES = ("sqlite", "pg_s3")
+#: every child ends by this (a million chunks on two busy cores take a while)
+CHILD_TIMEOUT_S = 6 * 3600.0
+
+
+def say(message: str) -> None:
+    from benchmarks.steps import say as bench_say
+
+    bench_say(f"million: {message}")
+
+
+def ensure_corpus(work: Path, files: int) -> Path:
+    """The generated folder of ``files`` notes, made once (a marker says it is whole)."""
+    from benchmarks import corpus
+
+    base = work / f"million-{files}"
+    kb, marker = base / "kb", base / "complete"
+    if not marker.exists():
+        if kb.exists():
+            shutil.rmtree(kb)
+        say(f"generating {files:,} notes in {kb}")
+        info = corpus.generate(kb, files, seed=SEED, max_kb=4.5)
+        marker.write_text(f"{info.files} {info.bytes}\n", encoding="utf-8")
+    return kb
+
+
+def _child(task: str, **params: Any) -> Any:
+    return run_child([sys.executable, "-m", "benchmarks.million_child", task,
+                      json.dumps(params)], timeout=CHILD_TIMEOUT_S)
+
+
+@contextmanager
+def _store(kind: str, base: Path) -> Iterator[dict[str, Any]]:
+    """The settings of one store kind: an index folder for SQLite and local vectors, or a
+    fresh PostgreSQL database and S3 bucket (both stopped at the end)."""
+    if kind == "sqlite":
+        yield {}
+        return
+    from tests.pg_cluster import start_cluster
+    from tests.s3_server import S3Server
+
+    cluster = start_cluster()
+    s3 = S3Server.start()
+    try:
+        yield {"database_url": cluster.new_database("million"),
+               "vectors_uri": f"s3://{s3.new_bucket()}/million",
+               "storage_options": s3.storage_options(),
+               "fresh": lambda name: {"database_url": cluster.new_database(name),
+                                      "vectors_uri": f"s3://{s3.new_bucket()}/{name}"}}
+    finally:
+        s3.stop()
+        cluster.stop()
+
+
+def config(path: Path, kb: Path, index_dir: Path, store: dict[str, Any]) -> Path:
+    """A config file for one index of ``kb``."""
+    lines = [f'kb_path = "{kb}"', f'index_dir = "{index_dir}"']
+    for key in ("database_url", "vectors_uri"):
+        if store.get(key):
+            lines.append(f'{key} = "{store[key]}"')
+    if store.get("storage_options"):
+        lines.append("[vectors.storage_options]")
+        lines += [f'{k} = "{v}"' for k, v in store["storage_options"].items()]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _changed(kb: Path, share: float) -> list[Path]:
+    """Every ``1/share``-th note in sorted order, from a seeded start."""
+    paths = sorted(kb.rglob("*.md"))
+    step = max(1, round(1 / share))
+    start = random.Random(SEED).randrange(step)
+    return paths[start::step]
+
+
+def incremental(kb: Path, base: Path, kind: str, store: dict[str, Any]) -> dict[str, Any]:
+    """Change 1 % of the notes (a paragraph appended), index again, and index a copy of
+    those notes alone into a fresh index; the edits are undone afterwards."""
+    from benchmarks.corpus import AREAS, _Writer
+
+    changed = _changed(kb, CHANGED_SHARE)
+    floor_kb = base / f"floor-{kind}"
+    if floor_kb.exists():
+        shutil.rmtree(floor_kb)
+    originals = {p: p.read_bytes() for p in changed}
+    try:
+        for n, path in enumerate(changed):
+            w = _Writer(random.Random(n), sorted(AREAS)[n % len(AREAS)])
+            with path.open("a", encoding="utf-8") as handle:
+                handle.write(f"\n## Edit {n}\n\n{w.paragraph()}\n")
+            copy = floor_kb / path.relative_to(kb)
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, copy)
+        say(f"{kind}: incremental run after {len(changed):,} notes changed")
+        run = _child("index", config=str(base / f"{kind}.toml"))
+        fresh = store["fresh"]("floor") if "fresh" in store else {}
+        floor_config = config(base / f"floor-{kind}.toml", floor_kb,
+                              base / f"floor-{kind}-index", {**store, **fresh})
+        say(f"{kind}: those {len(changed):,} notes alone, from nothing")
+        floor = _child("index", config=str(floor_config))
+    finally:
+        for path, data in originals.items():
+            path.write_bytes(data)
+    return {"changed_files": len(changed), "run": _facts(run), "floor": _facts(floor),
+            "cpu_ratio": run.cpu_s / floor.cpu_s, "wall_ratio": run.wall_s / floor.wall_s}
+
+
+def _facts(child: Any) -> dict[str, Any]:
+    return {**child.data, "wall_s": child.wall_s, "cpu_s": child.cpu_s,
+            "wait4_max_rss_mb": child.max_rss_mb}
+
+
+def measure_store(kb: Path, kind: str, *, quick: bool) -> dict[str, Any]:
+    base = kb.parent
+    index_dir = base / f"index-{kind}"
+    if index_dir.exists():
+        shutil.rmtree(index_dir)
+    out: dict[str, Any] = {"store": kind, "load_before": os.getloadavg()[0]}
+    # each part's figures saved as they come: a run stopped half-way keeps them
+    saved = base / f"{kind}-result.json"
+
+    def keep(key: str, value: Any) -> None:
+        out[key] = value
+        saved.write_text(json.dumps(out, indent=1, default=str), encoding="utf-8")
+
+    with _store(kind, base) as store:
+        cfg = str(config(base / f"{kind}.toml", kb, index_dir, store))
+        say(f"{kind}: indexing from nothing (stand-in vectors)")
+        keep("index", built := _facts(_child("index", config=cfg)))
+        say(f"{kind}: {built['chunks']:,} chunks in {built['wall_s']:.0f} s, peak "
+            f"{built['own_peak_rss_mb']:.0f} MB; searches")
+        n = QUICK_QUERIES if quick else QUERIES
+        keep("search", _child("search", config=cfg, queries=n, warmup=WARMUP).data)
+        say(f"{kind}: recall@10 of the approximate index against exact search")
+        keep("recall", _child("recall", config=cfg, queries=n).data)
+        keep("incremental", incremental(kb, base, kind, store))
+    keep("load_after", os.getloadavg()[0])
+    return out
+
+
+def measure(work: Path, *, quick: bool = False, files: int | None = None,
+            stores: tuple[str, ...] = STORES) -> dict[str, Any]:
+    """The ``million`` step: every store kind on the same generated folder."""
+    count = files or (QUICK_FILES if quick else FILES)
+    kb = ensure_corpus(work, count)
+    out: dict[str, Any] = {"files": count}
+    for kind in stores:
+        try:
+            out[kind] = measure_store(kb, kind, quick=quick)
+        except Exception as exc:  # the other store's numbers still count
+            say(f"{kind} failed: {type(exc).__name__}: {exc}")
+            out[kind] = {"error": f"{type(exc).__name__}: {exc}"}
+    return out
+
+
+def rows(result: Any) -> list[Row]:
+    """Per store: index peak RSS, search p95 unfiltered and filtered, recall@10, and the
+    incremental run against its floor, each against its limit."""
+    if not isinstance(result, dict):
+        return []
+    out: list[Row] = []
+    for kind in STORES:
+        got = result.get(kind)
+        if not isinstance(got, dict) or "index" not in got:
+            continue
+        built, name = got["index"], "SQLite" if kind == "sqlite" else "PostgreSQL + S3"
+        out.append(Row(
+            f"{name}, {built['chunks']:,} chunks: index peak RSS",
+            f"{built['own_peak_rss_mb']:.0f} MB",
+            f"{result['files']:,} files in {built['wall_s']:.0f} s, {built['cpu_s']:.0f} CPU s",
+            f"<= {RSS_LIMIT_MB} MB", verdict(built["own_peak_rss_mb"] <= RSS_LIMIT_MB)))
+        for variant, stats in got["search"]["variants"].items():
+            out.append(Row(
+                f"  hybrid search p95, {variant}", ms(stats["p95_s"]),
+                f"p50 {ms(stats['p50_s'])}, n={stats['n']}", f"<= {P95_LIMIT_MS} ms",
+                verdict(stats["p95_s"] * 1000 <= P95_LIMIT_MS)))
+        for leg, stats in got["search"].get("legs", {}).items():
+            out.append(Row(f"    its {leg} leg alone, p95", ms(stats["p95_s"]),
+                           f"p50 {ms(stats['p50_s'])}, pool of 50, unfiltered"))
+        rec = got["recall"]
+        out.append(Row("  ANN recall@10 / exact", f"{rec['recall_at_10']:.3f}",
+                       f"index {rec['index']}, nprobes {rec['nprobes']}",
+                       f">= {RECALL_LIMIT}", verdict(rec["recall_at_10"] >= RECALL_LIMIT)))
+        inc = got["incremental"]
+        out.append(Row(
+            f"  incremental run, {inc['changed_files']:,} files changed / those alone",
+            f"{inc['cpu_ratio']:.2f}x CPU",
+            f"{inc['run']['cpu_s']:.0f} / {inc['floor']['cpu_s']:.0f} CPU s; wall "
+            f"{inc['run']['wall_s']:.0f} / {inc['floor']['wall_s']:.0f} s",
+            f"<= {INCREMENTAL_LIMIT}x", verdict(inc["cpu_ratio"] <= INCREMENTAL_LIMIT)))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.million", description=__doc__)
+    p.add_argument("work", type=Path)
+    p.add_argument("--files", type=int)
+    p.add_argument("--stores", default=",".join(STORES))
+    p.add_argument("--quick", action="store_true")
+    args = p.parse_args(argv)
+    stores = tuple(s for s in args.stores.split(",") if s)
+    result = measure(args.work.resolve(), quick=args.quick, files=args.files, stores=stores)
+    print(json.dumps(result, indent=1, default=str))
+    for row in rows(result):
+        print(" | ".join(str(v) for v in row.as_dict().values()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,169 @@
+"""The children of ``benchmarks.million``: ``python -m benchmarks.million_child TASK JSON``
+with TASK ``index``, ``search`` or ``recall``, each on the index one config file names,
+with the stand-in embedder; the numbers go back through ``measure.write_result``."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from benchmarks.measure import percentile, write_result
+
+if TYPE_CHECKING:
+    from kbmcp_adapters.vectors.lance_store import LanceVectorStore
+
+
+def _open(config: str) -> Any:
+    from benchmarks.standin import HashEmbedder
+    from kbmcp_adapters.app.bootstrap import bootstrap, real_embedder, settings_for
+    from kbmcp_adapters.app.knowledge_base import KnowledgeBase
+
+    settings = settings_for(config=Path(config))
+    return KnowledgeBase(bootstrap(settings, embedder=HashEmbedder(real_embedder(settings))))
+
+
+def _parts(config: str) -> tuple[Any, Any, Any, Any]:
+    """(knowledge base, its store, its vectors, its stand-in embedder), so the legs of a
+    search can be timed on the very objects the facade uses."""
+    from benchmarks.standin import HashEmbedder
+    from kbmcp_adapters.app.bootstrap import (
+        bootstrap,
+        real_embedder,
+        real_store,
+        real_vectors,
+        settings_for,
+    )
+    from kbmcp_adapters.app.knowledge_base import KnowledgeBase
+
+    settings = settings_for(config=Path(config))
+    embedder = HashEmbedder(real_embedder(settings))
+    store = real_store(settings)
+    vectors = real_vectors(settings, embedder.dimension)
+    kb = KnowledgeBase(bootstrap(settings, store=store, vectors=vectors, embedder=embedder))
+    return kb, store, vectors, embedder
+
+
+def index(config: str) -> dict[str, Any]:
+    """One index run, as ``kb-mcp index`` runs it; its summary and the index's size."""
+    started = time.perf_counter()
+    kb = _open(config)
+    try:
+        summary = kb.index(release_model=True)
+        seconds = time.perf_counter() - started
+        stats = kb.stats()
+    finally:
+        kb.close()  # the parser workers reaped: their CPU is the child's
+    return {"seconds": seconds, "summary": summary.as_dict(), "documents": stats.documents,
+            "chunks": stats.chunks}
+
+
+def filters() -> dict[str, dict[str, Any]]:
+    """The searches measured: unfiltered, and under a folder, a tag and a year."""
+    from benchmarks.corpus import AREAS
+
+    area = sorted(AREAS)[1]
+    tag = AREAS[area][0].replace(" ", "-")
+    return {"unfiltered": {}, "folder": {"path_globs": [f"{area}/**"]},
+            "tag": {"tags_any": [tag]},
+            "year": {"date_from": "2024-01-01", "date_to": "2024-12-31"}}
+
+
+def search(config: str, queries: int, warmup: int) -> dict[str, Any]:
+    """Hybrid searches through the facade, each query through every variant in a rotating
+    order (a change of load favours none); p50/p95 per variant."""
+    from benchmarks.corpus import queries as make_queries
+
+    kb, store, vectors, embedder = _parts(config)
+    pool = 50
+    variants = filters()
+    names = list(variants)
+    texts = make_queries(queries + warmup, seed=47)
+    for q in texts[:warmup]:
+        for name in names:
+            kb.search(q, **variants[name])
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    hits: dict[str, int] = dict.fromkeys(names, 0)
+    legs: dict[str, list[float]] = {"keywords": [], "vectors": []}
+    for i, q in enumerate(texts[warmup:]):
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            started = time.perf_counter()
+            got = kb.search(q, **variants[name])
+            samples[name].append(time.perf_counter() - started)
+            hits[name] += len(got.results)
+        # the unfiltered search's two legs on their own (their pool of 50)
+        started = time.perf_counter()
+        store.lexical_search(q, pool)
+        legs["keywords"].append(time.perf_counter() - started)
+        started = time.perf_counter()
+        vectors.search(embedder.embed_query(q), pool)
+        legs["vectors"].append(time.perf_counter() - started)
+    kb.close()
+    return {"variants": {name: _stats(s) | {"hits": hits[name]} for name, s in samples.items()},
+            "legs": {name: _stats(s) for name, s in legs.items()}, "filters": variants}
+
+
+def _stats(samples: list[float]) -> dict[str, Any]:
+    return {"n": len(samples), "p50_s": statistics.median(samples),
+            "p95_s": percentile(sorted(samples), 95)}
+
+
+def recall(config: str, queries: int, k: int = 10) -> dict[str, Any]:
+    """recall@k of the vector search as the searcher runs it (its pool of 50, the table's
+    approximate index if it has one) against exact cosine search over every vector (one
+    pass over the table, all queries at once). A hit counts when its exact similarity is at
+    least the k-th exact one (ties at the k-th place are all right answers)."""
+    import numpy as np
+
+    from benchmarks.corpus import queries as make_queries
+    from benchmarks.standin import HashEmbedder
+    from kbmcp_adapters.app.bootstrap import real_embedder, real_vectors, settings_for
+    from kbmcp_adapters.vectors import ann_policy
+
+    settings = settings_for(config=Path(config))
+    embedder = HashEmbedder(real_embedder(settings))
+    store = real_vectors(settings, embedder.dimension)
+    qs = np.asarray([embedder.embed_query(q) for q in make_queries(queries, seed=53)],
+                    dtype=np.float32)
+    qs /= np.maximum(np.linalg.norm(qs, axis=1, keepdims=True), 1e-12)
+    started = time.perf_counter()
+    approx = [store.search(q.tolist(), 50)[:k] for q in qs]
+    ann_s = (time.perf_counter() - started) / len(qs)
+    table = cast("LanceVectorStore", store)._existing()  # noqa: SLF001 - read it whole
+    assert table is not None, "no vector table"
+    best = np.full((len(qs), k), -2.0, dtype=np.float32)
+    rows = 0
+    for batch in table.search().select(["vector"]).limit(None).to_batches(65_536):
+        flat = batch.column("vector").flatten().to_numpy(zero_copy_only=False)
+        matrix = flat.astype(np.float32).reshape(batch.num_rows, -1)
+        matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+        best = np.partition(np.concatenate([best, qs @ matrix.T], axis=1), -k, axis=1)[:, -k:]
+        rows += batch.num_rows
+    kth = best.min(axis=1)
+    found = [sum(1 for _id, sim in hits if sim >= kth[i] - 1e-5) / k
+             for i, hits in enumerate(approx)]
+    state = cast("LanceVectorStore", store).ann_state()
+    trained = None if state is None else state[0]
+    return {"recall_at_10": statistics.fmean(found), "rows": rows, "index": state,
+            "nprobes": None if trained is None else ann_policy.probes(trained),
+            "ann_query_s": ann_s, "queries": len(qs)}
+
+
+TASKS: dict[str, Callable[..., dict[str, Any]]] = {
+    "index": index, "search": search, "recall": recall}
+
+
+def main(argv: list[str]) -> None:
+    import logging
+
+    logging.basicConfig(level=logging.ERROR)
+    task, params = argv[0], json.loads(argv[1])
+    write_result(TASKS[task](**params))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

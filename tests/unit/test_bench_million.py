@@ -1,0 +1,61 @@
+"""The million-chunk bench row (issue 43, goal 2): each store's rows judged against their
+limits, the config a child indexes with read back as settings, and the 1 % of notes the
+incremental run changes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from benchmarks import million
+from kbmcp_adapters.app.bootstrap import settings_for
+
+
+def _store(rss: float, p95: float, recall: float, cpu: float) -> dict[str, Any]:
+    stats = {"n": 100, "p50_s": p95 / 2, "p95_s": p95, "hits": 1000}
+    return {
+        "index": {"chunks": 1_000_000, "own_peak_rss_mb": rss, "wall_s": 3000.0,
+                  "cpu_s": 2500.0},
+        "search": {"variants": {"unfiltered": stats, "folder": stats}},
+        "recall": {"recall_at_10": recall, "index": [1_000_000, 1_000_000], "nprobes": 500},
+        "incremental": {"changed_files": 2225, "cpu_ratio": cpu,
+                        "run": {"cpu_s": 60.0 * cpu, "wall_s": 90.0},
+                        "floor": {"cpu_s": 60.0, "wall_s": 70.0}},
+    }
+
+
+def test_each_store_gets_its_rows_each_judged_against_its_limit() -> None:
+    result = {"files": 222_500, "sqlite": _store(900, 0.120, 0.97, 1.5),
+              "pg_s3": _store(1700, 0.400, 0.90, 2.5)}
+    rows = million.rows(result)
+    verdicts = [(r.name.strip().split(",")[0], r.result) for r in rows]
+    assert [v for _, v in verdicts] == ["PASS"] * 5 + ["MISS"] * 5
+    assert rows[0].name.startswith("SQLite, 1,000,000 chunks")
+    assert rows[5].name.startswith("PostgreSQL + S3")
+    assert "2,225 files changed" in rows[4].name
+
+
+def test_a_failed_store_is_left_out_of_the_rows() -> None:
+    assert million.rows({"files": 10, "sqlite": {"error": "boom"}}) == []
+
+
+def test_the_childs_config_names_the_store_and_the_object_store_options(tmp_path: Path) -> None:
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    store = {"database_url": "postgresql+psycopg://u@127.0.0.1:5/db",
+             "vectors_uri": "s3://bucket/million",
+             "storage_options": {"aws_endpoint": "http://127.0.0.1:9", "allow_http": "true"}}
+    path = million.config(tmp_path / "pg.toml", kb, tmp_path / "index", store)
+    s = settings_for(config=path)
+    assert s.database_url == store["database_url"]
+    assert s.vectors_uri == store["vectors_uri"]
+    assert dict(s.vectors_storage_options)["aws_endpoint"] == "http://127.0.0.1:9"
+    assert Path(s.index_dir) == tmp_path / "index"
+
+
+def test_one_note_in_a_hundred_changes(tmp_path: Path) -> None:
+    for i in range(300):
+        (tmp_path / f"note-{i:03d}.md").write_text("x\n", encoding="utf-8")
+    changed = million._changed(tmp_path, million.CHANGED_SHARE)  # noqa: SLF001
+    assert len(changed) == 3
+    assert len({p.name[5:7] for p in changed}) == 3  # spread over the folder
