@@ -10,8 +10,10 @@
 #                     (SQLite, LanceDB, PostgreSQL, the model, parsers; the CLI via CliRunner)
 #   test-e2e          tests/e2e: the real kb-mcp process over stdio and HTTP, and a browser
 # PYTEST_ARGS passes options through, e.g. `make test-unit PYTEST_ARGS="-x -k search"`.
-# `make test`, test-integration and test-e2e run in one worker process per core (pytest-xdist,
-# each test file whole on one worker); TEST_WORKERS=0 runs them in this one process instead.
+# `make test`, test-integration and test-e2e run in one worker process per core and one more
+# (pytest-xdist, each test file whole on one worker: the extra one fills the time the others
+# wait on servers, browsers and PostgreSQL; decision 0038); TEST_WORKERS=0 runs them in this
+# one process instead.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -19,7 +21,7 @@ RUN_STAMP := $(VENV)/.run-stamp
 DEV_STAMP := $(VENV)/.dev-stamp
 PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt
 EXAMPLE_KB ?= docs
-TEST_WORKERS ?= auto
+TEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) + 1)')
 PARALLEL := -n $(TEST_WORKERS) --dist loadfile
 
 .PHONY: install install-dev run test test-unit test-integration test-e2e lint config-docs bench bench-quick clean
