@@ -14,7 +14,12 @@ server of the code before decision 0057 (``cold_search.BEFORE``), one after the 
   searches show here), calls per second;
 - the server's RSS sampled every second: its value after the first minute and at the end.
 
-The opt-in ``clients50`` step of ``benchmarks.run`` (2.5 minutes a server; a quick run:
+Then the same load on one ``serve --read-only`` replica, and on two behind Debian's nginx
+(round robin; ``tests/nginx_proxy.py``, the set-up of docs/team-mode.md): read-only
+replicas keep no sessions, so any replica answers any call. The clients pace themselves,
+so both offer the same calls: a second replica shows as the same calls answered sooner.
+
+The opt-in ``clients50`` step of ``benchmarks.run`` (2.5 minutes a server, four runs; a quick run:
 ten clients for 20 s). The index is built with the stand-in embedder under the real
 model's identity: the server embeds each query with the real model.
 """
@@ -157,10 +162,11 @@ def _rss_mb(pid: int) -> float | None:
     return None
 
 
-def _serve(kb: Path, errlog: Path, before: Path | None) -> subprocess.Popen[bytes]:
+def _serve(kb: Path, errlog: Path, before: Path | None, *extra: str
+           ) -> subprocess.Popen[bytes]:
     env = {**os.environ, **CHILD_ENV}
     args = [kb_mcp(), "serve", "--kb-path", str(kb), "--transport", "http", "--port", "0",
-            "--no-watch", "--max-sessions-per-client", "200"]
+            "--no-watch", "--max-sessions-per-client", "200", *extra]
     if before is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(before), env.get("PYTHONPATH")]))
         args = [sys.executable, "-m", "kbmcp_cli", *args[1:]]
@@ -179,36 +185,43 @@ def _run_server(kb: Path, work: Path, tokens: list[str], label: str, before: Pat
     errlog = work / f"serve-{label}.log"
     proc = _serve(kb, errlog, before)
     try:
-        port = http_port(proc, errlog)
-        alone = Session(port, tokens[0], "alone")
-        rng = random.Random(1)
-        single: dict[str, list[float]] = {"search": [], "read": []}
-        for _ in range(5):  # the index opened, the model loaded
-            _one_call(alone, rng, queries, paths)
-        while min(len(v) for v in single.values()) < 30:
-            started = time.monotonic()
-            kind = _one_call(alone, rng, queries, paths)
-            single[kind].append(time.monotonic() - started)
-        alone.close()
-        calls: list[tuple[str, float, float, bool]] = []
-        start = time.monotonic()
-        until = start + seconds
-        threads = [threading.Thread(target=_client, args=(port, tokens[n % len(tokens)], n,
-                                                          until, queries, paths, calls))
-                   for n in range(clients)]
-        for t in threads:
-            t.start()
-        rss: list[tuple[float, float]] = []
-        while any(t.is_alive() for t in threads):
-            value = _rss_mb(proc.pid)
-            if value is not None:
-                rss.append((time.monotonic() - start, value))
-            time.sleep(1.0)
-        for t in threads:
-            t.join()
-        wall = time.monotonic() - start
+        return drive(http_port(proc, errlog), [proc.pid], tokens, clients=clients,
+                     seconds=seconds, queries=queries, paths=paths)
     finally:
         stop(proc, timeout=60)
+
+
+def drive(port: int, pids: list[int], tokens: list[str], *, clients: int, seconds: float,
+          queries: list[str], paths: list[str]) -> dict[str, Any]:
+    """One client alone (the floor), then ``clients`` at once for ``seconds`` against the
+    server (or the proxy) on ``port``; the RSS summed over ``pids`` every second."""
+    alone = Session(port, tokens[0], "alone")
+    rng = random.Random(1)
+    single: dict[str, list[float]] = {"search": [], "read": []}
+    for _ in range(5):  # the index opened, the model loaded
+        _one_call(alone, rng, queries, paths)
+    while min(len(v) for v in single.values()) < 30:
+        started = time.monotonic()
+        kind = _one_call(alone, rng, queries, paths)
+        single[kind].append(time.monotonic() - started)
+    alone.close()
+    calls: list[tuple[str, float, float, bool]] = []
+    start = time.monotonic()
+    until = start + seconds
+    threads = [threading.Thread(target=_client, args=(port, tokens[n % len(tokens)], n,
+                                                      until, queries, paths, calls))
+               for n in range(clients)]
+    for t in threads:
+        t.start()
+    rss: list[tuple[float, float]] = []
+    while any(t.is_alive() for t in threads):
+        values = [_rss_mb(pid) for pid in pids]
+        if all(v is not None for v in values):
+            rss.append((time.monotonic() - start, sum(v for v in values if v is not None)))
+        time.sleep(1.0)
+    for t in threads:
+        t.join()
+    wall = time.monotonic() - start
     searches = [c[2] for c in calls if c[0] == "search"]
     reads = [c[2] for c in calls if c[0] == "read"]
     after_minute = [v for t, v in rss if t >= min(60.0, seconds / 2)]
@@ -229,7 +242,8 @@ def _run_server(kb: Path, work: Path, tokens: list[str], label: str, before: Pat
 
 
 def measure(work: Path, *, quick: bool = False) -> dict[str, Any]:
-    """Now and, when the checkout holds it, before (``BEFORE``): one server after the other."""
+    """Now and, when the checkout holds it, before (``BEFORE``): one server after the other;
+    then one read-only replica, and two behind nginx (when it is installed)."""
     kb = work / "many-clients"
     if kb.exists():
         shutil.rmtree(kb)
@@ -243,16 +257,47 @@ def measure(work: Path, *, quick: bool = False) -> dict[str, Any]:
                               capture_output=True, text=True, check=True, timeout=120,
                               env={**os.environ, **CHILD_ENV})
         tokens.append(made.stdout.strip().splitlines()[-1])
-    clients = QUICK_CLIENTS if quick else CLIENTS
-    seconds = QUICK_SECONDS if quick else SECONDS
-    queries = corpus.queries(200, seed=72)
+    load: dict[str, Any] = {"clients": QUICK_CLIENTS if quick else CLIENTS,
+                            "seconds": QUICK_SECONDS if quick else SECONDS,
+                            "queries": corpus.queries(200, seed=72), "paths": paths}
     out: dict[str, Any] = {"files": info.files}
     servers = {"now": None, "before": before_tree(work)}
     for label, before in servers.items():
         if label == "before" and before is None:
             continue
-        out[label] = _run_server(kb, work, tokens, label, before, clients=clients,
-                                 seconds=seconds, queries=queries, paths=paths)
+        out[label] = _run_server(kb, work, tokens, label, before, **load)
+    out.update(_replicas(kb, work, tokens, load))
+    return out
+
+
+def _replicas(kb: Path, work: Path, tokens: list[str], load: dict[str, Any]
+              ) -> dict[str, Any]:
+    """The same load on one ``serve --read-only`` replica, then on two behind nginx's round
+    robin (read-only replicas keep no sessions, so any replica answers any request)."""
+    from tests.nginx_proxy import NGINX, start_proxy
+
+    if NGINX is None:
+        return {"replicas": "nginx is not installed (apt-get install nginx-light)"}
+    out: dict[str, Any] = {}
+    for count in (1, 2):
+        # as docs/team-mode.md runs them behind a proxy: the name the clients use allowed
+        # with any port, the proxy's address trusted
+        procs = [_serve(kb, work / f"replica-{count}-{n}.log", None, "--read-only",
+                        "--allowed-host", "127.0.0.1", "--trusted-proxy", "127.0.0.1")
+                 for n in range(count)]
+        proxy = None
+        try:
+            ports = [http_port(p, work / f"replica-{count}-{n}.log")
+                     for n, p in enumerate(procs)]
+            port = ports[0]
+            if count > 1:
+                proxy, port = start_proxy(work / "nginx", ports, 60.0)
+            out[f"replicas{count}"] = drive(port, [p.pid for p in procs], tokens, **load)
+        finally:
+            if proxy is not None:
+                stop(proxy, timeout=30)
+            for proc in procs:
+                stop(proc, timeout=60)
     return out
 
 
@@ -284,4 +329,23 @@ def rows(result: Any) -> list[Row]:
             out.append(Row("  server RSS: after the first minute | at the end",
                            f"{first:.0f} MB | {end:.0f} MB",
                            f"max {got['rss_max_mb']:.0f} MB"))
+    one, two = result.get("replicas1"), result.get("replicas2")
+    if isinstance(one, dict) and isinstance(two, dict):
+        # the clients pace themselves, so the calls offered are alike: what a second replica
+        # adds shows as the same calls answered sooner (and more of them once one saturates)
+        faster = one["search_p95_s"] / two["search_p95_s"]
+        out.append(Row(
+            "read-only replicas, one | two behind nginx: search p95 | ratio",
+            f"{ms(one['search_p95_s'])} | {ms(two['search_p95_s'])} | {faster:.2f}x",
+            f"calls/s {one['calls_per_s']:.1f} | {two['calls_per_s']:.1f}; "
+            f"{one['errors']} + {two['errors']} errors",
+            "two answer sooner, 0 errors",
+            verdict(faster > 1.0 and two["calls_per_s"] >= 0.98 * one["calls_per_s"]
+                    and one["errors"] + two["errors"] == 0)))
+        out.append(Row(
+            "  reads p95, one | two replicas; RSS at the end (all replicas)",
+            f"{ms(one['read_p95_s'])} | {ms(two['read_p95_s'])}",
+            f"{one['rss_end_mb'] or 0:.0f} MB | {two['rss_end_mb'] or 0:.0f} MB"))
+    elif isinstance(result.get("replicas"), str):
+        out.append(Row("read-only replicas behind nginx", "not measured", result["replicas"]))
     return out

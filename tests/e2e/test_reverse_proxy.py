@@ -8,10 +8,6 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import shutil
-import socket
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,68 +24,12 @@ from tests.e2e.http_support import (
     reply_of,
     start,
 )
-
-NGINX = shutil.which("nginx") or next(
-    (p for p in ("/usr/sbin/nginx", "/sbin/nginx") if os.path.exists(p)), None)
+from tests.nginx_proxy import NGINX, start_proxy
 
 if NGINX is None:
     if os.environ.get("CI") == "true":  # .ci/run installs it: its absence is a failure there
         raise RuntimeError("nginx is not installed (apt-get install nginx-light)")
     pytest.skip("nginx is not installed (apt-get install nginx-light)", allow_module_level=True)
-
-#: The proxy block of docs/team-mode.md, step 5 (TLS aside): the original Host goes through.
-NGINX_CONF = """
-worker_processes 1;
-pid {tmp}/nginx.pid;
-error_log {tmp}/error.log warn;
-events {{ worker_connections 64; }}
-http {{
-  log_format upstream '$upstream_addr $status';
-  access_log {tmp}/access.log upstream;
-  client_body_temp_path {tmp}/body;
-  proxy_temp_path {tmp}/proxy;
-  fastcgi_temp_path {tmp}/fastcgi;
-  uwsgi_temp_path {tmp}/uwsgi;
-  scgi_temp_path {tmp}/scgi;
-  upstream kb_replicas {{
-    server 127.0.0.1:{a};
-    server 127.0.0.1:{b};
-  }}
-  server {{
-    listen 127.0.0.1:{port};
-    location / {{
-      proxy_pass http://kb_replicas;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header Host $host;
-      proxy_set_header X-Forwarded-Host $http_host;
-      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-      proxy_set_header X-Forwarded-Proto $scheme;
-      proxy_buffering off;
-      proxy_read_timeout 120s;
-    }}
-  }}
-}}
-"""
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def wait_listening(port: int, proc: subprocess.Popen[bytes], log: Path) -> None:
-    end = time.monotonic() + DEADLINE
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            raise AssertionError(f"nginx exited {proc.returncode}: {log.read_text()}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise AssertionError(f"nginx did not listen on {port}: {log.read_text()}")
 
 
 @pytest.fixture()
@@ -110,19 +50,9 @@ def replicas(fresh_kb: Path, server_env: Env) -> Iterator[tuple[Served, Served]]
 @pytest.fixture()
 def proxy(replicas: tuple[Served, Served], tmp_path: Path) -> Iterator[tuple[int, Path]]:
     """nginx in the foreground, one process, as this user; stopped by the test."""
-    assert NGINX is not None
     home = tmp_path / "nginx"
-    home.mkdir()
-    port = free_port()
-    conf = home / "nginx.conf"
-    conf.write_text(NGINX_CONF.format(tmp=home, port=port, a=replicas[0].port,
-                                      b=replicas[1].port), encoding="utf-8")
-    proc = subprocess.Popen(
-        [NGINX, "-p", str(home), "-c", str(conf), "-e", str(home / "error.log"),
-         "-g", "daemon off; master_process off;"],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc, port = start_proxy(home, [r.port for r in replicas], DEADLINE)
     try:
-        wait_listening(port, proc, home / "error.log")
         yield port, home
     finally:
         stop(proc)
