@@ -92,6 +92,15 @@ def shown_after_ms(page: Any, view: Any) -> float:
     return shown - float(page.locator("body").get_attribute("data-result-at"))
 
 
+def open_hit(page: Any, script: str, link: Bridge, query: str, text: str) -> Any:
+    """The search view of ``query``, its hit holding ``text`` clicked: the view's frame."""
+    view = show(page, script, link, "search", {"query": query})
+    hit = view.locator("#hits li").filter(has_text=text).first
+    hit.wait_for()
+    hit.locator("h3 a").click()
+    return view
+
+
 def search_shows_hits_and_opens_the_reader(page: Any, script: str, link: Bridge) -> Any:
     view = show(page, script, link, "search", {"query": "signing keys rotation"})
     hits = view.locator("#hits[data-query='signing keys rotation'] li")
@@ -134,11 +143,8 @@ def test_over_stdio_search_reader_graph_and_hostile_titles(
     assert view.locator("body").evaluate("b => b.ownerDocument.defaultView.__kbXss") is None
 
     # a searchable document that is not offered: the reader says it was refused
-    view = show(page, script, stdio_host, "search",
-                {"query": "exporting signing keys for an audit"})
-    hit = view.locator("#hits li").filter(has_text=NOT_OFFERED).first
-    hit.wait_for()
-    hit.locator("h3 a").click()
+    view = open_hit(page, script, stdio_host, "exporting signing keys for an audit",
+                    NOT_OFFERED)
     refusal = view.locator("#doc-refusal")
     refusal.wait_for()
     assert "Refused" in refusal.inner_text() and view.locator("#doc-lines li").count() == 0
@@ -214,11 +220,8 @@ def test_screenshots_of_the_three_views_and_a_pdf_hit_at_its_page(
         view.locator("#graph .node").nth(1).wait_for()
         page.screenshot(path=str(folder / "app-graph.png"), full_page=True)
         # a PDF hit opens the reader at its page, the hit's text marked
-        view = show(page, script, link, "search",
-                    {"query": "lost device full-disk encryption laptops"})
-        hit = view.locator("#hits li").filter(has_text=POLICY_PDF).first
-        hit.wait_for()
-        hit.locator("h3 a").click()
+        view = open_hit(page, script, link, "lost device full-disk encryption laptops",
+                        POLICY_PDF)
         cited = view.locator("#doc-lines li.cited")
         cited.first.wait_for()
         assert "page 3" in view.locator("#doc-meta").inner_text()
