@@ -232,3 +232,28 @@ def test_the_command_line_never_prints_the_secret_and_survives_a_stopped_server(
     for done in (*outputs, search, doctor, index):
         no_traceback(done.stderr)
         assert FAKE_SECRET not in done.stdout + done.stderr
+
+
+def test_a_store_found_not_answering_is_not_asked_again_during_the_hold(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The vector store's calls share one outage: once a call has met a closed port, the
+    next one fails with the same reason without opening LanceDB again."""
+    from kbmcp_adapters.vectors.lance_store import LanceVectorStore
+    from kbmcp_core.errors import VectorsUnreachable
+
+    store = LanceVectorStore("s3://kb-down/vectors", 4, storage_options={
+        "aws_endpoint": "http://127.0.0.1:1", "aws_region": "us-east-1",
+        "aws_access_key_id": FAKE_KEY_ID, "aws_secret_access_key": FAKE_SECRET,
+        "allow_http": "true", "client_max_retries": "0"})
+    with pytest.raises(VectorsUnreachable, match="does not answer") as first:
+        store.count()
+
+    def never(*_: object) -> None:
+        raise AssertionError("LanceDB asked again during the hold")
+
+    monkeypatch.setattr(store, "_connect", never)
+    monkeypatch.setattr(store, "_open", never)
+    with pytest.raises(VectorsUnreachable) as second:
+        store.search([1.0, 0.0, 0.0, 0.0], 5)
+    assert str(second.value).split(": ", 1)[1] == str(first.value).split(": ", 1)[1]
