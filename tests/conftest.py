@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -13,6 +13,7 @@ from kbmcp_adapters.app.bootstrap import bootstrap
 from kbmcp_adapters.app.config import build_settings
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 from kbmcp_adapters.embedding.fastembed_embedder import PACKAGED_MODEL_ID, FastEmbedEmbedder
+from kbmcp_core.models import Vector
 
 #: pg_cluster / pg_url: a throwaway PostgreSQL cluster (tests/pg_cluster.py); s3_server: an
 #: S3-compatible server on loopback (tests/s3_server.py); the property suite's example counts
@@ -53,12 +54,48 @@ def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("model-cache")
 
 
+class RememberingEmbedder(FastEmbedEmbedder):
+    """The packaged MiniLM file, each text embedded once per session.
+
+    That file embeds one text per model run, so a vector is a function of its text alone,
+    bit for bit (``FastEmbedEmbedder._embed_pooled``): a text met again, in another test's
+    copy of the same corpus, is given the vector it got the first time instead of running
+    the model again. Stored as float32, which holds the model's values exactly."""
+
+    def __init__(self, model: str, cache_dir: Path) -> None:
+        super().__init__(model, cache_dir=cache_dir)
+        self._documents: dict[str, Any] = {}
+        self._queries: dict[str, Any] = {}
+
+    def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
+        new = [t for t in dict.fromkeys(texts) if t not in self._documents]
+        if new:
+            for text, vector in zip(new, super().embed_documents(new), strict=True):
+                self._documents[text] = _exact_float32(vector)
+        return [self._documents[t].tolist() for t in texts]
+
+    def embed_query(self, text: str) -> Vector:
+        got = self._queries.get(text)
+        if got is None:
+            got = self._queries[text] = _exact_float32(super().embed_query(text))
+        return cast(Vector, got.tolist())
+
+
+def _exact_float32(vector: Vector) -> Any:
+    import numpy as np
+
+    kept = np.asarray(vector, dtype=np.float32)
+    assert kept.astype(np.float64).tolist() == list(vector), "not a float32 vector"
+    return kept
+
+
 @pytest.fixture(scope="session")
 def embedder(model_cache: Path) -> FastEmbedEmbedder:
     """The packaged MiniLM file, loaded once for the whole session: the default model until
     decision 0046 (the in-process tests' expected rankings were measured with it; the new
-    default, its integer copy, is what `kb-mcp` subprocesses run unless a test names one)."""
-    return FastEmbedEmbedder(PACKAGED_MODEL_ID, cache_dir=model_cache)
+    default, its integer copy, is what `kb-mcp` subprocesses run unless a test names one).
+    Each text is embedded once in the session (``RememberingEmbedder``)."""
+    return RememberingEmbedder(PACKAGED_MODEL_ID, cache_dir=model_cache)
 
 
 def write_files(root: Path, files: Mapping[str, str | bytes]) -> None:
