@@ -29,9 +29,13 @@ class Served:
         return f"http://127.0.0.1:{self.port}/mcp"
 
     def request(self, method: str, path: str, body: Any = None,
-                headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
-        """One request on a new connection: status, headers (lower-case names), body."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=DEADLINE)
+                headers: dict[str, str] | None = None, source: str = "127.0.0.1",
+                ) -> tuple[int, dict[str, str], bytes]:
+        """One request on a new connection: status, headers (lower-case names), body.
+        ``source``: the client's loopback address (each has its own count of refused
+        tokens, so a test can send more than one address may)."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=DEADLINE,
+                                          source_address=(source, 0))
         try:
             data = None if body is None else json.dumps(body).encode()
             sent = {**(MCP_HEADERS if data is not None else {}), **(headers or {})}
