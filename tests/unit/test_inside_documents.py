@@ -7,21 +7,18 @@ from collections.abc import Collection
 
 import pytest
 
-from kbmcp_core.index_run import IndexDeps, run_index
+from kbmcp_core.index_run import run_index
 from kbmcp_core.inside_documents import INSIDE_LEXICAL, inside_documents, meaning
 from kbmcp_core.models import StoredChunk
 from kbmcp_core.offer import OfferRules
-from kbmcp_core.ports import ChunkBudget
 from kbmcp_core.search import Searcher
 from kbmcp_core.search_request import SearchRequest
 from tests.fakes import (
-    FakeClock,
-    FakeEmbedder,
     FakeFileSystem,
     FakeIndexStore,
     FakeRegistry,
-    FakeScanner,
     FakeVectorStore,
+    fake_deps,
 )
 
 
@@ -60,11 +57,9 @@ def test_a_chunks_meaning_is_its_nearest_paragraph_when_that_is_nearer() -> None
 def _searcher() -> tuple[Searcher, dict[str, int]]:
     files = {"faq.md": b"# Words\nundo the deploy button\n# Answer\nreturn to what worked\n",
              "other.md": b"# Other\nsomething near\n"}
-    fs = FakeFileSystem(files)
-    store, vectors, emb = FakeIndexStore(), FakeVectorStore(), FakeEmbedder()
-    run_index(IndexDeps(store=store, vectors=vectors, embedder=emb, registry=FakeRegistry(),
-                        fs=fs, scanner=FakeScanner(fs), clock=FakeClock(),
-                        budget=ChunkBudget(64, 1, lambda t: len(t.split()))))
+    store, vectors = FakeIndexStore(), FakeVectorStore()
+    deps = fake_deps(FakeFileSystem(files), store=store, vectors=vectors)
+    run_index(deps)
     chunks = store.get_chunks(store.chunk_ids())
     ids = {c.heading: cid for cid, c in chunks.items()}
 
@@ -81,7 +76,7 @@ def _searcher() -> tuple[Searcher, dict[str, int]]:
 
     store.lexical_search = lexical_search  # type: ignore[method-assign]
     vectors.search = vector_search  # type: ignore[method-assign]
-    return Searcher(store, vectors, emb, OfferRules(store, FakeRegistry())), ids
+    return Searcher(store, vectors, deps.embedder, OfferRules(store, FakeRegistry())), ids
 
 
 def test_a_question_gets_the_section_that_answers_it_first() -> None:
