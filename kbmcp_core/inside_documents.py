@@ -24,8 +24,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from kbmcp_core.models import StoredChunk
-
 Ranking = list[tuple[int, float]]
 #: The keyword relevance's share in ordering one document's sections for a question (the
 #: rest is meaning). Measured on every line-level set (decision 0056, third addendum):
@@ -48,15 +46,17 @@ def meaning(vector: Mapping[int, float],
 
 def inside_documents(
     ranked: Sequence[tuple[int, float]],
-    chunks: Mapping[int, StoredChunk],
+    paths: Mapping[int, str],
     *,
     lexical: Sequence[tuple[int, float]],
     vector: Sequence[tuple[int, float]],
     paragraphs: Mapping[int, Sequence[float | None]],
 ) -> Ranking:
-    """``ranked`` with each document's chunks dealt into the places the document holds,
-    best first by ``INSIDE_LEXICAL`` × keyword relevance + the rest × ``meaning`` (ties
-    keep their order); each place keeps its score. A chunk ``chunks`` lacks stays put."""
+    """``ranked`` with each document's chunks (``paths``: each chunk's document) dealt into
+    the places the document holds, best first by ``INSIDE_LEXICAL`` × keyword relevance +
+    the rest × ``meaning`` (ties keep their order); each place keeps its score. A chunk
+    ``paths`` lacks stays put. The searcher and ``kb-mcp tune`` (which reads no
+    paragraphs) both order a question's sections with it."""
     lex = {cid: min(max(s, 0.0), 1.0) for cid, s in lexical}
     near = meaning(dict(vector), paragraphs)
 
@@ -65,9 +65,9 @@ def inside_documents(
 
     places: dict[str, list[int]] = {}
     for i, (cid, _) in enumerate(ranked):
-        chunk = chunks.get(cid)
-        if chunk is not None:
-            places.setdefault(chunk.document_path, []).append(i)
+        path = paths.get(cid)
+        if path is not None:
+            places.setdefault(path, []).append(i)
     out = list(ranked)
     for at in places.values():
         if len(at) < 2:

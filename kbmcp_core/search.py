@@ -207,7 +207,8 @@ class Searcher:
         fused_order = [(cid, s) for cid, s in legs.fused if cid in chunks]
         ordered = fused_order
         if legs.fusion is not None and legs.vector is not None and is_question(req.text):
-            ordered = inside_documents(fused_order, chunks, lexical=legs.lexical or [],
+            paths = {cid: chunk.document_path for cid, chunk in chunks.items()}
+            ordered = inside_documents(fused_order, paths, lexical=legs.lexical or [],
                                        vector=legs.vector, paragraphs=legs.paragraphs)
         ranked, reranked = apply_rerank(req.text, ordered, chunks, req.shape,
                                         self.reranker)

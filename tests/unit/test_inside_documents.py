@@ -7,12 +7,14 @@ from collections.abc import Collection
 
 import pytest
 
+from kbmcp_core.evaluation import Ranked
+from kbmcp_core.fusion import Fusion
 from kbmcp_core.index_run import run_index
 from kbmcp_core.inside_documents import INSIDE_LEXICAL, inside_documents, meaning
-from kbmcp_core.models import StoredChunk
 from kbmcp_core.offer import OfferRules
 from kbmcp_core.search import Searcher
 from kbmcp_core.search_request import SearchRequest
+from kbmcp_core.tuning import Legs, ranked
 from tests.fakes import (
     FakeFileSystem,
     FakeIndexStore,
@@ -22,32 +24,30 @@ from tests.fakes import (
 )
 
 
-def _chunk(cid: int, path: str) -> StoredChunk:
-    return StoredChunk(id=cid, document_path=path, title=path, heading="H", heading_path=(),
-                       content="text", start_line=cid, end_line=cid, page=None, tags=(),
-                       date=None, topic=None, category=None)
-
-
 def test_a_documents_chunks_are_dealt_into_its_places_by_meaning() -> None:
-    chunks = {1: _chunk(1, "a.md"), 2: _chunk(2, "b.md"), 3: _chunk(3, "a.md")}
+    paths = {1: "a.md", 2: "b.md", 3: "a.md"}
     ranked = [(1, 0.9), (2, 0.8), (3, 0.7)]
-    out = inside_documents(ranked, chunks, lexical=[(1, 1.0), (3, 0.1)],
+    out = inside_documents(ranked, paths, lexical=[(1, 1.0), (3, 0.1)],
                            vector=[(1, 0.3), (2, 0.9), (3, 0.5)], paragraphs={})
     # a.md keeps places 1 and 3, b.md place 2; each place keeps its score
     assert out == [(3, 0.9), (2, 0.8), (1, 0.7)]
 
 
 def test_the_keywords_keep_a_small_share_and_ties_keep_their_order() -> None:
-    chunks = {1: _chunk(1, "a.md"), 2: _chunk(2, "a.md")}
-    near = (1 - INSIDE_LEXICAL) * 0.5
+    paths = {1: "a.md", 2: "a.md"}
     # the same meaning: the words decide; the same words and meaning: the order stands
-    assert [c for c, _ in inside_documents([(1, 0.9), (2, 0.8)], chunks,
+    assert [c for c, _ in inside_documents([(1, 0.9), (2, 0.8)], paths,
                                            lexical=[(2, 1.0)], vector=[(1, 0.5), (2, 0.5)],
                                            paragraphs={})] == [2, 1]
-    assert [c for c, _ in inside_documents([(1, 0.9), (2, 0.8)], chunks, lexical=[],
+    assert [c for c, _ in inside_documents([(1, 0.9), (2, 0.8)], paths, lexical=[],
                                            vector=[(1, 0.5), (2, 0.5)],
                                            paragraphs={})] == [1, 2]
-    assert near > 0
+    # the words count INSIDE_LEXICAL: a relevance of 1 outweighs 0.1 of similarity at most
+    lead = INSIDE_LEXICAL / (1 - INSIDE_LEXICAL)
+    assert [c for c, _ in inside_documents([(1, 0.9), (2, 0.8)], paths,
+                                           lexical=[(1, 1.0)],
+                                           vector=[(1, 0.5), (2, 0.5 + lead * 1.01)],
+                                           paragraphs={})] == [2, 1]
 
 
 def test_a_chunks_meaning_is_its_nearest_paragraph_when_that_is_nearer() -> None:
@@ -102,3 +102,16 @@ def test_a_statement_keeps_the_fused_order() -> None:
     res = searcher.search(SearchRequest("undo the deploy button"))
     assert [h.heading for h in res.results] == ["Words", "Answer", "Other"]
     assert all(h.fused_score is None for h in res.results)
+
+
+def test_tune_orders_a_questions_sections_as_search_does() -> None:
+    # the legs of the search above: kb-mcp tune scores fusion settings on this order
+    legs = Legs(((3, 0.5), (2, 0.45), (1, 0.3)), ((1, 1.0), (3, 0.1)), 1.0,
+                "how do I undo the deploy button")
+    sections = {1: Ranked("faq.md", "Words", 1, 2), 2: Ranked("other.md", "Other", 1, 2),
+                3: Ranked("faq.md", "Answer", 3, 4)}
+    order = ranked(legs, Fusion(), sections, chunks_per_document=4, limit=10)
+    assert [r.heading for r in order] == ["Answer", "Words", "Other"]
+    statement = Legs(legs.vector, legs.lexical, 1.0, "undo the deploy button")
+    assert [r.heading for r in ranked(statement, Fusion(), sections, 4, 10)] == [
+        "Words", "Answer", "Other"]
