@@ -1,10 +1,12 @@
 """Why a hit ranked where it did: the numbers behind its score (``explain: true``, 0035).
 
 Per hit: its rank and score in each leg, the weights fusion gave the legs and the share
-each leg added, which sum to the hit's ``score`` exactly (``lexical_part + vector_part``);
-with reranking, the reranker's probability, its logit and its say (trust) over the order,
-and where the fused ranking had put the hit. Per response: how many documents and chunks
-each filter (and the query's ``-term`` exclusions) removed from what the legs search.
+each leg added, which sum to the hit's fused score exactly (``lexical_part + vector_part``:
+its ``score``, or its ``fused_score`` when it shows one: reranked, or dealt into another
+place of its document, ``inside_documents``); with reranking, the reranker's probability,
+its logit and its say (trust) over the order, and where the fused ranking had put the hit.
+Per response: how many documents and chunks each filter (and the query's ``-term``
+exclusions) removed from what the legs search.
 
 Nothing here runs unless a request asks for it: a search without ``explain`` does no
 extra work.
@@ -43,7 +45,7 @@ class RerankExplain:
 
 @dataclass(frozen=True, slots=True)
 class HitExplain:
-    """One hit's score, taken apart: ``score == lexical_part + vector_part``."""
+    """One hit's fused score, taken apart: ``lexical_part + vector_part``."""
 
     #: ``weighted`` or ``rrf`` (both legs), ``lexical`` or ``vector`` (one leg alone)
     method: str

@@ -12,11 +12,13 @@ from kbmcp_core.context import Context
 from kbmcp_core.errors import EmbeddingUnreachable, VectorsUnreachable, VectorsUnreadable
 from kbmcp_core.explain import HitExplain, SearchExplain, explain_hits, filter_effects
 from kbmcp_core.fusion import Fusion, leg_weights
+from kbmcp_core.inside_documents import inside_documents
 from kbmcp_core.meta_keys import META_IN_PROGRESS
 from kbmcp_core.models import StoredChunk
 from kbmcp_core.offer import OfferRules
 from kbmcp_core.passages import PASSAGE_CANDIDATES
 from kbmcp_core.ports import Embedder, IndexReader, Reranker, VectorReader
+from kbmcp_core.questions import is_question
 from kbmcp_core.rerank import RerankOutcome
 from kbmcp_core.search_legs import LEGS, Allowed, LegFailure, Legs, Ranking
 from kbmcp_core.search_request import (
@@ -54,8 +56,9 @@ class SearchHit:
     explain: HitExplain | None = None
     #: the collection the hit is from (set by ``search_collections``; decision 0041)
     collection: str | None = None
-    #: the fused score before reranking, when the reranker read the hit (``score`` is then
-    #: the blend the results are ordered by; decision 0056)
+    #: the hit's own fused score when ``score`` is another: the reranker read the hit
+    #: (``score`` is then the blend the results are ordered by; decision 0056), or the hit
+    #: took another place of its document (``inside_documents``: the place's score)
     fused_score: float | None = None
     #: the lines inside ``start_line``..``end_line`` that answer the query (decision 0056)
     answer_lines: tuple[int, int] | None = None
@@ -197,10 +200,17 @@ class Searcher:
 
     def _shape(self, req: ResolvedSearch, legs: Legs
                ) -> tuple[Ranking, RerankOutcome | None, Ranking]:
-        """Stage 3: rerank, diversify, then the per-document cap and the limit."""
+        """Stage 3: a question's sections inside each document ordered by meaning, rerank,
+        diversify, then the per-document cap and the limit. The fused order is returned
+        too (each chunk's own fused score: explain, ``fused_score``)."""
         chunks = legs.chunks
         fused_order = [(cid, s) for cid, s in legs.fused if cid in chunks]
-        ranked, reranked = apply_rerank(req.text, fused_order, chunks, req.shape,
+        ordered = fused_order
+        if legs.fusion is not None and legs.vector is not None and is_question(req.text):
+            paths = {cid: chunk.document_path for cid, chunk in chunks.items()}
+            ordered = inside_documents(fused_order, paths, lexical=legs.lexical or [],
+                                       vector=legs.vector, paragraphs=legs.paragraphs)
+        ranked, reranked = apply_rerank(req.text, ordered, chunks, req.shape,
                                         self.reranker)
         ranked = diversify(ranked, chunks, req.shape, limit=req.limit,
                            vectors=self.vectors if legs.vector is not None else None)
@@ -218,7 +228,7 @@ class Searcher:
         spans = spans_for(req.text, [chunks[cid].content for cid in ids])
         contexts = contexts_for(self.store, ids, req.shape)
         scores = reranked.scores if reranked else {}
-        fused = dict(fused_order) if reranked else {}
+        fused = dict(fused_order)
         terms = query_terms(req.text)
         answers = [chunk_answer(chunks[cid], terms, legs.paragraphs.get(cid)) for cid in ids]
         explains: list[HitExplain | None] = [None] * len(picked)
@@ -230,7 +240,8 @@ class Searcher:
                 fused=fused_order, reranked=reranked)
         hits = tuple(replace(_hit(chunks[cid], score, offered), matches=m, context=ctx,
                              rerank_score=scores.get(cid), explain=why,
-                             fused_score=fused.get(cid) if cid in scores else None,
+                             fused_score=(fused.get(cid) if cid in scores
+                                          or fused.get(cid) != score else None),
                              answer_lines=lines)
                      for (cid, score), m, ctx, why, lines in zip(picked, spans, contexts,
                                                                  explains, answers,

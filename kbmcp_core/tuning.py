@@ -14,7 +14,8 @@ from typing import Generic, TypeVar
 
 from kbmcp_core.evaluation import GoldenQuery, Ranked, rank_query
 from kbmcp_core.fusion import Fusion, fuse
-from kbmcp_core.questions import fusion_for
+from kbmcp_core.inside_documents import inside_documents
+from kbmcp_core.questions import fusion_for, is_question
 
 S = TypeVar("S")
 
@@ -109,12 +110,18 @@ def pool_size(limit: int, chunks_per_document: int) -> int:
 
 def ranked(legs: Legs, fusion: Fusion, sections: Mapping[int, Ranked],
            chunks_per_document: int, limit: int) -> list[Ranked]:
-    """The hybrid ranking under ``fusion``: fused, then at most ``chunks_per_document``
-    sections per document, ``limit`` in all (diversity and reranking are not applied)."""
+    """The hybrid ranking under ``fusion``: fused, a question's sections ordered by meaning
+    inside each document (``inside_documents``, without the paragraphs search reads), then
+    at most ``chunks_per_document`` sections per document, ``limit`` in all (diversity and
+    reranking are not applied)."""
     counts: dict[str, int] = {}
     out: list[Ranked] = []
-    for cid, _ in fuse(legs.vector, legs.lexical, coverage=legs.coverage,
-                       fusion=fusion_for(legs.query, fusion)):
+    fused = fuse(legs.vector, legs.lexical, coverage=legs.coverage,
+                 fusion=fusion_for(legs.query, fusion))
+    if legs.vector and is_question(legs.query):
+        fused = inside_documents(fused, {cid: s.path for cid, s in sections.items()},
+                                 lexical=legs.lexical, vector=legs.vector, paragraphs={})
+    for cid, _ in fused:
         section = sections.get(cid)
         if section is None or counts.get(section.path, 0) >= chunks_per_document:
             continue

@@ -217,8 +217,10 @@ SEARCH_OUTPUT = _obj(
              "answer_lines": _typed("array", "[first, last]: the lines inside start_line"
                                     "..end_line that answer the query", items=_INT,
                                     minItems=2, maxItems=2),
-             "fused_score": _typed("number", "the fused score before reranking (score is "
-                                   "then the blend the results are ordered by)"),
+             "fused_score": _typed("number", "the hit's own fused score when score is "
+                                   "another: the reranker's blend the results are "
+                                   "ordered by, or the score of the place a question's "
+                                   "section took inside its document"),
              "rerank_score": _NUM, "explain": _HIT_EXPLAIN,
              "collection": _typed("string", "the collection the hit is from (a server "
                                   "of several collections)")},

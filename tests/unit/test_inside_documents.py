@@ -1,0 +1,117 @@
+"""A question's sections inside one document ordered by meaning
+(``kbmcp_core/inside_documents.py``; decision 0056, third addendum)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+import pytest
+
+from kbmcp_core.evaluation import Ranked
+from kbmcp_core.fusion import Fusion
+from kbmcp_core.index_run import run_index
+from kbmcp_core.inside_documents import INSIDE_LEXICAL, inside_documents, meaning
+from kbmcp_core.offer import OfferRules
+from kbmcp_core.search import Searcher
+from kbmcp_core.search_request import SearchRequest
+from kbmcp_core.tuning import Legs, ranked
+from tests.fakes import (
+    FakeFileSystem,
+    FakeIndexStore,
+    FakeRegistry,
+    FakeVectorStore,
+    fake_deps,
+)
+
+
+def test_a_documents_chunks_are_dealt_into_its_places_by_meaning() -> None:
+    paths = {1: "a.md", 2: "b.md", 3: "a.md"}
+    ranked = [(1, 0.9), (2, 0.8), (3, 0.7)]
+    out = inside_documents(ranked, paths, lexical=[(1, 1.0), (3, 0.1)],
+                           vector=[(1, 0.3), (2, 0.9), (3, 0.5)], paragraphs={})
+    # a.md keeps places 1 and 3, b.md place 2; each place keeps its score
+    assert out == [(3, 0.9), (2, 0.8), (1, 0.7)]
+
+
+def test_the_keywords_keep_a_small_share_and_ties_keep_their_order() -> None:
+    paths = {1: "a.md", 2: "a.md"}
+    # the same meaning: the words decide; the same words and meaning: the order stands
+    assert [c for c, _ in inside_documents([(1, 0.9), (2, 0.8)], paths,
+                                           lexical=[(2, 1.0)], vector=[(1, 0.5), (2, 0.5)],
+                                           paragraphs={})] == [2, 1]
+    assert [c for c, _ in inside_documents([(1, 0.9), (2, 0.8)], paths, lexical=[],
+                                           vector=[(1, 0.5), (2, 0.5)],
+                                           paragraphs={})] == [1, 2]
+    # the words count INSIDE_LEXICAL: a relevance of 1 outweighs 0.1 of similarity at most
+    lead = INSIDE_LEXICAL / (1 - INSIDE_LEXICAL)
+    assert [c for c, _ in inside_documents([(1, 0.9), (2, 0.8)], paths,
+                                           lexical=[(1, 1.0)],
+                                           vector=[(1, 0.5), (2, 0.5 + lead * 1.01)],
+                                           paragraphs={})] == [2, 1]
+
+
+def test_a_chunks_meaning_is_its_nearest_paragraph_when_that_is_nearer() -> None:
+    assert meaning({1: 0.3, 2: 0.6}, {1: [None, 0.7, 0.2], 2: [0.5]}) == {1: 0.7, 2: 0.6}
+
+
+def _searcher() -> tuple[Searcher, dict[str, int]]:
+    files = {"faq.md": b"# Words\nundo the deploy button\n# Answer\nreturn to what worked\n",
+             "other.md": b"# Other\nsomething near\n"}
+    store, vectors = FakeIndexStore(), FakeVectorStore()
+    deps = fake_deps(FakeFileSystem(files), store=store, vectors=vectors)
+    run_index(deps)
+    chunks = store.get_chunks(store.chunk_ids())
+    ids = {c.heading: cid for cid, c in chunks.items()}
+
+    # The legs of a question whose words are in one section of faq.md and whose answer,
+    # by meaning, is the next section (the asker's words are not the author's).
+    def lexical_search(query: str, limit: int,
+                       document_paths: Collection[str] | None = None
+                       ) -> list[tuple[int, float]]:
+        return [(ids["Words"], 1.0), (ids["Answer"], 0.1)]
+
+    def vector_search(vector: list[float], limit: int,
+                      allowed_ids: Collection[int] | None = None) -> list[tuple[int, float]]:
+        return [(ids["Answer"], 0.5), (ids["Other"], 0.45), (ids["Words"], 0.3)]
+
+    store.lexical_search = lexical_search  # type: ignore[method-assign]
+    vectors.search = vector_search  # type: ignore[method-assign]
+    return Searcher(store, vectors, deps.embedder, OfferRules(store, FakeRegistry())), ids
+
+
+def test_a_question_gets_the_section_that_answers_it_first() -> None:
+    searcher, ids = _searcher()
+    # fused as a question: Words 0.3 × 1 + 0.7 × 0.3 = 0.51, Answer 0.3 × 0.1 + 0.7 × 0.5
+    # = 0.38, Other 0.7 × 0.45 = 0.315; inside faq.md the meaning puts Answer first
+    res = searcher.search(SearchRequest("how do I undo the deploy button", explain=True))
+    assert [h.heading for h in res.results] == ["Answer", "Words", "Other"]
+    # which document comes where is the fusion's, and the scores stay in order
+    assert [h.path for h in res.results] == ["faq.md", "faq.md", "other.md"]
+    assert [h.score for h in res.results] == pytest.approx([0.51, 0.38, 0.315])
+    first = res.results[0]
+    # the hit keeps its own fused score, and explain's parts add up to it
+    assert first.fused_score == pytest.approx(0.38)
+    assert first.explain is not None
+    assert first.explain.lexical_part + first.explain.vector_part == pytest.approx(0.38)
+    assert first.as_dict()["fused_score"] == pytest.approx(0.38)
+    assert res.results[2].fused_score is None  # a hit left in its place shows one score
+
+
+def test_a_statement_keeps_the_fused_order() -> None:
+    searcher, _ = _searcher()
+    res = searcher.search(SearchRequest("undo the deploy button"))
+    assert [h.heading for h in res.results] == ["Words", "Answer", "Other"]
+    assert all(h.fused_score is None for h in res.results)
+
+
+def test_tune_orders_a_questions_sections_as_search_does() -> None:
+    # the legs of the search above: kb-mcp tune scores fusion settings on this order
+    legs = Legs(((3, 0.5), (2, 0.45), (1, 0.3)), ((1, 1.0), (3, 0.1)), 1.0,
+                "how do I undo the deploy button")
+    sections = {1: Ranked("faq.md", "Words", 1, 2), 2: Ranked("other.md", "Other", 1, 2),
+                3: Ranked("faq.md", "Answer", 3, 4)}
+    order = ranked(legs, Fusion(), sections, chunks_per_document=4, limit=10)
+    assert [r.heading for r in order] == ["Answer", "Words", "Other"]
+    statement = Legs(legs.vector, legs.lexical, 1.0, "undo the deploy button")
+    assert [r.heading for r in ranked(statement, Fusion(), sections, 4, 10)] == [
+        "Words", "Answer", "Other"]
