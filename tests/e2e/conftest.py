@@ -143,9 +143,10 @@ def indexed_kb(tmp_path_factory: pytest.TempPathFactory, server_env: Env) -> Pat
 
 @pytest.fixture()
 def fresh_kb(indexed_kb: Path, tmp_path: Path) -> Path:
-    """A private copy of the indexed knowledge base, for tests that change it."""
+    """A private copy of the indexed knowledge base, for tests that change it (without the
+    local search socket of a server running on the original meanwhile)."""
     kb = tmp_path / "kb"
-    shutil.copytree(indexed_kb, kb)
+    shutil.copytree(indexed_kb, kb, ignore=shutil.ignore_patterns("kb-mcp.sock"))
     shutil.copy(indexed_kb.parent / "secret.md", tmp_path / "secret.md")
     return kb
 

@@ -113,8 +113,10 @@ def start_http(kb: Path, env: Env, *extra: str) -> HttpServer:
     return HttpServer(proc, log, port)
 
 
-@pytest.fixture()
+@pytest.fixture(scope="module")
 def server(indexed_kb: Path, server_env: Env) -> Iterator[HttpServer]:
+    """One server for the module's tests: each asks it something a fresh server answers
+    alike (a forced rebuild leaves the same index)."""
     running = start_http(indexed_kb, server_env)
     yield running
     stop(running.proc)
