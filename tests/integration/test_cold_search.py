@@ -113,3 +113,26 @@ def test_the_first_search_by_meaning_opens_the_vectors_in_a_thread_a_lexical_one
         kb.close()
     assert vectors.counted_in == ["kb-mcp-open-vectors"]
     assert hybrid.results[0].path == lexical.results[0].path == "keys.md"
+
+
+COMMAND = """
+import json, sys
+from kbmcp_cli.commands import cli
+try:
+    cli.main(["search", "--no-server", "--kb-path", sys.argv[1], "keys"], prog_name="kb-mcp")
+except SystemExit as stop:
+    code = stop.code
+print(json.dumps({"code": code, "commands": sorted(
+    m for m in sys.modules if m.startswith("kbmcp_cli.") and m.endswith("_cmd"))}))
+"""
+
+
+def test_kb_mcp_search_imports_no_other_command(tmp_path: Path, kb_env: dict[str, str]
+                                                ) -> None:
+    """`kb-mcp search` runs with its own command's module alone: not the seventeen others
+    and what they import (a folder never indexed: it says so, exit 2)."""
+    done = subprocess.run([sys.executable, "-c", COMMAND, str(tmp_path)], env=kb_env,
+                          capture_output=True, text=True, timeout=300, check=True)
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got == {"code": 2, "commands": ["kbmcp_cli.search_cmd"]}
+    assert "no index" in done.stderr.lower() or "kb-mcp index" in done.stderr
