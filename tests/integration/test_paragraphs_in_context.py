@@ -159,10 +159,12 @@ def test_parts_read_lately_are_answered_without_starting_a_thread(
     """A search whose candidates were all read lately (fifty clients asking the same
     questions) starts no thread pool; one text not remembered among them is run alone,
     and every answer is the one the first reading gave (decision 0057, session 16)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from kbmcp_adapters.embedding import fastembed_embedder
 
     pools: list[int] = []
-    real_pool = fastembed_embedder.ThreadPoolExecutor
+    real_pool = ThreadPoolExecutor
 
     def counted(workers: int, **kwargs: Any) -> Any:
         pools.append(workers)
