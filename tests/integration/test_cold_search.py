@@ -136,3 +136,26 @@ def test_kb_mcp_search_imports_no_other_command(tmp_path: Path, kb_env: dict[str
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got == {"code": 2, "commands": ["kbmcp_cli.search_cmd"]}
     assert "no index" in done.stderr.lower() or "kb-mcp index" in done.stderr
+
+
+REGISTRY = """
+import json, sys
+from kbmcp_adapters.parsers.registry import build_registry
+from kbmcp_core.ports import ChunkBudget
+registry = build_registry(["md", "txt"])
+before = "yaml" in sys.modules
+parser = registry.parser_for("md")
+parsed = parser.parse("a.md", b"---\\ntitle: Keys\\ndate: 2024-01-02\\n---\\n# Keys\\n\\nRotate them.\\n",
+                      ChunkBudget(max_tokens=100, min_tokens=1, counter=lambda t: len(t.split())))
+print(json.dumps({"before": before, "after": "yaml" in sys.modules, "title": parsed.title,
+                  "date": parsed.date}))
+"""
+
+
+def test_the_parser_registry_is_built_without_yaml_until_frontmatter_is_read() -> None:
+    """A search builds the registry only to ask which extensions are enabled: PyYAML is
+    imported when a file's frontmatter is read, and reads it as before."""
+    done = subprocess.run([sys.executable, "-c", REGISTRY], capture_output=True, text=True,
+                          timeout=300, check=True)
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got == {"before": False, "after": True, "title": "Keys", "date": "2024-01-02"}
