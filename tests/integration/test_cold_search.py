@@ -145,8 +145,9 @@ from kbmcp_core.ports import ChunkBudget
 registry = build_registry(["md", "txt"])
 before = "yaml" in sys.modules
 parser = registry.parser_for("md")
-parsed = parser.parse("a.md", b"---\\ntitle: Keys\\ndate: 2024-01-02\\n---\\n# Keys\\n\\nRotate them.\\n",
-                      ChunkBudget(max_tokens=100, min_tokens=1, counter=lambda t: len(t.split())))
+text = b"---\\ntitle: Keys\\ndate: 2024-01-02\\n---\\n# Keys\\n\\nRotate them.\\n"
+parsed = parser.parse("a.md", text, ChunkBudget(max_tokens=100, min_tokens=1,
+                                                counter=lambda t: len(t.split())))
 print(json.dumps({"before": before, "after": "yaml" in sys.modules, "title": parsed.title,
                   "date": parsed.date}))
 """
