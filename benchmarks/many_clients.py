@@ -12,7 +12,9 @@ server of the code before decision 0057 (``cold_search.BEFORE``), one after the 
 - under load: errors, search p50/p95 against the single client's search p95 (the goal:
   at most 4x), read p95 against the single client's read p95 (reads queued behind
   searches show here), calls per second;
-- the server's RSS sampled every second: its value after the first minute and at the end.
+- the server's RSS sampled every second: its value after the first minute and at the end;
+- the server's CPU seconds per call under load (user + system, summed over its processes):
+  what a call costs, steadier than its latency on a shared machine.
 
 Then the same load on one ``serve --read-only`` replica, and on two behind Debian's nginx
 (round robin; ``tests/nginx_proxy.py``, the set-up of docs/team-mode.md): read-only
@@ -45,6 +47,7 @@ from benchmarks.measure import (
     BEFORE,
     CHILD_ENV,
     before_tree,
+    cpu_seconds,
     http_port,
     jsonrpc_reply,
     kb_mcp,
@@ -206,6 +209,7 @@ def drive(port: int, pids: list[int], tokens: list[str], *, clients: int, second
         single[kind].append(time.monotonic() - started)
     alone.close()
     calls: list[tuple[str, float, float, bool]] = []
+    cpu_before = [cpu_seconds(pid) for pid in pids]
     start = time.monotonic()
     until = start + seconds
     threads = [threading.Thread(target=_client, args=(port, tokens[n % len(tokens)], n,
@@ -222,6 +226,9 @@ def drive(port: int, pids: list[int], tokens: list[str], *, clients: int, second
     for t in threads:
         t.join()
     wall = time.monotonic() - start
+    cpu_after = [cpu_seconds(pid) for pid in pids]
+    used = sum(b - a for a, b in zip(cpu_before, cpu_after, strict=True)
+               if a is not None and b is not None)
     searches = [c[2] for c in calls if c[0] == "search"]
     reads = [c[2] for c in calls if c[0] == "read"]
     after_minute = [v for t, v in rss if t >= min(60.0, seconds / 2)]
@@ -237,6 +244,8 @@ def drive(port: int, pids: list[int], tokens: list[str], *, clients: int, second
         "rss_first_minute_mb": after_minute[0] if after_minute else None,
         "rss_end_mb": rss[-1][1] if rss else None,
         "rss_max_mb": max((v for _, v in rss), default=None),
+        "server_cpu_s": used,
+        "cpu_ms_per_call": 1000 * used / len(calls) if calls else float("nan"),
         "load_average": os.getloadavg(),
     }
 
@@ -316,8 +325,8 @@ def rows(result: Any) -> list[Row]:
         out.append(Row(
             f"{got['clients']} HTTP clients, {name}: search p95 | one client's | ratio",
             f"{ms(got['search_p95_s'])} | {ms(got['single_search_p95_s'])} | {ratio:.1f}x",
-            f"{got['errors']} errors, {got['calls_per_s']:.1f} calls/s, load "
-            f"{got['load_average'][0]:.1f}",
+            f"{got['errors']} errors, {got['calls_per_s']:.1f} calls/s, "
+            f"{_cpu(got)}load {got['load_average'][0]:.1f}",
             f"<= {GOAL_RATIO:.0f}x, 0 errors",
             verdict(ratio <= GOAL_RATIO and got["errors"] == 0)))
         out.append(Row(
@@ -337,7 +346,7 @@ def rows(result: Any) -> list[Row]:
         out.append(Row(
             "read-only replicas, one | two behind nginx: search p95 | ratio",
             f"{ms(one['search_p95_s'])} | {ms(two['search_p95_s'])} | {faster:.2f}x",
-            f"calls/s {one['calls_per_s']:.1f} | {two['calls_per_s']:.1f}; "
+            f"calls/s {one['calls_per_s']:.1f} | {two['calls_per_s']:.1f}; {_cpu(one)}"
             f"{one['errors']} + {two['errors']} errors",
             "two answer sooner, 0 errors",
             verdict(faster > 1.0 and two["calls_per_s"] >= 0.98 * one["calls_per_s"]
@@ -349,3 +358,9 @@ def rows(result: Any) -> list[Row]:
     elif isinstance(result.get("replicas"), str):
         out.append(Row("read-only replicas behind nginx", "not measured", result["replicas"]))
     return out
+
+
+def _cpu(got: dict[str, Any]) -> str:
+    """The server's CPU per call, when measured (older results have none)."""
+    per_call = got.get("cpu_ms_per_call")
+    return f"{per_call:.1f} ms CPU a call, " if isinstance(per_call, float) else ""

@@ -20,8 +20,10 @@ from typing import Any
 CHILD_ENV = {"HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
 REPO = Path(__file__).resolve().parent.parent
 #: The last commit before decision 0057 (fastembed, two model sessions, vectors opened in
-#: turn, searches on anyio's one thread pool): the "before" of issue 43's rows.
-BEFORE = "d267cf1"
+#: turn, searches on anyio's one thread pool): the "before" of issue 43's rows, unless
+#: ``$KB_BENCH_BEFORE`` names another commit (a change's own base, to show what it alone
+#: did: ``KB_BENCH_BEFORE=1cd22dc``, decision 0057's addendum of session 16).
+BEFORE = os.environ.get("KB_BENCH_BEFORE") or "d267cf1"
 
 
 def summary(samples: list[float]) -> dict[str, float | int]:
@@ -122,6 +124,15 @@ def own_peak_rss_mb() -> float | None:
     except OSError:
         pass
     return None
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """CPU seconds (user + system) process ``pid`` has used so far, or None once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def write_result(data: dict[str, Any]) -> None:

@@ -246,32 +246,41 @@ class FastEmbedEmbedder:
         MiniLM file per text, as its document vector is made, and each group's tokens
         pooled by their mean with the run's [CLS] and [SEP], as the group's text would be
         on its own. Another model: None (its pooling may not be a mean of tokens).
-        Recently read texts are remembered, so a query asked again costs nothing."""
+        Recently read texts are remembered, so a query asked again costs nothing: those
+        are answered here, and only the texts not remembered are run, on as many threads
+        as there are of them (up to the cores): a search whose candidates were all read
+        lately starts no thread (decision 0057, session 16's addendum)."""
         if self._minilm is None:
             return None
         model = self._pool_model or self._load_pool_model()
         assert isinstance(model, MiniLMRunner)
+        keys = [(text, tuple(tuple(g) for g in groups)) for text, groups in items]
+        found = [self._spans.get(key) for key in keys]
+        missing = [i for i, got in enumerate(found) if got is None]
 
-        def one(i: int) -> list[Vector | None]:
+        def read(i: int) -> list[Any]:
             text, groups = items[i]
-            key = (text, tuple(tuple(g) for g in groups))
-            got = self._spans.get(key)
-            if got is None:
-                encoding = model.tokenize([text])[0]
-                hidden = model.hidden([text])[0][0]
-                got = pool_spans(hidden, encoding.offsets, groups)
-                self._spans.put(key, got)
-            return [None if v is None else cast(Vector, v.tolist()) for v in got]
+            encoding = model.tokenize([text])[0]
+            hidden = model.hidden([text])[0][0]
+            got = pool_spans(hidden, encoding.offsets, groups)
+            self._spans.put(keys[i], got)
+            return got
 
-        with _translated(self._name, "embed paragraphs"):
-            workers = min(len(items), self._threads or _cores())
-            if workers <= 1:
-                return [one(i) for i in range(len(items))]
-            pool = ThreadPoolExecutor(workers, thread_name_prefix="kb-mcp-spans")
-            try:
-                return list(pool.map(one, range(len(items))))
-            finally:
-                pool.shutdown(wait=True, cancel_futures=True)
+        if missing:
+            with _translated(self._name, "embed paragraphs"):
+                workers = min(len(missing), self._threads or _cores())
+                if workers <= 1:
+                    read_now = [read(i) for i in missing]
+                else:
+                    pool = ThreadPoolExecutor(workers, thread_name_prefix="kb-mcp-spans")
+                    try:
+                        read_now = list(pool.map(read, missing))
+                    finally:
+                        pool.shutdown(wait=True, cancel_futures=True)
+            for i, got in zip(missing, read_now, strict=True):
+                found[i] = got
+        return [[None if v is None else cast(Vector, v.tolist()) for v in got or ()]
+                for got in found]
 
     def _runs_integer_copy(self) -> bool:
         return self._minilm_file is not None and self._minilm_file.name == \

@@ -10,8 +10,11 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
-import yaml
+if TYPE_CHECKING:
+    import yaml
 
 __all__ = ["Frontmatter", "frontmatter_end", "normalise_date", "read_frontmatter"]
 
@@ -22,18 +25,30 @@ _MAX_NODES = 10_000
 _MAX_DEPTH = 32
 
 
-#: libyaml's parser when PyYAML was built with it (about ten times faster), else Python's
-_SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+@cache
+def _loader() -> type[yaml.SafeLoader]:
+    """SafeLoader (libyaml's when PyYAML was built with it, about ten times faster) that
+    leaves dates as text, so one bad date cannot sink the whole block. Built on first use:
+    PyYAML is imported by a run that reads frontmatter, not by every process that builds
+    the parser registry (a search asks it only which extensions are enabled)."""
+    import yaml
+
+    safe: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class FrontmatterLoader(safe):  # type: ignore[valid-type,misc]
+        """SafeLoader that leaves dates as text."""
+
+    FrontmatterLoader.yaml_implicit_resolvers = {
+        first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    return FrontmatterLoader
 
 
-class _FrontmatterLoader(_SAFE_LOADER):  # type: ignore[valid-type,misc]
-    """SafeLoader that leaves dates as text, so one bad date cannot sink the whole block."""
-
-
-_FrontmatterLoader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
+def __getattr__(name: str) -> Any:
+    if name == "_FrontmatterLoader":  # the loader's older name, a class built at import
+        return _loader()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +98,10 @@ def read_frontmatter(lines: Sequence[str]) -> tuple[Frontmatter, int]:
     simple = _simple_block(lines[1:close])
     if simple is not None:  # what YAML would load, read without it
         return _fields(simple), close + 1
+    import yaml
+
     try:
-        loaded = yaml.load("\n".join(lines[1:close]), Loader=_FrontmatterLoader)
+        loaded = yaml.load("\n".join(lines[1:close]), Loader=_loader())
     except yaml.MarkedYAMLError as exc:
         line = exc.problem_mark.line + 2 if exc.problem_mark is not None else 1
         return Frontmatter(
@@ -120,7 +137,7 @@ _MAPPING_INSIDE = re.compile(r":(?: |$)")
 def _plain_text(value: str) -> bool:
     """True when YAML reads the plain scalar ``value`` as a string: none of the loader's
     own implicit resolvers (numbers, booleans, null, ...) claims it."""
-    table = _FrontmatterLoader.yaml_implicit_resolvers
+    table: Any = _loader().yaml_implicit_resolvers
     resolvers = [*table.get(value[0] if value else "", []), *table.get(None, [])]
     return (
         bool(value)

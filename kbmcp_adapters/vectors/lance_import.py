@@ -1,4 +1,5 @@
-"""Import LanceDB without building the REST namespace client it never uses here.
+"""Import LanceDB without building the REST namespace client it never uses here, and without
+checking its own method overrides on every import.
 
 ``import lancedb`` imports ``lance_namespace``, which re-exports the models of the generated
 REST client ``lance_namespace_urllib3_client``. That package's own body also imports every
@@ -12,20 +13,35 @@ its body: its submodules (the models) import as they always do, and the first lo
 name only the body defines (``ApiClient``, ``TableApi``, ...) runs the body then and
 answers it (a module ``__getattr__``, PEP 562). Nothing is lost for a caller that does
 want the REST client; it pays the import when it asks.
+
+LanceDB also marks ~105 methods of its connection classes with ``override``: on Python 3.12
+and later ``typing.override``, which only sets ``__override__``; before 3.12 the
+``overrides`` package's, which for each of them disassembles the module's code up to the
+class to find its bases, then compares both signatures (and makes ``DBConnection``'s
+metaclass check every subclass). That is LanceDB's own test of itself: about 150 ms of
+CPU per import on Python 3.11 (decision 0057, addendum of session 16), a quarter of the
+whole import. So while LanceDB imports, ``overrides`` answers what 3.12 gives LanceDB:
+an ``override`` that only marks and a plain ``EnforceOverrides``. The stand-in is gone
+from ``sys.modules`` once LanceDB is imported (no other package installed here uses
+``overrides``; one that imports it later gets the real one).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import sys
 import threading
+from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
-__all__ = ["REST_CLIENT", "import_lancedb"]
+__all__ = ["OVERRIDES", "REST_CLIENT", "import_lancedb"]
 
 #: The generated REST client whose package body is deferred.
 REST_CLIENT = "lance_namespace_urllib3_client"
+#: The package whose decorator LanceDB uses before Python 3.12 (``typing.override`` after).
+OVERRIDES = "overrides"
 
 _lock = threading.RLock()
 
@@ -33,11 +49,39 @@ _lock = threading.RLock()
 def import_lancedb() -> ModuleType:
     """``lancedb``, imported with the REST client's package body deferred."""
     with _lock:
-        if "lancedb" not in sys.modules and REST_CLIENT not in sys.modules:
-            _defer(REST_CLIENT)
+        if "lancedb" not in sys.modules:
+            if REST_CLIENT not in sys.modules:
+                _defer(REST_CLIENT)
+            with _marks_only_overrides():
+                import lancedb
         import lancedb
 
         return lancedb
+
+
+@contextlib.contextmanager
+def _marks_only_overrides() -> Iterator[None]:
+    """While the body runs, ``overrides`` is what Python 3.12 gives LanceDB instead (see
+    the module docstring); nothing changes on 3.12 or when ``overrides`` is imported."""
+    if sys.version_info >= (3, 12) or OVERRIDES in sys.modules:
+        yield
+        return
+    stand_in = ModuleType(OVERRIDES, "LanceDB's overrides as on Python 3.12: marks only")
+
+    def override(method: Callable[..., Any] | None = None, **_checks: bool) -> Any:
+        if method is None:  # ``@override(check_signature=...)``
+            return override
+        method.__override__ = True  # type: ignore[attr-defined]
+        return method
+
+    stand_in.__dict__.update(override=override, overrides=override,
+                             EnforceOverrides=type("EnforceOverrides", (), {}))
+    sys.modules[OVERRIDES] = stand_in
+    try:
+        yield
+    finally:
+        if sys.modules.get(OVERRIDES) is stand_in:
+            del sys.modules[OVERRIDES]
 
 
 def _defer(name: str) -> None:

@@ -113,3 +113,50 @@ def test_the_first_search_by_meaning_opens_the_vectors_in_a_thread_a_lexical_one
         kb.close()
     assert vectors.counted_in == ["kb-mcp-open-vectors"]
     assert hybrid.results[0].path == lexical.results[0].path == "keys.md"
+
+
+COMMAND = """
+import json, sys
+from kbmcp_cli.commands import cli
+try:
+    cli.main(["search", "--no-server", "--kb-path", sys.argv[1], "keys"], prog_name="kb-mcp")
+except SystemExit as stop:
+    code = stop.code
+print(json.dumps({"code": code, "commands": sorted(
+    m for m in sys.modules if m.startswith("kbmcp_cli.") and m.endswith("_cmd"))}))
+"""
+
+
+def test_kb_mcp_search_imports_no_other_command(tmp_path: Path, kb_env: dict[str, str]
+                                                ) -> None:
+    """`kb-mcp search` runs with its own command's module alone: not the seventeen others
+    and what they import (a folder never indexed: it says so, exit 2)."""
+    done = subprocess.run([sys.executable, "-c", COMMAND, str(tmp_path)], env=kb_env,
+                          capture_output=True, text=True, timeout=300, check=True)
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got == {"code": 2, "commands": ["kbmcp_cli.search_cmd"]}
+    assert "no index" in done.stderr.lower() or "kb-mcp index" in done.stderr
+
+
+REGISTRY = """
+import json, sys
+from kbmcp_adapters.parsers.registry import build_registry
+from kbmcp_core.ports import ChunkBudget
+registry = build_registry(["md", "txt"])
+before = "yaml" in sys.modules
+parser = registry.parser_for("md")
+text = b"---\\ntitle: Keys\\ndate: 2024-01-02\\n---\\n# Keys\\n\\nRotate them.\\n"
+parsed = parser.parse("a.md", text, ChunkBudget(max_tokens=100, min_tokens=1,
+                                                counter=lambda t: len(t.split())))
+print(json.dumps({"before": before, "after": "yaml" in sys.modules, "title": parsed.title,
+                  "date": parsed.date}))
+"""
+
+
+def test_the_parser_registry_is_built_without_yaml_until_frontmatter_is_read() -> None:
+    """A search builds the registry only to ask which extensions are enabled: PyYAML is
+    imported when a file's frontmatter is read, and reads it as before."""
+    done = subprocess.run([sys.executable, "-c", REGISTRY], capture_output=True, text=True,
+                          timeout=300, check=True)
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got == {"before": False, "after": True, "title": "Keys", "date": "2024-01-02"}

@@ -154,6 +154,35 @@ def test_the_same_parts_asked_again_do_not_run_the_model(
     assert other[0][0] == pytest.approx(first[0][0])
 
 
+def test_parts_read_lately_are_answered_without_starting_a_thread(
+        embedder: FastEmbedEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search whose candidates were all read lately (fifty clients asking the same
+    questions) starts no thread pool; one text not remembered among them is run alone,
+    and every answer is the one the first reading gave (decision 0057, session 16)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kbmcp_adapters.embedding import fastembed_embedder
+
+    pools: list[int] = []
+    real_pool = ThreadPoolExecutor
+
+    def counted(workers: int, **kwargs: Any) -> Any:
+        pools.append(workers)
+        return real_pool(workers, **kwargs)
+
+    texts = [f"{paragraph_groups(TRAIL, ACCOUNTS)[0]}\n\nAsked by the pool test {i}."
+             for i in range(4)]
+    items: list[tuple[str, Sequence[SpanGroup]]] = [(t, [[(0, 10)], [(12, 40)]]) for t in texts]
+    first = embedder.embed_spans(items[:3])
+    monkeypatch.setattr(fastembed_embedder, "ThreadPoolExecutor", counted)
+    again = embedder.embed_spans(items[:3])
+    assert pools == [] and again == first
+    mixed = embedder.embed_spans([items[3], *items[:3]])
+    assert pools == [] and mixed is not None and mixed[1:] == first  # one text: no pool
+    alone = embedder.embed_spans([items[3]])
+    assert alone is not None and alone[0] == mixed[0]
+
+
 # -- end to end: KnowledgeBase.search ------------------------------------------------------
 
 @pytest.fixture(scope="module")
