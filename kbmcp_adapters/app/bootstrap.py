@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
+from kbmcp_adapters.app.side_by_side import ThreadedLegs
 from kbmcp_core.errors import IndexReadOnly
 from kbmcp_core.index_run import IndexDeps
 from kbmcp_core.ports import (
@@ -116,6 +117,8 @@ class Container:
         self._embedder: _Part[Embedder] = _Part(embedder, self._build_embedder)
         self._vectors: _Part[VectorStore] = _Part(vectors, self._build_vectors)
         self._clock: _Part[Clock] = _Part(clock, SystemClock)
+        #: the two legs of a hybrid search at once (decision 0058), closed with the container
+        self.legs = ThreadedLegs()
 
     # -- the ports ---------------------------------------------------------
     @property
@@ -220,7 +223,9 @@ class Container:
         )
 
     def close(self) -> None:
-        """Close the store this container opened (a given one stays its owner's)."""
+        """Close the store this container opened (a given one stays its owner's), and stop
+        the search legs' threads."""
+        self.legs.close()
         with self._open_lock:
             store, self._store = self._store, self._given_store
         if store is not None and store is not self._given_store:

@@ -342,6 +342,7 @@ class KnowledgeBase:
             reranker=self._container.reranker,
             fusion=s.fusion,
             passages=s.search_passage_candidates,
+            beside=self._container.legs,
         )
 
     def search(self, query: str, **params: Any) -> SearchResponse:
