@@ -296,9 +296,10 @@ class KnowledgeBase:
         """``StoreCorrupt`` when SQLite's quick check finds damage anywhere in the index
         database: a whole-folder run (``check``) never writes into a damaged file (pages
         it would not touch included). The check is skipped when the file is the one the
-        last clean run left (``checked_stamp``, decision 0058); one that runs out of time
-        lets the run go on. Returns the database when it is known whole (its stamp is then
-        kept again after the run), else None."""
+        last run that checked it left (``checked_stamp``, decision 0058); one that runs out
+        of time lets the run go on, as before. Returns the database when nothing but
+        kb-mcp wrote it since a check found nothing (its stamp is then kept again after the
+        run), else None."""
         db = store_of(self.settings).path
         if not store.has_integrity_check() or db is None:
             return None
@@ -310,7 +311,8 @@ class KnowledgeBase:
         problems = store.quick_check(CHECK_BUDGET_S)
         if problems:  # SQLite's first complaint, on one line
             raise StoreCorrupt(self._damaged_hint(), " ".join(problems[0].split())[:200])
-        return db if problems == [] else None
+        # clean, or out of time (checking the same unchanged bytes again finds no more)
+        return db
 
     def _damaged_hint(self) -> str:
         from kbmcp_adapters.store.engine import rebuild_hint

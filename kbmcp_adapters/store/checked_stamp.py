@@ -1,15 +1,17 @@
-"""The index database as kb-mcp left it after a clean check (decision 0058).
+"""The index database as kb-mcp left it after a check that found nothing (decision 0058).
 
 ``PRAGMA quick_check`` reads every page: about 0.2 s per 150 MB, 35 % of an incremental
 run's time in a 5 GB index. A whole-folder run needs it only when something other than
-kb-mcp may have written the file since the last check found it whole. So after a run
-that started from a file known whole (checked clean, or unchanged since), the run's
+kb-mcp may have written the file since the last check found nothing. So after a run that
+started from such a file (checked and nothing found, or unchanged since), the run's
 writes are checkpointed into the file and its stamp is kept beside it
 (``index.db-checked``): device, inode, size, and the modification and change times in
 nanoseconds, and whether its write-ahead log is empty. The next run compares: the same
 stamp means no other writer touched the file or its log (a write moves the change time,
 which no tool sets back), so the check is skipped; any difference, or no stamp, and the
-whole check runs as before.
+whole check runs as before. A check that runs out of its time (a file of several GB) lets
+the run go on, as before, and the stamp is kept then too: checking the same unchanged
+bytes again would find nothing more.
 """
 
 from __future__ import annotations

@@ -82,3 +82,20 @@ def test_another_writer_makes_the_next_run_check_every_page(
     kb.index()
     assert len(checks) == 2
     assert checked_stamp.unchanged(db)  # checked clean again, and kept
+
+
+def test_a_check_out_of_time_lets_the_run_go_on_and_the_next_skip_it(
+        tmp_path: Path, open_kb: OpenKb, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file too large to check in time (None): the run goes on, as before, and the
+    unchanged file is not checked again by the next run."""
+    made: list[float] = []
+
+    def out_of_time(self: SqlIndexStore, budget_s: float) -> list[str] | None:
+        made.append(budget_s)
+        return None
+
+    monkeypatch.setattr(SqlIndexStore, "quick_check", out_of_time)
+    kb = open_kb(_folder(tmp_path / "kb"))
+    assert kb.index().added == 40
+    kb.index()
+    assert len(made) == 1
