@@ -151,7 +151,8 @@ def _facts(child: Any) -> dict[str, Any]:
             "wait4_max_rss_mb": child.max_rss_mb}
 
 
-def measure_store(kb: Path, kind: str, *, quick: bool, reuse: bool = False) -> dict[str, Any]:
+def measure_store(kb: Path, kind: str, *, quick: bool, reuse: bool = False,
+                  queries: int | None = None) -> dict[str, Any]:
     """``reuse`` (SQLite only): an index built by an earlier run is kept, with that run's
     first-index figures; one unmeasured run first brings it to the folder as it is (the
     earlier run's incremental edits were undone on disk, not in the index)."""
@@ -180,7 +181,7 @@ def measure_store(kb: Path, kind: str, *, quick: bool, reuse: bool = False) -> d
             keep("index", built := _facts(_child("index", config=cfg)))
         say(f"{kind}: {built['chunks']:,} chunks in {built['wall_s']:.0f} s, peak "
             f"{built['own_peak_rss_mb']:.0f} MB; searches")
-        n = QUICK_QUERIES if quick else QUERIES
+        n = queries or (QUICK_QUERIES if quick else QUERIES)
         keep("search", _child("search", config=cfg, queries=n, warmup=WARMUP).data)
         say(f"{kind}: recall@10 of the approximate index against exact search")
         keep("recall", _child("recall", config=cfg, queries=n).data)
@@ -190,14 +191,15 @@ def measure_store(kb: Path, kind: str, *, quick: bool, reuse: bool = False) -> d
 
 
 def measure(work: Path, *, quick: bool = False, files: int | None = None,
-            stores: tuple[str, ...] = STORES, reuse: bool = False) -> dict[str, Any]:
+            stores: tuple[str, ...] = STORES, reuse: bool = False,
+            queries: int | None = None) -> dict[str, Any]:
     """The ``million`` step: every store kind on the same generated folder."""
     count = files or (QUICK_FILES if quick else FILES)
     kb = ensure_corpus(work, count)
     out: dict[str, Any] = {"files": count}
     for kind in stores:
         try:
-            out[kind] = measure_store(kb, kind, quick=quick, reuse=reuse)
+            out[kind] = measure_store(kb, kind, quick=quick, reuse=reuse, queries=queries)
         except Exception as exc:  # the other store's numbers still count
             say(f"{kind} failed: {type(exc).__name__}: {exc}")
             out[kind] = {"error": f"{type(exc).__name__}: {exc}"}
@@ -255,10 +257,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true")
     p.add_argument("--reuse", action="store_true",
                    help="keep a SQLite index an earlier run built (and its first-index figures)")
+    p.add_argument("--queries", type=int, help="searches per variant (default 100)")
     args = p.parse_args(argv)
     stores = tuple(s for s in args.stores.split(",") if s)
     result = measure(args.work.resolve(), quick=args.quick, files=args.files, stores=stores,
-                     reuse=args.reuse)
+                     reuse=args.reuse, queries=args.queries)
     print(json.dumps(result, indent=1, default=str))
     for row in rows(result):
         print(" | ".join(str(v) for v in row.as_dict().values()))

@@ -146,14 +146,23 @@ class Container:
 
     @property
     def scanner(self) -> Scanner:
-        """The given scanner, else a walk of the folder with the current rules."""
+        """The given scanner, else a walk of the folder with the current rules, which
+        keeps the hashes it makes (``filesystem/hash_cache.py``, ``app/index_state.py``)."""
+        return self.walker(remember=True)
+
+    def walker(self, *, remember: bool) -> Scanner:
+        """The given scanner, else a walk of the folder with the current rules; it reads
+        the hashes earlier walks kept, and keeps its own only when ``remember``."""
         if self._given_scanner is not None:
             return self._given_scanner
+        from kbmcp_adapters.app.index_state import SCAN_HASHES, state_dir
         from kbmcp_adapters.filesystem.scanner import DiskScanner
         from kbmcp_adapters.parsers.registry import READABLE_EXTENSIONS
 
         return DiskScanner(self.settings.kb_path, self._disk.get(), self.rules,
-                           self.registry.extensions(), READABLE_EXTENSIONS)
+                           self.registry.extensions(), READABLE_EXTENSIONS,
+                           hashes=state_dir(self.settings.index_dir) / SCAN_HASHES,
+                           remember=remember)
 
     @property
     def embedder(self) -> Embedder:

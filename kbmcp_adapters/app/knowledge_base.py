@@ -24,6 +24,7 @@ from kbmcp_adapters.app.in_process_lock import (
     StoppableEmbedder,
     stop_check,
 )
+from kbmcp_adapters.app.index_state import CHECKED, state_dir
 from kbmcp_adapters.app.vectors_ahead import VectorsOpenedAhead
 from kbmcp_adapters.store import checked_stamp
 from kbmcp_adapters.store.cross_process_lock import writer_lock
@@ -206,7 +207,8 @@ class KnowledgeBase:
     def scan(self, *, read: bool = True) -> DiskScan:
         """Walk the knowledge base as an index run would, writing nothing; ``read=False``
         hashes no file (what is taken and skipped, and why, without reading contents)."""
-        return self._container.scanner.scan(None if read else (lambda _path, _size: False))
+        walker = self._container.walker(remember=False)
+        return walker.scan(None if read else (lambda _path, _size: False))
 
     def indexed_paths(self) -> list[str]:
         """Every indexed path, sorted. ``IndexNotFound`` when there is no index."""
@@ -279,7 +281,7 @@ class KnowledgeBase:
             summary = IndexRun(deps, force=force, prune_disabled=prune, progress=step,
                                paths=paths, yield_to=yield_to, embedded=embedded).run()
             if whole is not None:  # known whole before the run: only kb-mcp wrote since
-                checked_stamp.record(whole)
+                checked_stamp.record(whole, self._checked_in())
             return summary
 
     def check_configuration(self) -> None:
@@ -303,9 +305,9 @@ class KnowledgeBase:
         db = store_of(self.settings).path
         if not store.has_integrity_check() or db is None:
             return None
-        if checked_stamp.unchanged(db):
+        if checked_stamp.unchanged(db, self._checked_in()):
             return db
-        checked_stamp.forget(db)  # this run writes into a file not known whole
+        checked_stamp.forget(self._checked_in())  # the run writes into a file not known whole
         if not check:
             return None
         problems = store.quick_check(CHECK_BUDGET_S)
@@ -313,6 +315,10 @@ class KnowledgeBase:
             raise StoreCorrupt(self._damaged_hint(), " ".join(problems[0].split())[:200])
         # clean, or out of time (checking the same unchanged bytes again finds no more)
         return db
+
+    def _checked_in(self) -> Path:
+        """Where the database's stamp after a check is kept (``app/index_state.py``)."""
+        return state_dir(self.settings.index_dir) / CHECKED
 
     def _damaged_hint(self) -> str:
         from kbmcp_adapters.store.engine import rebuild_hint

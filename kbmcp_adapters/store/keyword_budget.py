@@ -17,7 +17,9 @@ expression:
   sample of the folder, not its newest files).
 
 Below the budget, which every folder of fewer than ``KEYWORD_BUDGET`` chunks is, the leg
-is exactly the one before: the same SQL, the same hits and scores.
+is exactly the one before: the same SQL, the same hits and scores. ``any_match`` tells
+whether an expression finds anything without scoring (the keyword statistics'
+``found``).
 """
 
 from __future__ import annotations
@@ -29,10 +31,13 @@ from dataclasses import dataclass
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import OperationalError
 
 from kbmcp_adapters.store.lexical import Terms
+from kbmcp_adapters.store.tables import JOIN_DOCUMENTS, PATH_FILTER
 
-__all__ = ["KEYWORD_BUDGET", "Narrowed", "TermCounts", "narrow", "row_count", "token_counts"]
+__all__ = ["KEYWORD_BUDGET", "Narrowed", "TermCounts", "any_match", "narrow", "row_count",
+           "sample_floor", "token_counts"]
 
 #: Most matching chunks the keyword leg scores with BM25 (about 50 ms of scoring).
 KEYWORD_BUDGET = 20_000
@@ -140,3 +145,30 @@ def token_counts(conn: Connection, table: str, tokens: Sequence[str]) -> dict[st
             _COUNTS.keep(where, rows[1], counted)
         known |= counted
     return {t: n for t, n in known.items() if n}
+
+
+def sample_floor(conn: Connection, table: str, expression: str, budget: int) -> int | None:
+    """The smallest chunk id of the ``budget`` matches of ``expression`` with the highest
+    ids (None: it has fewer): rows are visited in id order, none scored."""
+    found = conn.execute(
+        text(f"SELECT rowid FROM {table} WHERE {table} MATCH :e "
+             "ORDER BY rowid DESC LIMIT 1 OFFSET :n"),
+        {"e": expression, "n": budget - 1}).first()
+    return None if found is None else int(found[0])
+
+
+def any_match(conn: Connection, table: str, expression: str, paths: str | None) -> bool:
+    """Whether ``expression`` matches a chunk of ``table`` (within ``paths``): the first
+    match found, none scored (``_fts_leg(..., 1, ...)`` scored every match to keep one)."""
+    sql = f"SELECT {table}.rowid AS id FROM {table} WHERE {table} MATCH :expression"
+    params: dict[str, object] = {"expression": expression}
+    if paths is not None:
+        sql = (f"SELECT id FROM ({sql}) AS matched WHERE +id IN "
+               f"(SELECT chunks.id FROM chunks {JOIN_DOCUMENTS} WHERE {PATH_FILTER})")
+        params["paths"] = paths
+    try:
+        return conn.execute(text(sql + " LIMIT 1"), params).first() is not None
+    except OperationalError as exc:
+        if "fts5" not in str(exc.orig):
+            raise
+        return False  # as ``_fts_leg``: a rejected expression finds nothing

@@ -23,7 +23,13 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import OperationalError
 
-from kbmcp_adapters.store.keyword_budget import KEYWORD_BUDGET, narrow, row_count, token_counts
+from kbmcp_adapters.store.keyword_budget import (
+    KEYWORD_BUDGET,
+    narrow,
+    row_count,
+    sample_floor,
+    token_counts,
+)
 from kbmcp_adapters.store.lexical import LexicalQuery, compile_query, quote
 from kbmcp_adapters.store.tables import FTS_GRAMS, FTS_WORDS, JOIN_DOCUMENTS, PATH_FILTER
 from kbmcp_core.keyword_pool import KeywordHit
@@ -94,21 +100,11 @@ def _words_leg(conn: Connection, compiled: LexicalQuery, limit: int, paths: str 
             if narrowed is not None:
                 expression = narrowed.terms.fts5() or expression
                 if narrowed.sampled:
-                    floor = _sample_floor(conn, FTS_WORDS, expression, KEYWORD_BUDGET)
+                    floor = sample_floor(conn, FTS_WORDS, expression, KEYWORD_BUDGET)
     except OperationalError as exc:  # below head (no vocabulary table): the whole query
         if "no such table" not in str(exc.orig):
             raise
     return _fts_leg(conn, FTS_WORDS, expression, limit, paths, floor)
-
-
-def _sample_floor(conn: Connection, table: str, expression: str, budget: int) -> int | None:
-    """The smallest chunk id of the ``budget`` matches of ``expression`` with the highest
-    ids (None: it has fewer): rows are visited in id order, none scored."""
-    found = conn.execute(
-        text(f"SELECT rowid FROM {table} WHERE {table} MATCH :e "
-             "ORDER BY rowid DESC LIMIT 1 OFFSET :n"),
-        {"e": expression, "n": budget - 1}).first()
-    return None if found is None else int(found[0])
 
 
 def merge(legs: Sequence[Sequence[tuple[int, float]]], limit: int) -> list[tuple[int, float]]:

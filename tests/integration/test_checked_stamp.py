@@ -11,11 +11,19 @@ from pathlib import Path
 
 import pytest
 
+from kbmcp_adapters.app.index_state import CHECKED, state_dir
 from kbmcp_adapters.store import checked_stamp
 from kbmcp_adapters.store.sql_store import SqlIndexStore
 from kbmcp_core.errors import StoreCorrupt
 from tests.conftest import OpenKb, write_files
 from tests.integration.test_index_lifecycle import damage_a_middle_chunk_page
+
+
+@pytest.fixture(autouse=True)
+def state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The runs' kept facts in the test's own folder (``app/index_state.py``)."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    return tmp_path / "state"
 
 
 @pytest.fixture
@@ -48,7 +56,7 @@ def test_a_run_after_a_clean_run_skips_the_check(tmp_path: Path, open_kb: OpenKb
     kb.index()
     assert len(checks) == 1  # the file was only ever written by these runs
     db = tmp_path / "kb" / ".kb-mcp" / "index.db"
-    assert checked_stamp.unchanged(db)
+    assert checked_stamp.unchanged(db, state_dir(db.parent) / CHECKED)
 
 
 def test_a_page_damaged_since_is_refused_even_with_its_time_set_back(
@@ -64,7 +72,7 @@ def test_a_page_damaged_since_is_refused_even_with_its_time_set_back(
     with pytest.raises(StoreCorrupt, match="damaged"):
         open_kb(root).index()
     assert len(checks) == 2
-    assert not checked_stamp.unchanged(db)
+    assert not checked_stamp.unchanged(db, state_dir(db.parent) / CHECKED)
 
 
 def test_another_writer_makes_the_next_run_check_every_page(
@@ -81,7 +89,7 @@ def test_another_writer_makes_the_next_run_check_every_page(
         conn.close()
     kb.index()
     assert len(checks) == 2
-    assert checked_stamp.unchanged(db)  # checked clean again, and kept
+    assert checked_stamp.unchanged(db, state_dir(db.parent) / CHECKED)  # checked, kept
 
 
 def test_a_check_out_of_time_lets_the_run_go_on_and_the_next_skip_it(
