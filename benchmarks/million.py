@@ -121,8 +121,9 @@ def incremental(kb: Path, base: Path, kind: str, store: dict[str, Any]) -> dict[
 
     changed = _changed(kb, CHANGED_SHARE)
     floor_kb = base / f"floor-{kind}"
-    if floor_kb.exists():
-        shutil.rmtree(floor_kb)
+    for left in (floor_kb, base / f"floor-{kind}-index"):  # the floor starts from nothing
+        if left.exists():
+            shutil.rmtree(left)
     originals = {p: p.read_bytes() for p in changed}
     try:
         for n, path in enumerate(changed):

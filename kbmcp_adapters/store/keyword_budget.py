@@ -33,11 +33,11 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import OperationalError
 
-from kbmcp_adapters.store.lexical import Terms
+from kbmcp_adapters.store.lexical import Terms, quote
 from kbmcp_adapters.store.tables import JOIN_DOCUMENTS, PATH_FILTER
 
 __all__ = ["KEYWORD_BUDGET", "Narrowed", "TermCounts", "any_match", "narrow", "row_count",
-           "sample_floor", "token_counts"]
+           "match_counts", "sample_floor", "token_counts"]
 
 #: Most matching chunks the keyword leg scores with BM25 (about 50 ms of scoring).
 KEYWORD_BUDGET = 20_000
@@ -122,6 +122,8 @@ class TermCounts:
             kept[1].update(counts)
 
 
+#: A phrase's or a substring's count is kept under its text after this (no token has it).
+MATCHED = "\x00match:"
 #: Each token's count of rows, kept while a table is unchanged (``keyword_budget``).
 _COUNTS = TermCounts()
 
@@ -172,3 +174,21 @@ def any_match(conn: Connection, table: str, expression: str, paths: str | None) 
         if "fts5" not in str(exc.orig):
             raise
         return False  # as ``_fts_leg``: a rejected expression finds nothing
+
+
+def match_counts(conn: Connection, table: str, terms: Sequence[str]) -> dict[str, int]:
+    """How many rows of ``table`` each term of several tokens matches (``MATCH '"term"'``,
+    which reads its tokens' postings), remembered as ``token_counts`` are."""
+    rows = row_count(conn, table)
+    where = (str(conn.engine.url), table)
+    keys = {t: MATCHED + t for t in terms}
+    known = {} if rows is None else _COUNTS.known(where, rows[1], list(keys.values()))
+    out: dict[str, int] = {}
+    for term, key in keys.items():
+        if key not in known:
+            count = f"SELECT count(*) FROM {table} WHERE {table} MATCH :t"
+            known[key] = int(conn.execute(text(count), {"t": quote(term)}).scalar_one())
+            if rows is not None:
+                _COUNTS.keep(where, rows[1], {key: known[key]})
+        out[term] = known[key]
+    return out

@@ -25,6 +25,7 @@ from sqlalchemy.exc import OperationalError
 
 from kbmcp_adapters.store.keyword_budget import (
     KEYWORD_BUDGET,
+    match_counts,
     narrow,
     row_count,
     sample_floor,
@@ -232,6 +233,8 @@ def _document_frequencies(conn: Connection, table: str, terms: Sequence[str]) ->
     tokens = [_tokens(table, term) for term in terms]
     single = sorted({t[0] for t in tokens if len(t) == 1})
     counts = token_counts(conn, table, single) if single else {}
+    several = [term for term, t in zip(terms, tokens, strict=True) if len(t) > 1]
+    matched = match_counts(conn, table, several) if several else {}
     df: list[int] = []
     for term, its_tokens in zip(terms, tokens, strict=True):
         if len(its_tokens) == 1:
@@ -239,8 +242,7 @@ def _document_frequencies(conn: Connection, table: str, terms: Sequence[str]) ->
         elif not its_tokens:
             df.append(0)
         else:
-            count = f"SELECT count(*) FROM {table} WHERE {table} MATCH :t"
-            df.append(int(conn.execute(text(count), {"t": quote(term)}).scalar_one()))
+            df.append(matched[term])
     return df
 
 
