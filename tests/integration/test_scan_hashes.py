@@ -1,6 +1,6 @@
 """A whole-folder run reads again only the files changed since the last walk hashed them
 (decision 0058): the others' stamps (inode, size, modification and change times) are
-the ones kept with their hashes in the index folder."""
+the ones kept with their hashes in the index's state folder."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from kbmcp_adapters.app.index_state import CHECKED, SCAN_HASHES, state_dir
+from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 from kbmcp_adapters.filesystem import hash_cache
 from kbmcp_adapters.filesystem.local import OpenedFile
 from tests.conftest import OpenKb, write_files
@@ -42,13 +43,19 @@ def _folder(root: Path) -> None:
                        for i in range(12)})
 
 
-def test_an_unchanged_folder_is_walked_without_reading_a_file(
-        tmp_path: Path, open_kb: OpenKb, reads: list[str]) -> None:
-    root = tmp_path / "kb"
+def _hashed(root: Path, open_kb: OpenKb) -> KnowledgeBase:
+    """The folder indexed twice: the second walk hashes the files of their indexed size,
+    and keeps the hashes."""
     _folder(root)
     kb = open_kb(root)
     kb.index()
-    kb.index()  # the walk hashes the files of their indexed size, and keeps the hashes
+    kb.index()
+    return kb
+
+
+def test_an_unchanged_folder_is_walked_without_reading_a_file(
+        tmp_path: Path, open_kb: OpenKb, reads: list[str]) -> None:
+    kb = _hashed(tmp_path / "kb", open_kb)
     reads.clear()
     summary = kb.index()
     assert summary.unchanged == 12
@@ -58,10 +65,7 @@ def test_an_unchanged_folder_is_walked_without_reading_a_file(
 def test_a_file_changed_to_the_same_size_is_read_and_indexed_again(
         tmp_path: Path, open_kb: OpenKb, reads: list[str]) -> None:
     root = tmp_path / "kb"
-    _folder(root)
-    kb = open_kb(root)
-    kb.index()
-    kb.index()
+    kb = _hashed(root, open_kb)
     changed = root / "n03.md"
     before = os.stat(changed)
     changed.write_text("# Note 3\n\nThe beacons 3 by the harbor.\n", encoding="utf-8")
