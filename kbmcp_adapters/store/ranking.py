@@ -87,25 +87,35 @@ def _words_leg(conn: Connection, compiled: LexicalQuery, limit: int, paths: str 
                ) -> list[tuple[int, float]]:
     """BM25 on the word index, within ``keyword_budget.KEYWORD_BUDGET`` scored matches: the
     whole query's expression while its words hold fewer matches together (or the index
-    fewer chunks), else its rarest words' (``keyword_budget.narrow``; decision 0058)."""
+    fewer chunks), else its rarest words' (``keyword_budget.narrow``; decision 0058). Under
+    a filter only the filter's rows are scored, so each word's count is taken in the
+    filter's share of the documents, and a sample is that much wider."""
     assert compiled.words is not None
     match, expression, floor = compiled.word_match, compiled.words, None
     try:
         rows = row_count(conn, FTS_WORDS)
         if rows is not None and rows[0] > KEYWORD_BUDGET and not match.required:
+            share = 1.0 if paths is None else _share(conn, paths)
             tokens = {w: _tokens(FTS_WORDS, w) for w in match.optional}
             single = {w: t[0] for w, t in tokens.items() if len(t) == 1}
             counts = token_counts(conn, FTS_WORDS, sorted(set(single.values())))
-            df = {w: counts.get(token, 0) for w, token in single.items()}
-            narrowed = narrow(match, df, rows[0], limit, KEYWORD_BUDGET)
+            df = {w: math.ceil(counts.get(token, 0) * share) for w, token in single.items()}
+            narrowed = narrow(match, df, math.ceil(rows[0] * share), limit, KEYWORD_BUDGET)
             if narrowed is not None:
                 expression = narrowed.terms.fts5() or expression
                 if narrowed.sampled:
-                    floor = sample_floor(conn, FTS_WORDS, expression, KEYWORD_BUDGET)
+                    floor = sample_floor(conn, FTS_WORDS, expression,
+                                         math.ceil(KEYWORD_BUDGET / max(share, 1e-9)))
     except OperationalError as exc:  # below head (no vocabulary table): the whole query
         if "no such table" not in str(exc.orig):
             raise
     return _fts_leg(conn, FTS_WORDS, expression, limit, paths, floor)
+
+
+def _share(conn: Connection, paths: str) -> float:
+    """The share of the index's documents the ``paths`` filter keeps."""
+    documents = int(conn.execute(text("SELECT count(*) FROM documents")).scalar_one() or 1)
+    return min(1.0, len(json.loads(paths)) / documents)
 
 
 def merge(legs: Sequence[Sequence[tuple[int, float]]], limit: int) -> list[tuple[int, float]]:

@@ -5,6 +5,7 @@ rarest words are scored and what the leg returns still holds them."""
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,23 @@ def test_over_the_budget_with_only_common_words_a_sample_is_scored(
         found = store.lexical_search("service runner", 20)
         assert len(found) == 20
         assert len({cid for cid, _ in found}) == 20
+
+
+def test_under_a_filter_the_budget_counts_the_filters_share(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A budget of 30 and a filter keeping 6 of 60 notes: "service runner" holds 240
+    matches in the index but about 24 in the filter, so the whole query is scored there,
+    as before the budget."""
+    monkeypatch.setattr(ranking, "KEYWORD_BUDGET", 30)
+    kept = [f"d/{d:03d}.md" for d in range(0, 60, 10)]
+    with SqlIndexStore(f"sqlite:///{tmp_path / 'index.db'}", create=True) as store:
+        _write(store)
+        found = store.lexical_search("service runner", 10, kept)
+        with store._engine.connect() as conn:  # noqa: SLF001 - the leg before the budget
+            c = compile_query("service runner")
+            assert c.words is not None
+            leg = ranking._fts_leg(conn, FTS_WORDS, c.words, 10, json.dumps(kept))  # noqa: SLF001
+            whole = ranking._weigh_by_coverage(  # noqa: SLF001
+                conn, FTS_WORDS, c.word_coverage, leg)
+        assert found == whole
+        assert len(found) == 10
