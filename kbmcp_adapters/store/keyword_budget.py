@@ -16,8 +16,10 @@ expression:
   matches only: those with the highest chunk ids (a chunk's id is a hash, so a spread
   sample of the folder, not its newest files).
 
-Below the budget, which every folder of fewer than ``KEYWORD_BUDGET`` chunks is, the leg
-is exactly the one before: the same SQL, the same hits and scores. ``any_match`` tells
+Under a filter only the filter's rows are scored, so ``ranking`` scales the counts by
+the filter's share of the documents. Below the budget, which every folder of fewer than
+``KEYWORD_BUDGET`` chunks is, the leg is exactly the one before: the same SQL, the same
+hits and scores. ``any_match`` tells
 whether an expression finds anything without scoring (the keyword statistics'
 ``found``).
 """
