@@ -121,8 +121,9 @@ def incremental(kb: Path, base: Path, kind: str, store: dict[str, Any]) -> dict[
 
     changed = _changed(kb, CHANGED_SHARE)
     floor_kb = base / f"floor-{kind}"
-    if floor_kb.exists():
-        shutil.rmtree(floor_kb)
+    for left in (floor_kb, base / f"floor-{kind}-index"):  # the floor starts from nothing
+        if left.exists():
+            shutil.rmtree(left)
     originals = {p: p.read_bytes() for p in changed}
     try:
         for n, path in enumerate(changed):
@@ -151,14 +152,20 @@ def _facts(child: Any) -> dict[str, Any]:
             "wait4_max_rss_mb": child.max_rss_mb}
 
 
-def measure_store(kb: Path, kind: str, *, quick: bool) -> dict[str, Any]:
+def measure_store(kb: Path, kind: str, *, quick: bool, reuse: bool = False,
+                  queries: int | None = None) -> dict[str, Any]:
+    """``reuse`` (SQLite only): an index built by an earlier run is kept, with that run's
+    first-index figures; one unmeasured run first brings it to the folder as it is (the
+    earlier run's incremental edits were undone on disk, not in the index)."""
     base = kb.parent
     index_dir = base / f"index-{kind}"
-    if index_dir.exists():
+    saved = base / f"{kind}-result.json"
+    before = json.loads(saved.read_text(encoding="utf-8")) if saved.exists() else {}
+    reused = reuse and kind == "sqlite" and index_dir.exists() and "index" in before
+    if index_dir.exists() and not reused:
         shutil.rmtree(index_dir)
     out: dict[str, Any] = {"store": kind, "load_before": os.getloadavg()[0]}
     # each part's figures saved as they come: a run stopped half-way keeps them
-    saved = base / f"{kind}-result.json"
 
     def keep(key: str, value: Any) -> None:
         out[key] = value
@@ -166,11 +173,16 @@ def measure_store(kb: Path, kind: str, *, quick: bool) -> dict[str, Any]:
 
     with _store(kind, base) as store:
         cfg = str(config(base / f"{kind}.toml", kb, index_dir, store))
-        say(f"{kind}: indexing from nothing (stand-in vectors)")
-        keep("index", built := _facts(_child("index", config=cfg)))
+        if reused:
+            keep("index", built := before["index"] | {"reused": True})
+            say(f"{kind}: the index kept; one run to bring it to the folder")
+            keep("settle", _facts(_child("index", config=cfg)))
+        else:
+            say(f"{kind}: indexing from nothing (stand-in vectors)")
+            keep("index", built := _facts(_child("index", config=cfg)))
         say(f"{kind}: {built['chunks']:,} chunks in {built['wall_s']:.0f} s, peak "
             f"{built['own_peak_rss_mb']:.0f} MB; searches")
-        n = QUICK_QUERIES if quick else QUERIES
+        n = queries or (QUICK_QUERIES if quick else QUERIES)
         keep("search", _child("search", config=cfg, queries=n, warmup=WARMUP).data)
         say(f"{kind}: recall@10 of the approximate index against exact search")
         keep("recall", _child("recall", config=cfg, queries=n).data)
@@ -180,14 +192,15 @@ def measure_store(kb: Path, kind: str, *, quick: bool) -> dict[str, Any]:
 
 
 def measure(work: Path, *, quick: bool = False, files: int | None = None,
-            stores: tuple[str, ...] = STORES) -> dict[str, Any]:
+            stores: tuple[str, ...] = STORES, reuse: bool = False,
+            queries: int | None = None) -> dict[str, Any]:
     """The ``million`` step: every store kind on the same generated folder."""
     count = files or (QUICK_FILES if quick else FILES)
     kb = ensure_corpus(work, count)
     out: dict[str, Any] = {"files": count}
     for kind in stores:
         try:
-            out[kind] = measure_store(kb, kind, quick=quick)
+            out[kind] = measure_store(kb, kind, quick=quick, reuse=reuse, queries=queries)
         except Exception as exc:  # the other store's numbers still count
             say(f"{kind} failed: {type(exc).__name__}: {exc}")
             out[kind] = {"error": f"{type(exc).__name__}: {exc}"}
@@ -222,6 +235,11 @@ def rows(result: Any) -> list[Row]:
         out.append(Row("  ANN recall@10 / exact", f"{rec['recall_at_10']:.3f}",
                        f"index {rec['index']}, nprobes {rec['nprobes']}",
                        f">= {RECALL_LIMIT}", verdict(rec["recall_at_10"] >= RECALL_LIMIT)))
+        for variant, value in rec.get("filtered_recall_at_10", {}).items():
+            if variant != "unfiltered":
+                out.append(Row(f"    filtered by {variant}", f"{value:.3f}",
+                               f"{rec['query_s'][variant] * 1000:.0f} ms a query",
+                               f">= {RECALL_LIMIT}", verdict(value >= RECALL_LIMIT)))
         inc = got["incremental"]
         out.append(Row(
             f"  incremental run, {inc['changed_files']:,} files changed / those alone",
@@ -238,9 +256,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--files", type=int)
     p.add_argument("--stores", default=",".join(STORES))
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--reuse", action="store_true",
+                   help="keep a SQLite index an earlier run built (and its first-index figures)")
+    p.add_argument("--queries", type=int, help="searches per variant (default 100)")
     args = p.parse_args(argv)
     stores = tuple(s for s in args.stores.split(",") if s)
-    result = measure(args.work.resolve(), quick=args.quick, files=args.files, stores=stores)
+    result = measure(args.work.resolve(), quick=args.quick, files=args.files, stores=stores,
+                     reuse=args.reuse, queries=args.queries)
     print(json.dumps(result, indent=1, default=str))
     for row in rows(result):
         print(" | ".join(str(v) for v in row.as_dict().values()))

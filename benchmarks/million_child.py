@@ -115,42 +115,66 @@ def _stats(samples: list[float]) -> dict[str, Any]:
 def recall(config: str, queries: int, k: int = 10) -> dict[str, Any]:
     """recall@k of the vector search as the searcher runs it (its pool of 50, the table's
     approximate index if it has one) against exact cosine search over every vector (one
-    pass over the table, all queries at once). A hit counts when its exact similarity is at
-    least the k-th exact one (ties at the k-th place are all right answers)."""
+    pass over the table, all queries at once), unfiltered and under each filter of
+    ``filters`` (exact: over the filter's allowed ids; decision 0058). A hit counts when
+    its exact similarity is at least the k-th exact one (ties at the k-th place are all
+    right answers)."""
     import numpy as np
 
     from benchmarks.corpus import queries as make_queries
     from benchmarks.standin import HashEmbedder
-    from kbmcp_adapters.app.bootstrap import real_embedder, real_vectors, settings_for
+    from kbmcp_adapters.app.bootstrap import real_embedder, real_store, real_vectors, settings_for
     from kbmcp_adapters.vectors import ann_policy
+    from kbmcp_core.search_request import SearchDefaults, SearchRequest, resolve
 
     settings = settings_for(config=Path(config))
     embedder = HashEmbedder(real_embedder(settings))
     store = real_vectors(settings, embedder.dimension)
+    index = real_store(settings)
+    allowed: dict[str, Any] = {"unfiltered": None}
+    for name, spec in filters().items():
+        if spec:
+            req = resolve(SearchRequest.of("x", **spec), SearchDefaults())
+            allowed[name] = np.asarray(sorted(index.chunk_ids_for(
+                index.matching_paths(req.documents))), dtype=np.int64)
     qs = np.asarray([embedder.embed_query(q) for q in make_queries(queries, seed=53)],
                     dtype=np.float32)
     qs /= np.maximum(np.linalg.norm(qs, axis=1, keepdims=True), 1e-12)
-    started = time.perf_counter()
-    approx = [store.search(q.tolist(), 50)[:k] for q in qs]
-    ann_s = (time.perf_counter() - started) / len(qs)
+    approx: dict[str, list[list[tuple[int, float]]]] = {}
+    seconds: dict[str, float] = {}
+    for name, ids in allowed.items():
+        started = time.perf_counter()
+        approx[name] = [store.search(q.tolist(), 50, None if ids is None else ids.tolist())[:k]
+                        for q in qs]
+        seconds[name] = (time.perf_counter() - started) / len(qs)
     table = cast("LanceVectorStore", store)._existing()  # noqa: SLF001 - read it whole
     assert table is not None, "no vector table"
-    best = np.full((len(qs), k), -2.0, dtype=np.float32)
+    best = {name: np.full((len(qs), k), -2.0, dtype=np.float32) for name in allowed}
     rows = 0
-    for batch in table.search().select(["vector"]).limit(None).to_batches(65_536):
+    for batch in table.search().select(["chunk_id", "vector"]).limit(None).to_batches(65_536):
         flat = batch.column("vector").flatten().to_numpy(zero_copy_only=False)
         matrix = flat.astype(np.float32).reshape(batch.num_rows, -1)
         matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
-        best = np.partition(np.concatenate([best, qs @ matrix.T], axis=1), -k, axis=1)[:, -k:]
+        sims = qs @ matrix.T
+        chunk_ids = batch.column("chunk_id").to_numpy()
+        for name, ids in allowed.items():
+            part = sims if ids is None else sims[:, np.isin(chunk_ids, ids)]
+            both = np.concatenate([best[name], part], axis=1)
+            best[name] = np.partition(both, -k, axis=1)[:, -k:]
         rows += batch.num_rows
-    kth = best.min(axis=1)
-    found = [sum(1 for _id, sim in hits if sim >= kth[i] - 1e-5) / k
-             for i, hits in enumerate(approx)]
+    found: dict[str, float] = {}
+    for name in allowed:
+        kth = best[name].min(axis=1)
+        found[name] = statistics.fmean(
+            sum(1 for _id, sim in hits if sim >= kth[i] - 1e-5) / min(k, max(1, len(hits)))
+            for i, hits in enumerate(approx[name]))
+    index.close()
     state = cast("LanceVectorStore", store).ann_state()
     trained = None if state is None else state[0]
-    return {"recall_at_10": statistics.fmean(found), "rows": rows, "index": state,
+    return {"recall_at_10": found["unfiltered"], "filtered_recall_at_10": found,
+            "rows": rows, "index": state,
             "nprobes": None if trained is None else ann_policy.probes(trained),
-            "ann_query_s": ann_s, "queries": len(qs)}
+            "ann_query_s": seconds["unfiltered"], "query_s": seconds, "queries": len(qs)}
 
 
 TASKS: dict[str, Callable[..., dict[str, Any]]] = {

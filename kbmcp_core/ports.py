@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from kbmcp_core.fields import FieldValue
 from kbmcp_core.keyword_pool import KeywordHit, KeywordStatistics
@@ -23,6 +23,19 @@ from kbmcp_core.models import (
     Vector,
 )
 from kbmcp_core.outline import HeadingMark
+
+A = TypeVar("A")
+B = TypeVar("B")
+
+
+class SideBySide(Protocol):
+    """Runs two independent calls at once (a hybrid search's two legs, decision 0058)."""
+
+    def both(self, first: Callable[[], A], second: Callable[[], B]) -> tuple[A, B]:
+        """``first()`` and ``second()``, perhaps at the same time on two threads; both
+        have ended when this returns. An exception of either is raised as it is (the
+        first's when both fail)."""
+        ...
 
 
 class Clock(Protocol):

@@ -17,10 +17,10 @@ from kbmcp_core.meta_keys import META_IN_PROGRESS
 from kbmcp_core.models import StoredChunk
 from kbmcp_core.offer import OfferRules
 from kbmcp_core.passages import PASSAGE_CANDIDATES
-from kbmcp_core.ports import Embedder, IndexReader, Reranker, VectorReader
+from kbmcp_core.ports import Embedder, IndexReader, Reranker, SideBySide, VectorReader
 from kbmcp_core.questions import is_question
 from kbmcp_core.rerank import RerankOutcome
-from kbmcp_core.search_legs import LEGS, Allowed, LegFailure, Legs, Ranking
+from kbmcp_core.search_legs import LEGS, Allowed, InTurn, LegFailure, Legs, Ranking
 from kbmcp_core.search_request import (
     Mode,
     ResolvedSearch,
@@ -143,6 +143,7 @@ class Searcher:
         reranker: Reranker | None = None,
         fusion: Fusion | None = None,
         passages: int | None = PASSAGE_CANDIDATES,
+        beside: SideBySide | None = None,
     ) -> None:
         self.store = store
         self.vectors = vectors
@@ -155,6 +156,9 @@ class Searcher:
         #: candidates re-scored by their nearest paragraph (``passages``; 0 = off, None =
         #: as many as ``passages.candidates_for`` gives this embedder)
         self.passages = passages
+        #: how a hybrid search's two legs run: at once when the bootstrap gives a
+        #: ``SideBySide`` on threads (decision 0058), else one after the other
+        self.beside: SideBySide = beside or InTurn()
 
     def search(self, request: SearchRequest) -> SearchResponse:
         """The request resolved once, then the stages: allowed set, legs (the mode's

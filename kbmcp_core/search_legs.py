@@ -6,26 +6,37 @@ nearest paragraph (``passages``); ``vector`` and ``lexical`` run one leg alone. 
 strategy returns the same ``Legs`` value, whose fields say what ran, so the stages after
 it (shaping, dressing) read facts, never the mode. A vector leg that cannot answer
 (damaged vector files, the embedding service down) leaves the keyword leg to answer and
-is recorded as ``failure``.
+is recorded as ``failure``. ``hybrid`` runs its two legs through the searcher's
+``SideBySide`` (the bootstrap's runs them on two threads, so a search costs the slower leg,
+not the sum: decision 0058; ``InTurn``, one after the other, where none is given).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from kbmcp_core.errors import EmbeddingUnreachable, VectorsUnreadable
 from kbmcp_core.fusion import Fusion, fuse
 from kbmcp_core.models import StoredChunk, Vector
 from kbmcp_core.passages import candidates_for, passage_similarities
-from kbmcp_core.ports import Embedder, IndexReader, VectorReader
+from kbmcp_core.ports import Embedder, IndexReader, SideBySide, VectorReader
 from kbmcp_core.questions import fusion_for
 from kbmcp_core.search_request import Mode, ResolvedSearch
 
 Ranking = list[tuple[int, float]]
 #: Why the vector leg could not answer.
 LegFailure = VectorsUnreadable | EmbeddingUnreachable
+A = TypeVar("A")
+B = TypeVar("B")
+
+
+class InTurn:
+    """``SideBySide`` one call after the other, on the caller's thread."""
+
+    def both(self, first: Callable[[], A], second: Callable[[], B]) -> tuple[A, B]:
+        return first(), second()
 
 
 class SearchPorts(Protocol):
@@ -36,6 +47,7 @@ class SearchPorts(Protocol):
     embedder: Embedder
     fusion: Fusion
     passages: int | None
+    beside: SideBySide
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,8 +108,8 @@ def _semantic(ports: SearchPorts, req: ResolvedSearch, allowed: Allowed, pool: i
 
 def hybrid(ports: SearchPorts, req: ResolvedSearch, allowed: Allowed, pool: int) -> Legs:
     """Both legs, fused; the best fused candidates re-scored by their nearest paragraph."""
-    lexical = _keywords(ports, req, allowed, pool)
-    semantic = _semantic(ports, req, allowed, pool)
+    lexical, semantic = ports.beside.both(lambda: _keywords(ports, req, allowed, pool),
+                                          lambda: _semantic(ports, req, allowed, pool))
     vector = semantic.found or []
     readable = ports.embedder.coverage(req.text)
     fusion = fusion_for(req.text, ports.fusion)  # a question leans on the vector leg (0028)

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
+from kbmcp_adapters.app.side_by_side import ThreadedLegs
 from kbmcp_core.errors import IndexReadOnly
 from kbmcp_core.index_run import IndexDeps
 from kbmcp_core.ports import (
@@ -116,6 +117,8 @@ class Container:
         self._embedder: _Part[Embedder] = _Part(embedder, self._build_embedder)
         self._vectors: _Part[VectorStore] = _Part(vectors, self._build_vectors)
         self._clock: _Part[Clock] = _Part(clock, SystemClock)
+        #: the two legs of a hybrid search at once (decision 0058), closed with the container
+        self.legs = ThreadedLegs()
 
     # -- the ports ---------------------------------------------------------
     @property
@@ -143,14 +146,23 @@ class Container:
 
     @property
     def scanner(self) -> Scanner:
-        """The given scanner, else a walk of the folder with the current rules."""
+        """The given scanner, else a walk of the folder with the current rules, which
+        keeps the hashes it makes (``filesystem/hash_cache.py``, ``app/index_state.py``)."""
+        return self.walker(remember=True)
+
+    def walker(self, *, remember: bool) -> Scanner:
+        """The given scanner, else a walk of the folder with the current rules; it reads
+        the hashes earlier walks kept, and keeps its own only when ``remember``."""
         if self._given_scanner is not None:
             return self._given_scanner
+        from kbmcp_adapters.app.index_state import SCAN_HASHES, state_dir
         from kbmcp_adapters.filesystem.scanner import DiskScanner
         from kbmcp_adapters.parsers.registry import READABLE_EXTENSIONS
 
         return DiskScanner(self.settings.kb_path, self._disk.get(), self.rules,
-                           self.registry.extensions(), READABLE_EXTENSIONS)
+                           self.registry.extensions(), READABLE_EXTENSIONS,
+                           hashes=state_dir(self.settings.index_dir) / SCAN_HASHES,
+                           remember=remember)
 
     @property
     def embedder(self) -> Embedder:
@@ -220,7 +232,9 @@ class Container:
         )
 
     def close(self) -> None:
-        """Close the store this container opened (a given one stays its owner's)."""
+        """Close the store this container opened (a given one stays its owner's), and stop
+        the search legs' threads."""
+        self.legs.close()
         with self._open_lock:
             store, self._store = self._store, self._given_store
         if store is not None and store is not self._given_store:

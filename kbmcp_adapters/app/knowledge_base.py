@@ -24,7 +24,9 @@ from kbmcp_adapters.app.in_process_lock import (
     StoppableEmbedder,
     stop_check,
 )
+from kbmcp_adapters.app.index_state import CHECKED, state_dir
 from kbmcp_adapters.app.vectors_ahead import VectorsOpenedAhead
+from kbmcp_adapters.store import checked_stamp
 from kbmcp_adapters.store.cross_process_lock import writer_lock
 from kbmcp_core.batch_read import DEFAULT_BATCH_CHARS, Batch, read_batch
 from kbmcp_core.doctor import (
@@ -205,7 +207,8 @@ class KnowledgeBase:
     def scan(self, *, read: bool = True) -> DiskScan:
         """Walk the knowledge base as an index run would, writing nothing; ``read=False``
         hashes no file (what is taken and skipped, and why, without reading contents)."""
-        return self._container.scanner.scan(None if read else (lambda _path, _size: False))
+        walker = self._container.walker(remember=False)
+        return walker.scan(None if read else (lambda _path, _size: False))
 
     def indexed_paths(self) -> list[str]:
         """Every indexed path, sorted. ``IndexNotFound`` when there is no index."""
@@ -258,8 +261,7 @@ class KnowledgeBase:
             check_model(store, c.embedder, force)
             if force:  # one request proves the model answers before anything is emptied
                 probe_model(c.embedder)
-            if paths is None:
-                self._refuse_damaged_store(store)
+            whole = self._refuse_damaged_store(store, check=paths is None)
             deps = c.index_deps()
             deps.embedder = StoppableEmbedder(deps.embedder, check, 2 * deps.batch_size)
 
@@ -276,8 +278,11 @@ class KnowledgeBase:
                     release(c.embedder)
 
             # the model was checked above: the run starts at once (the check is made once)
-            return IndexRun(deps, force=force, prune_disabled=prune, progress=step,
-                            paths=paths, yield_to=yield_to, embedded=embedded).run()
+            summary = IndexRun(deps, force=force, prune_disabled=prune, progress=step,
+                               paths=paths, yield_to=yield_to, embedded=embedded).run()
+            if whole is not None:  # known whole before the run: only kb-mcp wrote since
+                checked_stamp.record(whole, self._checked_in())
+            return summary
 
     def check_configuration(self) -> None:
         """Build what an index run needs from the settings (the formats, the exclusion
@@ -289,15 +294,31 @@ class KnowledgeBase:
         c.embedder  # noqa: B018
         c.reranker  # noqa: B018
 
-    def _refuse_damaged_store(self, store: OpenedStore) -> None:
+    def _refuse_damaged_store(self, store: OpenedStore, *, check: bool) -> Path | None:
         """``StoreCorrupt`` when SQLite's quick check finds damage anywhere in the index
-        database: a whole-folder run never writes into a damaged file (pages it would not
-        touch included). A check that runs out of time lets the run go on."""
-        if not store.has_integrity_check():
-            return
+        database: a whole-folder run (``check``) never writes into a damaged file (pages
+        it would not touch included). The check is skipped when the file is the one the
+        last run that checked it left (``checked_stamp``, decision 0058); one that runs out
+        of time lets the run go on, as before. Returns the database when nothing but
+        kb-mcp wrote it since a check found nothing (its stamp is then kept again after the
+        run), else None."""
+        db = store_of(self.settings).path
+        if not store.has_integrity_check() or db is None:
+            return None
+        if checked_stamp.unchanged(db, self._checked_in()):
+            return db
+        checked_stamp.forget(self._checked_in())  # the run writes into a file not known whole
+        if not check:
+            return None
         problems = store.quick_check(CHECK_BUDGET_S)
         if problems:  # SQLite's first complaint, on one line
             raise StoreCorrupt(self._damaged_hint(), " ".join(problems[0].split())[:200])
+        # clean, or out of time (checking the same unchanged bytes again finds no more)
+        return db
+
+    def _checked_in(self) -> Path:
+        """Where the database's stamp after a check is kept (``app/index_state.py``)."""
+        return state_dir(self.settings.index_dir) / CHECKED
 
     def _damaged_hint(self) -> str:
         from kbmcp_adapters.store.engine import rebuild_hint
@@ -342,6 +363,7 @@ class KnowledgeBase:
             reranker=self._container.reranker,
             fusion=s.fusion,
             passages=s.search_passage_candidates,
+            beside=self._container.legs,
         )
 
     def search(self, query: str, **params: Any) -> SearchResponse:

@@ -65,12 +65,14 @@ class LinkOnTheWay(NoSuchDocument):
 
 
 class OpenedFile:
-    """A regular file with one link, open for reading. Size and bytes come from its fd."""
+    """A regular file with one link, open for reading. Size and bytes come from its fd;
+    ``stamp`` is its fd's (device, inode, size, modification and change times in ns)."""
 
-    def __init__(self, fd: int, rel_path: str, size: int) -> None:
+    def __init__(self, fd: int, rel_path: str, st: os.stat_result) -> None:
         self._fd = fd
         self._rel = rel_path
-        self.size = size
+        self.size = st.st_size
+        self.stamp = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
     def read(self, cap: int) -> bytes | None:
         """At most ``cap`` bytes; None when the file holds more (nothing is read when the
@@ -149,14 +151,14 @@ class LocalFileSystem:
         each that would tell a thing that exists from nothing (a link, a folder, a FIFO,
         a second hard link, a file it cannot open) is a ``NoSuchDocument``, whose client
         message is that of a missing name."""
-        fd, size = self._open_document(rel_path)
+        fd, st = self._open_document(rel_path)
         try:
-            yield OpenedFile(fd, rel_path, size)
+            yield OpenedFile(fd, rel_path, st)
         finally:
             os.close(fd)
 
-    def _open_document(self, rel_path: str) -> tuple[int, int]:
-        """The descriptor and its ``fstat`` size, once the descriptor says "document"."""
+    def _open_document(self, rel_path: str) -> tuple[int, os.stat_result]:
+        """The descriptor and its ``fstat``, once the descriptor says "document"."""
         parts = _parts(rel_path)
         try:
             with self._folder(rel_path, parts[:-1]) as parent:
@@ -180,7 +182,7 @@ class LocalFileSystem:
         except PathRefused:
             os.close(fd)
             raise
-        return fd, st.st_size
+        return fd, st
 
     def entries(self, rel_dir: str) -> list[Entry]:
         """The names in one folder (reached like any path), sorted, with what lstat says.

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kbmcp_adapters.filesystem.exclusion import INDEX_FOLDER
+from kbmcp_adapters.filesystem.hash_cache import HashCache
 from kbmcp_adapters.filesystem.local import (
     IS_A_LINK,
     MORE_THAN_ONE_LINK,
@@ -26,6 +27,7 @@ from kbmcp_adapters.filesystem.local import (
     LinkOnTheWay,
     LocalFileSystem,
     NoSuchPath,
+    OpenedFile,
 )
 from kbmcp_core.errors import PathRefused
 from kbmcp_core.models import (
@@ -84,6 +86,7 @@ def classify(
     rules: ExclusionPolicy,
     needs_hash: HashNeeded | None = None,
     readable: Collection[str] = (),
+    known: HashCache | None = None,
 ) -> DiskFile | Refusal | Skip | None:
     """Decide what one non-folder path is for indexing: a file to index, a refusal, a
     quiet skip, or None (kb-mcp's own file, or gone meanwhile).
@@ -94,7 +97,9 @@ def classify(
     all of that again. When ``needs_hash(path, size)`` says no, the file is not read: its
     ``content_hash`` is None and the index run reads and hashes it (once). A file whose
     extension is not enabled is "format not enabled" when kb-mcp could read it
-    (``readable``: every format's extensions), else "not a supported format".
+    (``readable``: every format's extensions), else "not a supported format". With
+    ``known`` (the walk's remembered hashes), a file whose descriptor has the stamp it had
+    when last hashed is not read: its hash is the one kept (``hash_cache``).
     """
     why = rules.reason(rel_path)
     if why == INDEX_FOLDER or rel_path == IGNORE_FILE_NAME:
@@ -118,6 +123,11 @@ def classify(
             if size <= INDEX_CAP_BYTES and needs_hash is not None \
                     and not needs_hash(rel_path, size):
                 return DiskFile(rel_path, size, None)
+            stamp = handle.stamp if known is not None and isinstance(handle, OpenedFile) \
+                else None
+            kept = None if stamp is None or known is None else known.hash_of(rel_path, stamp)
+            if kept is not None:
+                return DiskFile(rel_path, size, kept)
             data = handle.read(INDEX_CAP_BYTES)
             size = handle.size
     except NoSuchPath:
@@ -126,7 +136,10 @@ def classify(
         return Refusal(rel_path, exc.detail, "failed", SKIP_UNREADABLE)
     if data is None:
         return DiskFile(rel_path, size, None, oversize=True)
-    return DiskFile(rel_path, len(data), hashlib.sha256(data).hexdigest())
+    digest = hashlib.sha256(data).hexdigest()
+    if stamp is not None and known is not None and len(data) == stamp[2]:
+        known.keep(rel_path, stamp, digest)
+    return DiskFile(rel_path, len(data), digest)
 
 
 @dataclass
@@ -139,6 +152,8 @@ class _Found:
     folders: list[str] = field(default_factory=list)
     #: which files to read and hash (None: all of them)
     needs_hash: HashNeeded | None = None
+    #: the walk's remembered hashes (a whole walk only)
+    known: HashCache | None = None
 
     def scan(self) -> DiskScan:
         return DiskScan(self.files, tuple(self.refused), dict(self.skipped),
@@ -155,17 +170,26 @@ class DiskScanner:
         rules: ExclusionPolicy,
         extensions: Collection[str],
         readable: Collection[str] = (),
+        hashes: Path | None = None,
+        remember: bool = True,
     ) -> None:
+        """``hashes``: the file a whole walk reads its remembered hashes from
+        (``hash_cache``), and keeps them in when it may write (``remember``)."""
         self.root = root
         self.fs = fs
         self.rules = rules
         self.extensions = frozenset(extensions)
         #: the extensions of every format kb-mcp reads, enabled or not
         self.readable = frozenset(readable) | self.extensions
+        self.hashes = hashes
+        self.remember = remember
 
     def scan(self, needs_hash: HashNeeded | None = None) -> DiskScan:
-        found = _Found(folders=[""], needs_hash=needs_hash)
+        known = None if self.hashes is None else HashCache(self.hashes)
+        found = _Found(folders=[""], needs_hash=needs_hash, known=known)
         self._walk(found)
+        if known is not None and self.remember:
+            known.save()
         return found.scan()
 
     def scan_paths(self, paths: Collection[str], needs_hash: HashNeeded | None = None
@@ -228,7 +252,7 @@ class DiskScanner:
                 found.folders.append(rel)
             return
         outcome = classify(self.fs, rel, entry, self.extensions, self.rules, found.needs_hash,
-                           self.readable)
+                           self.readable, found.known)
         if isinstance(outcome, DiskFile):
             found.files[rel] = outcome
         elif isinstance(outcome, Refusal):

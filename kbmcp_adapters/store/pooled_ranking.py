@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
+from kbmcp_adapters.store.keyword_budget import any_match
 from kbmcp_adapters.store.lexical import Terms, compile_query, quote
 from kbmcp_adapters.store.ranking import (
     _document_frequencies,
@@ -60,7 +61,7 @@ def statistics(conn: Connection, query: str, paths: str | None) -> KeywordStatis
         terms = list(dict.fromkeys([*match.all, *coverage]))
         holding.update(zip(((table, t) for t in terms),
                            _document_frequencies(conn, table, terms), strict=True))
-        if _fts_leg(conn, table, expression, 1, paths):
+        if any_match(conn, table, expression, paths):
             found.add(table)
     return KeywordStatistics(_chunks(conn), holding, frozenset(found))
 

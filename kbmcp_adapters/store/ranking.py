@@ -23,7 +23,15 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import OperationalError
 
-from kbmcp_adapters.store.lexical import compile_query, quote
+from kbmcp_adapters.store.keyword_budget import (
+    KEYWORD_BUDGET,
+    match_counts,
+    narrow,
+    row_count,
+    sample_floor,
+    token_counts,
+)
+from kbmcp_adapters.store.lexical import LexicalQuery, compile_query, quote
 from kbmcp_adapters.store.tables import FTS_GRAMS, FTS_WORDS, JOIN_DOCUMENTS, PATH_FILTER
 from kbmcp_core.keyword_pool import KeywordHit
 
@@ -65,7 +73,7 @@ def rank(conn: Connection, query: str, limit: int, paths: str | None) -> list[tu
     compiled = compile_query(query)
     legs: list[list[tuple[int, float]]] = []
     if compiled.words and not compiled.has_cjk:
-        leg = _fts_leg(conn, FTS_WORDS, compiled.words, limit, paths)
+        leg = _words_leg(conn, compiled, limit, paths)
         legs.append(_weigh_by_coverage(conn, FTS_WORDS, compiled.word_coverage, leg))
     if compiled.grams and (compiled.has_cjk or not any(legs)):
         leg = _fts_leg(conn, FTS_GRAMS, compiled.grams, limit, paths)
@@ -73,6 +81,41 @@ def rank(conn: Connection, query: str, limit: int, paths: str | None) -> list[tu
     if compiled.short_runs and not compiled.grams:
         legs.append(substring_leg(conn, compiled.short_runs, limit, paths))
     return merge(legs, limit)
+
+
+def _words_leg(conn: Connection, compiled: LexicalQuery, limit: int, paths: str | None
+               ) -> list[tuple[int, float]]:
+    """BM25 on the word index, within ``keyword_budget.KEYWORD_BUDGET`` scored matches: the
+    whole query's expression while its words hold fewer matches together (or the index
+    fewer chunks), else its rarest words' (``keyword_budget.narrow``; decision 0058). Under
+    a filter only the filter's rows are scored, so each word's count is taken in the
+    filter's share of the documents, and a sample is that much wider."""
+    assert compiled.words is not None
+    match, expression, floor = compiled.word_match, compiled.words, None
+    try:
+        rows = row_count(conn, FTS_WORDS)
+        if rows is not None and rows[0] > KEYWORD_BUDGET and not match.required:
+            share = 1.0 if paths is None else _share(conn, paths)
+            tokens = {w: _tokens(FTS_WORDS, w) for w in match.optional}
+            single = {w: t[0] for w, t in tokens.items() if len(t) == 1}
+            counts = token_counts(conn, FTS_WORDS, sorted(set(single.values())))
+            df = {w: math.ceil(counts.get(token, 0) * share) for w, token in single.items()}
+            narrowed = narrow(match, df, math.ceil(rows[0] * share), limit, KEYWORD_BUDGET)
+            if narrowed is not None:
+                expression = narrowed.terms.fts5() or expression
+                if narrowed.sampled:
+                    floor = sample_floor(conn, FTS_WORDS, expression,
+                                         math.ceil(KEYWORD_BUDGET / max(share, 1e-9)))
+    except OperationalError as exc:  # below head (no vocabulary table): the whole query
+        if "no such table" not in str(exc.orig):
+            raise
+    return _fts_leg(conn, FTS_WORDS, expression, limit, paths, floor)
+
+
+def _share(conn: Connection, paths: str) -> float:
+    """The share of the index's documents the ``paths`` filter keeps."""
+    documents = int(conn.execute(text("SELECT count(*) FROM documents")).scalar_one() or 1)
+    return min(1.0, len(json.loads(paths)) / documents)
 
 
 def merge(legs: Sequence[Sequence[tuple[int, float]]], limit: int) -> list[tuple[int, float]]:
@@ -199,15 +242,9 @@ def _document_frequencies(conn: Connection, table: str, terms: Sequence[str]) ->
     """How many rows of ``table`` hold each term, as ``MATCH '"term"'`` would count them."""
     tokens = [_tokens(table, term) for term in terms]
     single = sorted({t[0] for t in tokens if len(t) == 1})
-    counts: dict[str, int] = {}
-    if single:
-        vocabulary = f"{table}_vocab"
-        found = conn.execute(
-            text(f"SELECT term, doc FROM {vocabulary} "
-                 "WHERE term IN (SELECT value FROM json_each(:terms))"),
-            {"terms": json.dumps(single, ensure_ascii=False)},
-        ).all()
-        counts = {str(term): int(doc) for term, doc in found}
+    counts = token_counts(conn, table, single) if single else {}
+    several = [term for term, t in zip(terms, tokens, strict=True) if len(t) > 1]
+    matched = match_counts(conn, table, several) if several else {}
     df: list[int] = []
     for term, its_tokens in zip(terms, tokens, strict=True):
         if len(its_tokens) == 1:
@@ -215,8 +252,7 @@ def _document_frequencies(conn: Connection, table: str, terms: Sequence[str]) ->
         elif not its_tokens:
             df.append(0)
         else:
-            count = f"SELECT count(*) FROM {table} WHERE {table} MATCH :t"
-            df.append(int(conn.execute(text(count), {"t": quote(term)}).scalar_one()))
+            df.append(matched[term])
     return df
 
 
@@ -304,12 +340,17 @@ def _weigh_by_postings(
 
 
 def _fts_leg(
-    conn: Connection, table: str, expression: str, limit: int, paths: str | None
+    conn: Connection, table: str, expression: str, limit: int, paths: str | None,
+    floor: int | None = None,
 ) -> list[tuple[int, float]]:
-    """(chunk id, BM25 relevance) best first; see ``BM25_WEIGHTS``."""
+    """(chunk id, BM25 relevance) best first; see ``BM25_WEIGHTS``. ``floor``: only the
+    matches of at least that chunk id (a sample of them, ``keyword_budget``)."""
     sql = (f"SELECT {table}.rowid AS id, {bm25_score(table)} AS score FROM {table} "
            f"WHERE {table} MATCH :expression")
     params: dict[str, object] = {"expression": expression, "limit": limit}
+    if floor is not None:
+        sql += f" AND {table}.rowid >= :floor"
+        params["floor"] = floor
     if paths is not None:
         # the allowed chunk ids as a list the matches are checked against ("+id": never an
         # FTS5 rowid lookup per id); BM25 is then scored only for the rows kept, so a

@@ -89,14 +89,16 @@ def train(table: Table, column: str, dimension: int) -> None:
              time.monotonic() - started)
 
 
-def probed(builder: LanceVectorQueryBuilder, table: Table) -> LanceVectorQueryBuilder:
+def probed(builder: LanceVectorQueryBuilder, table: Table, refine: int = ANN_REFINE
+           ) -> LanceVectorQueryBuilder:
     """The query set to use the table's index, if it has one: probe a share of the
-    partitions and re-rank ``ANN_REFINE`` × k candidates by their exact distance (recall@10
-    >= 0.95 of exact search, 0019)."""
+    partitions and re-rank ``refine`` × k candidates by their exact distance (``ANN_REFINE``:
+    recall@10 >= 0.95 of exact search, 0019; a widened filtered search re-ranks fewer,
+    ``nearest.POST_FILTER_REFINE``)."""
     trained = trained_rows(table)
     if trained is None:
         return builder
-    return builder.nprobes(probes(trained)).refine_factor(ANN_REFINE)
+    return builder.nprobes(probes(trained)).refine_factor(refine)
 
 
 def index_name(rows: int) -> str:

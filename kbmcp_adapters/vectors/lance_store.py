@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
-import math
 import os
 import shutil
 import threading
@@ -15,11 +14,12 @@ from collections import OrderedDict
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from kbmcp_adapters.vectors import ann_policy, lance_cache
 from kbmcp_adapters.vectors.ann_policy import ANN_MIN_ROWS
 from kbmcp_adapters.vectors.lance_import import import_lancedb
+from kbmcp_adapters.vectors.nearest import exact_max_ids, in_predicate, nearest, post_filtered
 from kbmcp_adapters.vectors.translate import Outage, translate
 from kbmcp_core.errors import StoreError
 from kbmcp_core.models import Vector
@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     import numpy.typing as npt
     import pyarrow as pa
     from lancedb.db import DBConnection
-    from lancedb.query import LanceVectorQueryBuilder
     from lancedb.table import Table
 
     #: chunk ids and their unit vectors (rows)
@@ -42,14 +41,14 @@ log = logging.getLogger(__name__)
 
 _ID = "chunk_id"
 _VECTOR = "vector"
-_DISTANCE = "_distance"
 #: Ids per ``chunk_id IN (...)`` predicate in get/delete (one scan and, for delete, one commit).
 _IN_BATCH = 5000
 #: Up to this many allowed ids a filtered search is exact: the cosine of the query with
 #: each allowed vector (kept per table version, see ``_AllowedRows``); above it, a wider
-#: search that is filtered afterwards. At 20k rows reading the allowed vectors costs less
-#: than the wider search up to ~3,500 ids (33 against 89 ms at 2,000; 0019); the larger
-#: the table, the further the crossover.
+#: search that is filtered afterwards (``nearest.post_filtered``). At 20k rows reading the
+#: allowed vectors costs less than the wider search up to ~3,500 ids (33 against 89 ms at
+#: 2,000; 0019); the larger the table, the further the crossover: unless a store is given
+#: a number, it rises with the table (``nearest.exact_max_ids``, decision 0058).
 DEFAULT_PREFILTER_MAX_IDS = 4000
 #: The allowed vectors kept for repeated filters: at most this many rows in all (16,000
 #: rows of 384 dimensions: 25 MB), the least recently used filter dropped first.
@@ -82,7 +81,7 @@ class LanceVectorStore:
         table: str = "chunks",
         *,
         storage_options: Mapping[str, str] | None = None,
-        prefilter_max_ids: int = DEFAULT_PREFILTER_MAX_IDS,
+        prefilter_max_ids: int | None = None,
         ann_min_rows: int = ANN_MIN_ROWS,
     ) -> None:
         if dimension <= 0:
@@ -97,7 +96,7 @@ class LanceVectorStore:
         self._name = table
         self._prefilter_max_ids = prefilter_max_ids
         self._ann_min_rows = ann_min_rows
-        self._allowed_rows = _AllowedRows(max(ALLOWED_ROWS_KEPT, prefilter_max_ids))
+        self._allowed_rows = _AllowedRows(max(ALLOWED_ROWS_KEPT, prefilter_max_ids or 0))
         self._db: DBConnection | None = None
         #: an object store found not answering: the next calls fail at once for a while
         self._outage = Outage()
@@ -149,7 +148,7 @@ class LanceVectorStore:
             if table is None:
                 return
             for part in _batches(wanted, _IN_BATCH):
-                table.delete(_in_predicate(part))
+                table.delete(in_predicate(part))
 
     def reset(self) -> None:
         """Drop the table (whatever its dimension, even damaged); the next add creates it
@@ -287,10 +286,17 @@ class LanceVectorStore:
             if table is None:
                 return []
             if allowed is None:
-                return _in_order(_nearest(table, query, limit))
-            if len(allowed) <= self._prefilter_max_ids:
+                return _in_order(nearest(table, query, limit))
+            if len(allowed) <= self._exact_max_ids(table):
                 return _in_order(self._exact(table, query, limit, allowed))[:limit]
-            return _in_order(_post_filtered(table, query, limit, set(allowed)))
+            return _in_order(post_filtered(table, query, limit, set(allowed)))
+
+    def _exact_max_ids(self, table: Table) -> int:
+        """The most allowed ids a filtered search reads exactly: the given number, else
+        ``DEFAULT_PREFILTER_MAX_IDS`` raised with the table (``nearest.exact_max_ids``)."""
+        if self._prefilter_max_ids is not None:
+            return self._prefilter_max_ids
+        return exact_max_ids(table.count_rows(), DEFAULT_PREFILTER_MAX_IDS, ALLOWED_ROWS_KEPT)
 
     def _exact(
         self, table: Table, query: npt.NDArray[np.float32], limit: int, allowed: list[int]
@@ -479,35 +485,6 @@ class LanceVectorStore:
                          secrets=self._options.secrets(), outage=self._outage)
 
 
-def _nearest(table: Table, query: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
-    vector_query = cast("LanceVectorQueryBuilder", table.search(query, vector_column_name=_VECTOR))
-    builder = vector_query.distance_type("cosine").limit(k).select([_ID, _DISTANCE])
-    data = ann_policy.probed(builder, table).to_arrow()
-    return [
-        (chunk_id, min(1.0, max(-1.0, 1.0 - distance)))
-        for chunk_id, distance in zip(
-            data.column(_ID).to_pylist(), data.column(_DISTANCE).to_pylist(), strict=True
-        )
-    ]
-
-
-def _post_filtered(
-    table: Table, query: npt.NDArray[np.float32], limit: int, allowed: set[int]
-) -> list[tuple[int, float]]:
-    """Widen k until ``limit`` allowed hits are found or the whole table was ranked."""
-    total = table.count_rows()
-    if total == 0:
-        return []
-    share = min(1.0, len(allowed) / total)
-    k = min(total, max(4 * limit, math.ceil(2 * limit / share)))
-    while True:
-        hits = _nearest(table, query, k)
-        kept = [hit for hit in hits if hit[0] in allowed]
-        if len(kept) >= limit or len(hits) < k or k >= total:
-            return kept[:limit]
-        k = min(total, 4 * k)
-
-
 #: Similarities this close are equal: LanceDB and numpy round float32 sums differently.
 _SAME_SIMILARITY = 1e-6
 
@@ -561,7 +538,7 @@ def _read_rows(
     keys: list[npt.NDArray[np.int64]] = []
     parts: list[npt.NDArray[np.float32]] = []
     for part in _batches(ids, _IN_BATCH):
-        data = table.search().where(_in_predicate(part)).select([_ID, _VECTOR]).limit(None)
+        data = table.search().where(in_predicate(part)).select([_ID, _VECTOR]).limit(None)
         got = data.to_arrow()
         if got.num_rows == 0:
             continue
@@ -580,10 +557,6 @@ def _unique_ints(ids: Collection[int]) -> list[int]:
 def _batches(items: list[int], size: int) -> Iterator[list[int]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
-
-
-def _in_predicate(ids: list[int]) -> str:
-    return f"{_ID} IN ({','.join(str(int(i)) for i in ids)})"
 
 
 def _raise(exc: OSError) -> None:
