@@ -26,9 +26,13 @@ pytest_plugins = ["tests.pg_cluster", "tests.s3_server", "tests.hypothesis_count
 @pytest.fixture(scope="session", autouse=True)
 def _no_user_config_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """No developer's own kb-mcp config (``~/.config/kb-mcp``, ``$KB_MCP_CONFIG``) reaches
-    the suite, not even through an environment copied by a module-scoped fixture."""
-    saved = {k: os.environ.get(k) for k in ("XDG_CONFIG_HOME", "KB_MCP_CONFIG")}
+    the suite, not even through an environment copied by a module-scoped fixture, and
+    nothing the suite's runs keep about an index (``app/index_state.py``) lands in the
+    developer's ``~/.local/state``."""
+    saved = {k: os.environ.get(k) for k in ("XDG_CONFIG_HOME", "KB_MCP_CONFIG",
+                                            "XDG_STATE_HOME")}
     os.environ["XDG_CONFIG_HOME"] = str(tmp_path_factory.mktemp("xdg-config"))
+    os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("xdg-state"))
     os.environ.pop("KB_MCP_CONFIG", None)
     yield
     for key, value in saved.items():
@@ -42,9 +46,11 @@ def _no_user_config_session(tmp_path_factory: pytest.TempPathFactory) -> Iterato
 def user_config_home(tmp_path_factory: pytest.TempPathFactory,
                      monkeypatch: pytest.MonkeyPatch) -> Path:
     """Each test's own empty ``$XDG_CONFIG_HOME`` (its user config and trust list live in
-    ``<it>/kb-mcp``), and no ``$KB_MCP_CONFIG``; subprocesses inherit both."""
+    ``<it>/kb-mcp``) and ``$XDG_STATE_HOME`` (what runs keep about an index), and no
+    ``$KB_MCP_CONFIG``; subprocesses inherit them."""
     home = tmp_path_factory.mktemp("config-home")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state-home")))
     monkeypatch.delenv("KB_MCP_CONFIG", raising=False)
     return home
 
