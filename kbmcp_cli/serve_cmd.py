@@ -248,7 +248,6 @@ def serve(
     if not quiet and not verbose:
         log.setLevel(logging.INFO)
 
-    from kbmcp_adapters.mcp_server import serve_http, serve_stdio
     from kbmcp_adapters.mcp_server.server import StopSignals
 
     # SIGINT and SIGTERM stop the server cleanly (exit 0), from here on
@@ -304,6 +303,7 @@ def serve(
 
         background += served.tasks(start_index_task)
     if transport == "http":
+        from kbmcp_adapters.mcp_server.http import serve_http  # not loaded over stdio
         from kbmcp_adapters.mcp_server.http_limits import HttpLimits
 
         limits = HttpLimits.from_settings(
@@ -320,6 +320,8 @@ def serve(
         )
         log.info("stopped")
         return
+    from kbmcp_adapters.mcp_server.server import serve_stdio
+
     serve_stdio(served, wire=wire, background=background)
     log.info("stopped")
     from kbmcp_adapters.mcp_server.server import end_process

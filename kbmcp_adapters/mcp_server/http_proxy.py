@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterable
-
-from starlette.types import ASGIApp, Receive, Scope, Send
-from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
+from typing import TYPE_CHECKING
 
 from kbmcp_core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -56,6 +57,9 @@ class ForwardedHeaders:
         self.trusted = trusted
         self.app = app
         literal = [str(n) for n in trusted]
+        # uvicorn is imported here: a stdio server checks --trusted-proxy but never serves
+        from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
+
         # uvicorn's own middleware sets client and scheme; it trusts only these networks
         proxied = ProxyHeadersMiddleware(app, trusted_hosts=literal)  # type: ignore[arg-type]
         self.proxied: ASGIApp = proxied  # type: ignore[assignment]

@@ -103,9 +103,13 @@ def big_table_page(rows: int) -> str:
             "</body></html>")
 
 
-@pytest.fixture
-def indexed(tmp_path: Path) -> Iterator[tuple[Path, KnowledgeBase, CountingRegistry]]:
-    root = tmp_path / "kb"
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory
+            ) -> Iterator[tuple[Path, KnowledgeBase, CountingRegistry]]:
+    """Built once for the module: each test clears the call log first, and an edit a test
+    makes is indexed before it ends, so every test sees served text equal to a fresh
+    conversion of the file as it is."""
+    root = tmp_path_factory.mktemp("converted") / "kb"
     build_formats_kb(root)
     make_big_pdf(root / "papers/telemetry.pdf", pages=20)
     write_files(root, {"big/ledger.html": big_table_page(40_000)})  # > 1 MiB of Markdown

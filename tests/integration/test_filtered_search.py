@@ -54,8 +54,22 @@ def _chunks(d: int) -> list[ChunkRecord]:
     return out
 
 
+Indexed = tuple[SqlIndexStore, LanceVectorStore, Searcher]
+
+
 @pytest.fixture
-def indexed(tmp_path: Path) -> Iterator[tuple[SqlIndexStore, LanceVectorStore, Searcher]]:
+def indexed(tmp_path: Path) -> Iterator[Indexed]:
+    """The corpus for a test that changes it."""
+    yield from _indexed(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Indexed]:
+    """The same corpus, built once for the tests that only search it."""
+    yield from _indexed(tmp_path_factory.mktemp("filtered"))
+
+
+def _indexed(tmp_path: Path) -> Iterator[Indexed]:
     store = SqlIndexStore(f"sqlite:///{tmp_path / 'index.db'}", create=True)
     vectors = LanceVectorStore(tmp_path / "vectors", DIM)
     embedder = HashingEmbedder(dimension=DIM)
@@ -78,10 +92,9 @@ def _hits(searcher: Searcher, **kwargs: Any) -> list[tuple[str, int]]:
 @pytest.mark.parametrize("mode", ["vector", "lexical"])
 @pytest.mark.parametrize("filters", FILTERS, ids=[str(f) for f in FILTERS])
 def test_a_filtered_search_is_the_unfiltered_one_restricted_to_the_filter(
-    indexed: tuple[SqlIndexStore, LanceVectorStore, Searcher], filters: dict[str, Any],
-    mode: str,
+    shared: Indexed, filters: dict[str, Any], mode: str,
 ) -> None:
-    store, _vectors, searcher = indexed
+    store, _vectors, searcher = shared
     docs = {d.path: d for d in store.documents()}
     request = SearchRequest("x", **filters)
     unfiltered = _hits(searcher, mode=mode)
@@ -93,9 +106,9 @@ def test_a_filtered_search_is_the_unfiltered_one_restricted_to_the_filter(
 
 @pytest.mark.parametrize("filters", FILTERS, ids=[str(f) for f in FILTERS])
 def test_a_filtered_hybrid_search_never_returns_a_document_outside_the_filter(
-    indexed: tuple[SqlIndexStore, LanceVectorStore, Searcher], filters: dict[str, Any],
+    shared: Indexed, filters: dict[str, Any],
 ) -> None:
-    store, _vectors, searcher = indexed
+    store, _vectors, searcher = shared
     docs = {d.path: d for d in store.documents()}
     request = SearchRequest("x", **filters)
     kept = {p for p, d in docs.items() if document_filter(request).matches(d)}
@@ -105,7 +118,7 @@ def test_a_filtered_hybrid_search_never_returns_a_document_outside_the_filter(
 
 
 def test_a_filter_sees_every_change_to_the_index(
-    indexed: tuple[SqlIndexStore, LanceVectorStore, Searcher], tmp_path: Path,
+    indexed: Indexed, tmp_path: Path,
 ) -> None:
     store, vectors, searcher = indexed
     embedder = HashingEmbedder(dimension=DIM)
@@ -134,7 +147,7 @@ def test_a_filter_sees_every_change_to_the_index(
 
 
 def test_a_repeated_filter_is_evaluated_once_until_the_index_changes(
-    indexed: tuple[SqlIndexStore, LanceVectorStore, Searcher],
+    indexed: Indexed,
 ) -> None:
     store, _vectors, searcher = indexed
     statements: list[str] = []
