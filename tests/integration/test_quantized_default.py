@@ -187,7 +187,12 @@ def test_a_copy_hashed_once_is_not_hashed_again_until_it_changes(
     _until_the_file_clock_passes(copy)
     hashed: list[str] = []
     real = quantize._sha256  # noqa: SLF001
-    monkeypatch.setattr(quantize, "_sha256", lambda path: hashed.append(path.name) or real(path))
+
+    def spy(path: Path) -> str:
+        hashed.append(path.name)
+        return real(path)
+
+    monkeypatch.setattr(quantize, "_sha256", spy)
 
     assert quantize.intact(copy, "source")
     assert quantize.intact(copy, "source")  # another process: the same file, not hashed
