@@ -201,3 +201,30 @@ def test_a_search_asks_which_formats_are_enabled_without_importing_a_parser(
     assert got["uris"]["keys.md"] == "kb://doc/keys.md"
     assert got["uris"]["notes.txt"] is None  # indexed, but its format is no longer enabled
     assert got["parsers"] == []
+
+
+AHEAD = """
+import json, sys
+from kbmcp_adapters.app.vectors_ahead import VectorsOpenedAhead
+
+class Vectors:
+    seen = None
+
+    def count(self):
+        Vectors.seen = "numpy" in sys.modules  # what the thread finds when it starts
+        return 0
+
+ahead = VectorsOpenedAhead(Vectors())
+print(json.dumps({"count": ahead.count(), "numpy_before_the_thread": Vectors.seen}))
+"""
+
+
+def test_the_vectors_thread_starts_after_numpy_is_imported() -> None:
+    """LanceDB's import (pyarrow's numpy) in the vectors' thread and the model's
+    (onnxruntime's numpy) on the search's thread must not import numpy at once: a fresh
+    `kb-mcp search` failed with "import numpy failed" (a module half initialised) when
+    they did. numpy is imported before the thread starts."""
+    done = subprocess.run([sys.executable, "-c", AHEAD], capture_output=True, text=True,
+                          timeout=300, check=True)
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got == {"count": 0, "numpy_before_the_thread": True}
