@@ -110,7 +110,7 @@ class Container:
         self._given_scanner = scanner
         self._disk: _Part[LocalFileSystem] = _Part(walkable, self._local_fs)
         self._fs: _Part[FileSystem] = _Part(fs, self._disk.get)
-        self._registry: _Part[ParserRegistry] = _Part(registry, self._build_registry)
+        self._registry: _Part[ParserRegistry] = _Part(registry, self._deferred_registry)
         self._built_registry: FormatRegistry | None = None
         self._given_models = (embedder, vectors)
         self._embedder_for = embedder_for or real_embedder
@@ -247,6 +247,13 @@ class Container:
         from kbmcp_adapters.filesystem.local import LocalFileSystem
 
         return LocalFileSystem(self.settings.kb_path)
+
+    def _deferred_registry(self) -> ParserRegistry:
+        """The registry whose parsers are built on the first file: a search, which asks
+        only which extensions are enabled, imports no parser (decision 0057)."""
+        from kbmcp_adapters.parsers.formats import DeferredRegistry
+
+        return DeferredRegistry(self.settings.enabled_formats, self._build_registry)
 
     def _build_registry(self) -> ParserRegistry:
         from kbmcp_adapters.parsers.budget import ParserLimits

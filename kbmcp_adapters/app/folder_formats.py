@@ -13,8 +13,8 @@ from pathlib import Path
 
 from kbmcp_adapters.filesystem.exclusion import holds_index
 from kbmcp_adapters.parsers.codelangs import INSTALL_HINT, missing_grammars
+from kbmcp_adapters.parsers.formats import FORMAT_EXTENSIONS, KNOWN_FORMATS
 from kbmcp_adapters.parsers.ocr import INSTALL_HINT as OCR_HINT
-from kbmcp_adapters.parsers.registry import FORMAT_EXTENSIONS, KNOWN_FORMATS
 from kbmcp_core.models import extension_of
 from kbmcp_core.settings import DEFAULT_EXCLUDE_DIRS
 

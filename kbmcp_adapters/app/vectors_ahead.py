@@ -6,18 +6,30 @@ file, opening an onnxruntime session, both outside the interpreter's lock) and L
 the first search of a knowledge base that embeds its query starts opening the vectors at
 once, in another thread, and its first use of them waits for that. Nothing is kept across
 processes: the table is opened as any search opens it.
+
+Both threads import numpy (LanceDB through pyarrow, the model through onnxruntime), and two
+threads importing it at once can meet it half initialised: pyarrow's C code imports numpy's
+core extension module directly while the other thread holds numpy's package, and Python's
+import-deadlock avoidance then hands one of them the partial module ("cannot import name
+'__cpu_features__' from partially initialized module"), which fails the search. So the
+modules both sides share (``SHARED_IMPORTS``) are imported before the thread starts: work
+the search does anyway, on the lock either way.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import threading
 from collections.abc import Collection
 
 from kbmcp_core.models import Vector
 from kbmcp_core.ports import VectorReader
 
-__all__ = ["VectorsOpenedAhead"]
+__all__ = ["SHARED_IMPORTS", "VectorsOpenedAhead"]
+
+#: Imported by both the vectors' thread and the model's loading: imported first, in turn.
+SHARED_IMPORTS = ("numpy",)
 
 
 class VectorsOpenedAhead:
@@ -27,6 +39,8 @@ class VectorsOpenedAhead:
 
     def __init__(self, vectors: VectorReader) -> None:
         self._vectors = vectors
+        for name in SHARED_IMPORTS:
+            importlib.import_module(name)
         self._thread = threading.Thread(target=self._open, name="kb-mcp-open-vectors")
         self._thread.start()
 

@@ -9,7 +9,13 @@ packaged file and library versions give the same bytes.
 
 The result sits in the model cache next to a stamp (JSON) naming its sha256, the packaged
 file it came from, the recipe and the onnxruntime version. A copy whose bytes, source,
-recipe or runtime differ from its stamp is rebuilt, never used. Any failure is raised to
+recipe or runtime differ from its stamp is rebuilt, never used. Its bytes are hashed once,
+not by every process that opens it: after a hash that matched, ``<copy>.checked`` keeps
+the file's stat (device, inode, size, modification and change times in nanoseconds) with
+the digest, and a later run that finds the same stat skips the 58 MB sha256. A write to the
+file moves its change time (which no tool sets back), and a stat is kept only for a file
+last changed before the check began, so a change at any later moment is a different stat
+and is hashed (decision 0057, addendum of session 17). Any failure is raised to
 the caller (``fastembed_embedder``), which records it here (``mark_failed``) so that later
 runs use the packaged file under its own name from the start (``usable``).
 """
@@ -34,6 +40,7 @@ QUANTIZED_FILE = "model.int8-dynamic.onnx"
 #: Bumped whenever the steps below change: an older copy is then rebuilt.
 RECIPE = "quant_pre_process+quantize_dynamic(MatMul, per_channel, QInt8) v1"
 _STAMP_SUFFIX = ".stamp.json"
+_CHECKED_SUFFIX = ".checked"
 _FAILED_SUFFIX = ".failed.json"
 _build_lock = threading.Lock()
 
@@ -100,7 +107,46 @@ def intact(target: Path, source_sha256: str) -> bool:
     expected = _expected_stamp(source_sha256)
     if any(stamp.get(key) != value for key, value in expected.items()):
         return False
-    return bool(stamp.get("sha256") == _sha256(target))
+    digest = stamp.get("sha256")
+    return isinstance(digest, str) and _hashes_to(target, digest)
+
+
+def _hashes_to(target: Path, digest: str) -> bool:
+    """Whether ``target`` hashes to ``digest``: answered from ``<target>.checked`` when
+    the file's stat is the one a matching hash left there, else hashed (and, when it
+    matches and the file did not change since before the hash began, the stat kept)."""
+    checked = target.with_name(target.name + _CHECKED_SUFFIX)
+    try:
+        if checked.read_text(encoding="ascii") == f"{digest} {_stat_of(target)}":
+            return True
+    except (OSError, UnicodeDecodeError):
+        pass
+    part = checked.with_name(f".{checked.name}.{os.getpid()}.{threading.get_ident()}.part")
+    try:  # its modification time: a clock reading of the file system's own, before hashing
+        part.write_text("", encoding="ascii")
+        began = part.stat().st_mtime_ns
+    except OSError:
+        return _sha256(target) == digest
+    try:
+        before = os.stat(target)
+        if _sha256(target) != digest:
+            return False
+        if before.st_ctime_ns < began and _stat_of(target) == _of(before):
+            part.write_text(f"{digest} {_of(before)}", encoding="ascii")
+            os.replace(part, checked)
+        return True
+    except OSError:
+        return False
+    finally:
+        part.unlink(missing_ok=True)
+
+
+def _stat_of(path: Path) -> str:
+    return _of(os.stat(path))
+
+
+def _of(st: os.stat_result) -> str:
+    return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
 
 def _build(source: Path, source_sha256: str, folder: Path, target: Path) -> None:

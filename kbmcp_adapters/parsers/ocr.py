@@ -25,6 +25,7 @@ from typing import Any
 
 from kbmcp_adapters.parsers.budget import DEFAULT_LIMITS, Meter, ParserLimits
 from kbmcp_adapters.parsers.chunking import Unit, join_lines, merge_tiny, split_range
+from kbmcp_adapters.parsers.formats import IMAGE_EXTENSIONS
 from kbmcp_adapters.parsers.headings import title_from_path
 from kbmcp_adapters.parsers.ocrengine import INSTALL_HINT, RapidEngine
 from kbmcp_core.errors import ParseError
@@ -34,7 +35,6 @@ from kbmcp_core.ports import ChunkBudget
 __all__ = ["IMAGE_EXTENSIONS", "INSTALL_HINT", "MAX_OCR_PAGES", "MAX_PIXELS", "OCR_DPI",
            "OCR_PAGE_SECONDS", "ImageParser", "OcrBudget", "engine"]
 
-IMAGE_EXTENSIONS: tuple[str, ...] = ("png", "jpg", "jpeg", "tif", "tiff", "webp")
 #: The resolution a PDF page without text is rendered at for recognition.
 OCR_DPI = 200
 #: The largest page recognised: 40 megapixels (an A4 page at 200 dpi is 3.9).

@@ -12,13 +12,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from kbmcp_adapters.parsers.budget import DEFAULT_LIMITS, ParserLimits
-from kbmcp_adapters.parsers.codelangs import CODE_EXTENSIONS, INSTALL_HINT, missing_grammars
 from kbmcp_adapters.parsers.converted import convertible
+from kbmcp_adapters.parsers.formats import (
+    FORMAT_EXTENSIONS,
+    KNOWN_FORMATS,
+    READABLE_EXTENSIONS,
+    enabled_names,
+)
 from kbmcp_adapters.parsers.isolation import IsolatedParser, Isolation, WorkerPool
 from kbmcp_adapters.parsers.markdown import MarkdownParser
-from kbmcp_adapters.parsers.ocr import IMAGE_EXTENSIONS
 from kbmcp_adapters.parsers.text import TextParser
-from kbmcp_core.errors import ConfigError
 from kbmcp_core.ports import Parser
 
 __all__ = [
@@ -31,22 +34,6 @@ __all__ = [
     "build_registry",
 ]
 
-#: The names accepted by ``[parsers].enabled``, in documentation order.
-KNOWN_FORMATS: tuple[str, ...] = (
-    "md", "txt", "pdf", "html", "docx", "pptx", "xlsx", "epub", "rst", "adoc", "ipynb", "code",
-    "ocr",
-)  # fmt: skip
-#: The file extensions of every format in ``KNOWN_FORMATS``, enabled or not (each parser's
-#: ``extensions``; a test keeps the two in step): a file with one of them that is not
-#: indexed is "format not enabled", any other "not a supported format".
-FORMAT_EXTENSIONS: Mapping[str, tuple[str, ...]] = {
-    "md": ("md", "markdown"), "txt": ("txt",), "pdf": ("pdf",), "html": ("html", "htm"),
-    "docx": ("docx",), "pptx": ("pptx",), "xlsx": ("xlsx",), "epub": ("epub",),
-    "rst": ("rst", "rest"), "adoc": ("adoc", "asciidoc"), "ipynb": ("ipynb",),
-    "code": CODE_EXTENSIONS, "ocr": IMAGE_EXTENSIONS,
-}  # fmt: skip
-READABLE_EXTENSIONS: frozenset[str] = frozenset(
-    extension for extensions in FORMAT_EXTENSIONS.values() for extension in extensions)
 #: The formats converted from untrusted bytes by a library or a parser of their syntax
 #: (reST, AsciiDoc, notebooks: cited by their own lines, decision 0029).
 CONVERTED: tuple[str, ...] = ("pdf", "html", "docx", "pptx", "xlsx", "epub", "rst", "adoc",
@@ -115,24 +102,7 @@ def build_registry(
     ConfigError naming the valid values. The converted formats get ``limits``, and run
     in one worker pool when ``isolation`` is given (in this process when it is None).
     Nothing is started here: the pool starts its first worker on the first file."""
-    valid = ", ".join(KNOWN_FORMATS)
-    if isinstance(enabled, str) or not enabled:
-        raise ConfigError(f"[parsers].enabled must be a non-empty list of: {valid}")
-    names: list[str] = []
-    for name in enabled:
-        key = name.strip().lower() if isinstance(name, str) else None
-        if key not in KNOWN_FORMATS:
-            raise ConfigError(f"[parsers].enabled: unknown format {name!r}; valid: {valid}")
-        if key not in names:
-            names.append(key)
-    if "code" in names and missing_grammars():
-        raise ConfigError("[parsers].enabled: the code format needs tree-sitter and its "
-                          f"grammars, which are not installed: {INSTALL_HINT}")
-    if "ocr" in names:
-        from kbmcp_adapters.parsers.ocrengine import missing_engine
-
-        if (reason := missing_engine()) is not None:
-            raise ConfigError(f"[parsers].enabled: {reason}")
+    names = enabled_names(enabled)
     ocr = "ocr" in names
     converted = tuple(name for name in names if name in CONVERTED)
     pool = WorkerPool(converted, limits, isolation) if isolation and converted else None

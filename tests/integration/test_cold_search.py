@@ -160,3 +160,71 @@ def test_the_parser_registry_is_built_without_yaml_until_frontmatter_is_read() -
                           timeout=300, check=True)
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got == {"before": False, "after": True, "title": "Keys", "date": "2024-01-02"}
+
+
+PARSERS = """
+import json, sys
+from pathlib import Path
+from kbmcp_adapters.app.bootstrap import settings_for
+from kbmcp_cli.search_cmd import local_search
+found = local_search(settings_for(Path(sys.argv[1]), None), sys.argv[2], {"limit": 3})
+print(json.dumps({"paths": [h["path"] for h in found["results"]],
+                  "uris": {h["path"]: h.get("uri") for h in found["results"]},
+                  "parsers": sorted(m for m in sys.modules
+                                    if m.startswith("kbmcp_adapters.parsers.")
+                                    and not m.endswith((".formats", ".codelangs")))}))
+"""
+
+
+def test_a_search_asks_which_formats_are_enabled_without_importing_a_parser(
+        tmp_path: Path, kb_env: dict[str, str]) -> None:
+    """The offer rules of a search need only the enabled extensions: read from the formats'
+    table, not from a registry of parsers and their worker pool (~0.1 s of imports); a
+    document of a format no longer enabled is still found but not offered (no URI)."""
+    root = tmp_path / "kb"
+    write_files(root, {**FILES, "notes.txt": "Rotate the signing keys, says the text.\n"})
+    (root / "kb-mcp.toml").write_text('[parsers]\nenabled = ["md", "txt"]\n', encoding="utf-8")
+    models = Path(kb_env["XDG_CACHE_HOME"]) / "kb-mcp" / "models"
+    settings = build_settings(None, cwd=root, kb_path=root)
+    kb = KnowledgeBase(bootstrap(settings, embedder=FastEmbedEmbedder(cache_dir=models)))
+    try:
+        kb.index()
+    finally:
+        kb.close()
+    (root / "kb-mcp.toml").write_text('[parsers]\nenabled = ["md"]\n', encoding="utf-8")
+    done = subprocess.run([sys.executable, "-c", PARSERS, str(root), "signing keys rotated"],
+                          env=kb_env, capture_output=True, text=True, timeout=300, check=False,
+                          cwd=root)
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["paths"][0] == "keys.md"
+    assert got["uris"]["keys.md"] == "kb://doc/keys.md"
+    assert got["uris"]["notes.txt"] is None  # indexed, but its format is no longer enabled
+    assert got["parsers"] == []
+
+
+AHEAD = """
+import json, sys
+from kbmcp_adapters.app.vectors_ahead import VectorsOpenedAhead
+
+class Vectors:
+    seen = None
+
+    def count(self):
+        Vectors.seen = "numpy" in sys.modules  # what the thread finds when it starts
+        return 0
+
+ahead = VectorsOpenedAhead(Vectors())
+print(json.dumps({"count": ahead.count(), "numpy_before_the_thread": Vectors.seen}))
+"""
+
+
+def test_the_vectors_thread_starts_after_numpy_is_imported() -> None:
+    """LanceDB's import (pyarrow's numpy) in the vectors' thread and the model's
+    (onnxruntime's numpy) on the search's thread must not import numpy at once: a fresh
+    `kb-mcp search` failed with "import numpy failed" (a module half initialised) when
+    they did. numpy is imported before the thread starts."""
+    done = subprocess.run([sys.executable, "-c", AHEAD], capture_output=True, text=True,
+                          timeout=300, check=True)
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got == {"count": 0, "numpy_before_the_thread": True}

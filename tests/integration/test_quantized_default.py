@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -153,3 +154,56 @@ def test_the_integer_copy_embeds_several_texts_at_once_with_the_same_vectors(
     alone = FastEmbedEmbedder(INTEGER_MODEL_ID, cache_dir=cache, text_pool=False)
     assert alone.embed_documents(texts) == pooled
     assert [model.embed_query(t) for t in texts[:3]] == pooled[:3]
+
+
+def _stamped_copy(folder: Path, data: bytes) -> Path:
+    """A stand-in copy (its own bytes, not the model's) with a stamp naming them."""
+    folder.mkdir(parents=True, exist_ok=True)
+    copy = folder / quantize.QUANTIZED_FILE
+    copy.write_bytes(data)
+    stamp = {**quantize._expected_stamp("source"), "sha256": quantize._sha256(copy)}  # noqa: SLF001
+    (folder / STAMP).write_text(json.dumps(stamp), encoding="utf-8")
+    return copy
+
+
+def _until_the_file_clock_passes(changed: Path) -> None:
+    """Wait (on a condition, with a deadline) until a file written now has a later change
+    time than ``changed``: file times advance by the kernel's tick."""
+    probe = changed.with_name("probe")
+    for _ in range(100_000):
+        probe.write_bytes(b"")
+        if probe.stat().st_ctime_ns > changed.stat().st_ctime_ns:
+            probe.unlink()
+            return
+    raise AssertionError("the file system's clock did not move")
+
+
+def test_a_copy_hashed_once_is_not_hashed_again_until_it_changes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fresh search skips the integer copy's 58 MB sha256 when the file is the one a
+    matching hash saw (same device, inode, size, modification and change times); bytes
+    changed in place, even with the same size and the old modification time, are caught."""
+    copy = _stamped_copy(tmp_path, b"integer weights " * 4096)
+    _until_the_file_clock_passes(copy)
+    hashed: list[str] = []
+    real = quantize._sha256  # noqa: SLF001
+
+    def spy(path: Path) -> str:
+        hashed.append(path.name)
+        return real(path)
+
+    monkeypatch.setattr(quantize, "_sha256", spy)
+
+    assert quantize.intact(copy, "source")
+    assert quantize.intact(copy, "source")  # another process: the same file, not hashed
+    assert hashed == [quantize.QUANTIZED_FILE]
+
+    seen = copy.stat()
+    data = bytearray(copy.read_bytes())
+    data[100] ^= 0xFF
+    copy.write_bytes(bytes(data))  # the same size
+    os.utime(copy, ns=(seen.st_atime_ns, seen.st_mtime_ns))  # and the old modification time
+    assert not quantize.intact(copy, "source")
+    assert not quantize.intact(copy, "source")
+    assert hashed == [quantize.QUANTIZED_FILE] * 3
+
