@@ -49,7 +49,6 @@ from kbmcp_core.meta_keys import (
 )
 from kbmcp_core.models import (
     EMBED_TEXT,
-    EMBED_TEXT_UNPLACED,
     FAIL_PARSE,
     INDEX_CAP_BYTES,
     SKIP_NO_TEXT,
@@ -61,8 +60,8 @@ from kbmcp_core.models import (
     RunSummary,
     Vector,
     extension_of,
-    place_of,
     vector_text_of,
+    whole_text_of,
 )
 from kbmcp_core.offer import topic_of
 from kbmcp_core.ports import (
@@ -274,9 +273,8 @@ class IndexRun:
         if self.force:
             d.vectors.reset()
             self._record_model()
-        mark = d.store.get_meta(META_EMBED_TEXT)
-        if mark != EMBED_TEXT:
-            self._renew_vectors(mark)
+        if d.store.get_meta(META_EMBED_TEXT) != EMBED_TEXT:
+            self._renew_vectors()
         repair = self._needs_repair()
         if repair:
             self._repair()
@@ -426,11 +424,9 @@ class IndexRun:
         self._report("vectors", 0, len(todo), "")
         for start in range(0, len(todo), step):
             found = d.store.get_chunks(todo[start : start + step])
-            # embedded from its place and prose; two chunks share a model run only when
-            # that text is the same (the same words in two documents: two places)
-            texts = {c.id: vector_text_of(c.heading_path, c.content, c.document_path)
-                     for c in found.values()}
-            rows = [(cid, text_hash(t), t) for cid, t in texts.items()]
+            # keyed by the chunk's hash (its whole text), embedded from its prose
+            rows = [(c.id, text_hash(whole_text_of(c.heading_path, c.content)),
+                     vector_text_of(c.heading_path, c.content)) for c in found.values()]
             try:
                 self._write_vectors(rows, {}, {h: found[cid].document_path
                                                for cid, h, _ in rows})
@@ -494,23 +490,16 @@ class IndexRun:
         current = d.vectors.fingerprint()
         return current is None or current != d.store.get_meta(META_VECTORS)
 
-    def _renew_vectors(self, mark: str | None) -> None:
+    def _renew_vectors(self) -> None:
         """The stored vectors were made from other text than ``vector_text_of`` gives now
-        (an index from before decision 0020, or 0059): drop them all, so that this run's
-        phase two embeds every chunk again; keyword search goes on meanwhile. An index of
-        0020's text whose documents all sit at the top of the folder has the vectors
-        0059's text gives (no place to add): it only gets the new mark. The mark that says
+        (an index from before decision 0020): drop them all, so that this run's phase two
+        embeds every chunk again; keyword search goes on meanwhile. The mark that says
         which text the vectors come from is written only after they are dropped, so a run
         killed in between drops them again."""
         d = self.deps
-        paths = d.store.indexed_states()
-        if mark == EMBED_TEXT_UNPLACED and not any(place_of(p) for p in paths):
-            d.store.set_meta(META_EMBED_TEXT, EMBED_TEXT)
-            return
-        if paths and not self.force:
-            log.info("the text given to the model changed (its document's place leads "
-                     "each chunk): every chunk is embedded again; keyword search works "
-                     "meanwhile")
+        if d.store.indexed_states() and not self.force:
+            log.info("the text given to the model changed (code blocks are left out): "
+                     "every chunk is embedded again; keyword search works meanwhile")
             d.store.set_meta(META_IN_PROGRESS, d.clock.now_iso())
             d.vectors.reset()
         d.store.set_meta(META_EMBED_TEXT, EMBED_TEXT)
