@@ -6,13 +6,14 @@ inode, size and times mean the same bytes. What the open refused is still refuse
 from __future__ import annotations
 
 import os
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
 
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 from kbmcp_adapters.filesystem import hash_cache
-from kbmcp_adapters.filesystem.local import LocalFileSystem
+from kbmcp_adapters.filesystem.local import LocalFileSystem, OpenedFile
 from kbmcp_core.models import SKIP_HARD_LINK, SKIP_LINK
 from tests.conftest import OpenKb, write_files
 
@@ -25,7 +26,7 @@ def opened(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
     seen: list[str] = []
     real = LocalFileSystem.open_file
 
-    def counted(self: LocalFileSystem, rel_path: str):  # type: ignore[no-untyped-def]
+    def counted(self: LocalFileSystem, rel_path: str) -> AbstractContextManager[OpenedFile]:
         seen.append(rel_path)
         return real(self, rel_path)
 
