@@ -69,6 +69,7 @@ class ExclusionRules:
         self._spec = GitIgnoreSpec.from_lines(lines) if lines else None
         self._root = root
         self._holds_index: dict[str, bool] = {}
+        self._folders: dict[str, tuple[str | None, tuple[str, ...], tuple[str, ...]]] = {}
 
     @classmethod
     def load(
@@ -95,7 +96,35 @@ class ExclusionRules:
 
     def reason(self, rel_path: str, is_dir: bool = False) -> str | None:
         """Why the path is excluded (``SKIP_EXCLUDED_FOLDER``, ``SKIP_IGNORED`` or
-        ``SKIP_INDEX_FOLDER`` or ``INDEX_FOLDER``), or None when it is not."""
+        ``SKIP_INDEX_FOLDER`` or ``INDEX_FOLDER``), or None when it is not.
+
+        What its folders say is looked up once per folder for the rules' life: a walk asks
+        about every file of a folder (222,500 files: a tenth of an unchanged run's time
+        went to taking each path apart again; decision 0058's addendum)."""
+        folder, _, name = rel_path.rpartition("/")
+        if name in ("", ".") or rel_path.startswith("/"):  # the whole path, part by part
+            return self.whole_reason(rel_path, is_dir)
+        above, named, parts = self._folder(folder)
+        if above is not None:
+            return above
+        named, parts = (*named, name), (*parts, name.lower())
+        if is_dir:
+            return self._dir_excluded(parts, named)
+        if self._spec is not None and self._spec.match_file("/".join(parts)):
+            return SKIP_IGNORED
+        return None
+
+    def _folder(self, folder: str) -> tuple[str | None, tuple[str, ...], tuple[str, ...]]:
+        """(why ``folder`` is excluded or None, its parts as on disk, lowercased)."""
+        known = self._folders.get(folder)
+        if known is None:
+            named, parts = PurePosixPath(folder).parts, PurePosixPath(folder.lower()).parts
+            known = (self.whole_reason(folder, is_dir=True) if parts else None, named, parts)
+            self._folders[folder] = known
+        return known
+
+    def whole_reason(self, rel_path: str, is_dir: bool = False) -> str | None:
+        """``reason``, each part of the path looked at again."""
         named = PurePosixPath(rel_path).parts  # as on disk, for the look inside a folder
         parts = PurePosixPath(rel_path.lower()).parts  # (lower() never adds a "/")
         if not parts:

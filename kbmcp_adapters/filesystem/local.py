@@ -48,6 +48,8 @@ class Entry:
     kind: EntryKind
     nlink: int
     size: int
+    #: (device, inode, size, modification and change times in ns), as ``OpenedFile.stamp``
+    stamp: tuple[int, int, int, int, int] | None = None
 
 
 class NoSuchPath(NoSuchDocument):
@@ -72,7 +74,7 @@ class OpenedFile:
         self._fd = fd
         self._rel = rel_path
         self.size = st.st_size
-        self.stamp = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        self.stamp = _stamp(st)
 
     def read(self, cap: int) -> bytes | None:
         """At most ``cap`` bytes; None when the file holds more (nothing is read when the
@@ -199,7 +201,7 @@ class LocalFileSystem:
                     kind = _kind(st.st_mode)
                     if kind == "link" and _points_to_folder(item):
                         kind = "link_to_folder"
-                    found.append(Entry(item.name, kind, st.st_nlink, st.st_size))
+                    found.append(Entry(item.name, kind, st.st_nlink, st.st_size, _stamp(st)))
         except OSError as exc:
             raise PathRefused(rel_dir or ".", f"cannot list ({exc.strerror})") from None
         except (ValueError, UnicodeError):
@@ -226,7 +228,11 @@ class LocalFileSystem:
             return None
         except OSError as exc:
             raise PathRefused(rel_path, f"cannot stat ({exc.strerror})") from None
-        return Entry(parts[-1], kind, st.st_nlink, st.st_size)
+        return Entry(parts[-1], kind, st.st_nlink, st.st_size, _stamp(st))
+
+
+def _stamp(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _parts(rel_path: str) -> list[str]:

@@ -99,7 +99,8 @@ def classify(
     extension is not enabled is "format not enabled" when kb-mcp could read it
     (``readable``: every format's extensions), else "not a supported format". With
     ``known`` (the walk's remembered hashes), a file whose descriptor has the stamp it had
-    when last hashed is not read: its hash is the one kept (``hash_cache``).
+    when last hashed is not read: its hash is the one kept (``hash_cache``); when the
+    listing's own stamp (``entry.stamp``) is that one, the file is not even opened.
     """
     why = rules.reason(rel_path)
     if why == INDEX_FOLDER or rel_path == IGNORE_FILE_NAME:
@@ -117,6 +118,13 @@ def classify(
         return Refusal(rel_path, NOT_A_REGULAR_FILE, "absent", SKIP_SPECIAL)
     if entry.nlink > 1:
         return Refusal(rel_path, MORE_THAN_ONE_LINK, "absent", SKIP_HARD_LINK)
+    if known is not None and entry.stamp is not None and entry.size <= INDEX_CAP_BYTES and (
+            needs_hash is None or needs_hash(rel_path, entry.size)):
+        # the listing (root-bound, links not followed) saw the very inode, size and times
+        # the file had when last hashed: not opened again (decision 0058's addendum)
+        kept = known.hash_of(rel_path, entry.stamp)
+        if kept is not None:
+            return DiskFile(rel_path, entry.size, kept)
     try:
         with fs.open_file(rel_path) as handle:
             size = handle.size

@@ -19,7 +19,13 @@ from typing import TYPE_CHECKING
 from kbmcp_adapters.vectors import ann_policy, lance_cache
 from kbmcp_adapters.vectors.ann_policy import ANN_MIN_ROWS
 from kbmcp_adapters.vectors.lance_import import import_lancedb
-from kbmcp_adapters.vectors.nearest import exact_max_ids, in_predicate, nearest, post_filtered
+from kbmcp_adapters.vectors.nearest import (
+    exact_max_ids,
+    id_filter,
+    in_predicate,
+    nearest,
+    post_filtered,
+)
 from kbmcp_adapters.vectors.translate import Outage, translate
 from kbmcp_core.errors import StoreError
 from kbmcp_core.models import Vector
@@ -538,7 +544,7 @@ def _read_rows(
     keys: list[npt.NDArray[np.int64]] = []
     parts: list[npt.NDArray[np.float32]] = []
     for part in _batches(ids, _IN_BATCH):
-        data = table.search().where(in_predicate(part)).select([_ID, _VECTOR]).limit(None)
+        data = table.search().where(id_filter(part)).select([_ID, _VECTOR]).limit(None)
         got = data.to_arrow()
         if got.num_rows == 0:
             continue
