@@ -246,12 +246,12 @@ class JointStore:
                                  for i, hits in zip(asked, found, strict=True)
                                  for hit in hits), limit)
 
-    def keyword_statistics(self, query: str, document_paths: Collection[str] | None = None
-                           ) -> KeywordStatistics:
+    def keyword_statistics(self, query: str, document_paths: Collection[str] | None = None,
+                           *, presence: bool = False) -> KeywordStatistics:
         allowed = None if document_paths is None else self._ids.paths_by_part(document_paths)
         each = [p.store.keyword_statistics(
-            query, None if allowed is None else allowed.get(i, [])) for i, p in
-            enumerate(self._parts)]
+            query, None if allowed is None else allowed.get(i, []), presence=presence)
+            for i, p in enumerate(self._parts)]
         return sum(each[1:], each[0])
 
     def keyword_hits(self, query: str, limit: int, document_paths: Collection[str] | None,

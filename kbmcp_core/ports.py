@@ -414,10 +414,13 @@ class IndexReader(DocumentCatalog, ConvertedTexts, Protocol):
         of it". ``document_paths`` restricts the search when given."""
         ...
 
-    def keyword_statistics(self, query: str, document_paths: Collection[str] | None = None
-                           ) -> KeywordStatistics:
+    def keyword_statistics(self, query: str, document_paths: Collection[str] | None = None,
+                           *, presence: bool = False) -> KeywordStatistics:
         """The counts this store's keyword leg scores ``query`` on (chunks, and the chunks
-        holding each term), for a joint search to pool over several stores (0052)."""
+        holding each term), for a joint search to pool over several stores (0052).
+        ``presence``: only which terms some chunk holds matters (``low_confidence``'s
+        unseen words): a held term counts at least 1, not necessarily how many hold it,
+        which a store may answer with the first match instead of counting them all."""
         ...
 
     def keyword_hits(self, query: str, limit: int, document_paths: Collection[str] | None,

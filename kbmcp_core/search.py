@@ -184,8 +184,9 @@ class Searcher:
         lexical = legs.lexical
         if lexical is not None and pool > CONFIDENCE_DEPTH:
             lexical = self.store.lexical_search(req.text, CONFIDENCE_DEPTH, allowed.paths)
-        statistics = (self.store.keyword_statistics(req.text) if lexical is not None
-                      else None)
+        # only which words no chunk holds is asked: not how many chunks hold the others
+        statistics = (self.store.keyword_statistics(req.text, presence=True)
+                      if lexical is not None else None)
         return evidence(hits=hits, vector=legs.vector, chunks=legs.chunks, lexical=lexical,
                         readable=legs.readable, statistics=statistics)
 

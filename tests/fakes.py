@@ -396,8 +396,8 @@ class FakeIndexStore:
                     scored.append((c.id, overlap / len(words)))
         return sorted(scored, key=lambda x: -x[1])[:limit]
 
-    def keyword_statistics(self, query: str, document_paths: Collection[str] | None = None
-                           ) -> KeywordStatistics:
+    def keyword_statistics(self, query: str, document_paths: Collection[str] | None = None,
+                           *, presence: bool = False) -> KeywordStatistics:
         """None to pool: the fake's relevance (the share of the query's words a chunk
         holds) depends on the chunk alone."""
         return KeywordStatistics(len(self.chunk_ids()))

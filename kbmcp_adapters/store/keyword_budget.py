@@ -39,7 +39,7 @@ from kbmcp_adapters.store.lexical import Terms, quote
 from kbmcp_adapters.store.tables import JOIN_DOCUMENTS, PATH_FILTER
 
 __all__ = ["KEYWORD_BUDGET", "Narrowed", "TermCounts", "any_match", "narrow", "row_count",
-           "match_counts", "sample_floor", "token_counts"]
+           "held_counts", "match_counts", "sample_floor", "token_counts"]
 
 #: Most matching chunks the keyword leg scores with BM25 (about 50 ms of scoring).
 KEYWORD_BUDGET = 20_000
@@ -126,6 +126,8 @@ class TermCounts:
 
 #: A phrase's or a substring's count is kept under its text after this (no token has it).
 MATCHED = "\x00match:"
+#: Whether any row holds a phrase or a substring (1 or 0), kept under its text after this.
+HELD = "\x00held:"
 #: Each token's count of rows, kept while a table is unchanged (``keyword_budget``).
 _COUNTS = TermCounts()
 
@@ -176,6 +178,30 @@ def any_match(conn: Connection, table: str, expression: str, paths: str | None) 
         if "fts5" not in str(exc.orig):
             raise
         return False  # as ``_fts_leg``: a rejected expression finds nothing
+
+
+def held_counts(conn: Connection, table: str, terms: Sequence[str]) -> dict[str, int]:
+    """1 for each term of several tokens some row of ``table`` holds, 0 for the others:
+    the first match ends the look (``match_counts`` reads every match, which on a large
+    index is most of a search for a common word). A count ``match_counts`` already knows
+    answers too; both are remembered while the index is unchanged."""
+    rows = row_count(conn, table)
+    where = (str(conn.engine.url), table)
+    keys = {t: (MATCHED + t, HELD + t) for t in terms}
+    wanted = [key for pair in keys.values() for key in pair]
+    known = {} if rows is None else _COUNTS.known(where, rows[1], wanted)
+    out: dict[str, int] = {}
+    for term, (counted, held) in keys.items():
+        if counted in known:
+            out[term] = min(known[counted], 1)
+            continue
+        if held not in known:
+            first = f"SELECT 1 FROM {table} WHERE {table} MATCH :t LIMIT 1"
+            known[held] = int(conn.execute(text(first), {"t": quote(term)}).first() is not None)
+            if rows is not None:
+                _COUNTS.keep(where, rows[1], {held: known[held]})
+        out[term] = known[held]
+    return out
 
 
 def match_counts(conn: Connection, table: str, terms: Sequence[str]) -> dict[str, int]:

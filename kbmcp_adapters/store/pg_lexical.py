@@ -87,10 +87,13 @@ def _any_grams_leg(conn: Connection, match: Terms, coverage: Sequence[str], limi
     return leg if leg is not None else _grams_leg(conn, match, coverage, limit, paths, pooled)
 
 
-def statistics(conn: Connection, query: str, paths: str | None) -> KeywordStatistics:
+def statistics(conn: Connection, query: str, paths: str | None, *,
+               presence: bool = False) -> KeywordStatistics:
     """This store's counts for ``query`` (decision 0052): chunks in the index, the chunks
     holding each term of each leg (as the leg counts them), and whether the word leg
-    matched a chunk among ``paths`` (else the trigram leg stands in, as in ``rank``)."""
+    matched a chunk among ``paths`` (else the trigram leg stands in, as in ``rank``).
+    ``presence`` asks for less (whether each term is held); one scan gives the counts
+    anyway, so they are what it gets."""
     compiled = compile_query(query)
     holding: dict[tuple[str, str], int] = {}
     found: set[str] = set()

@@ -48,8 +48,10 @@ def _chunks(conn: Connection) -> int:
     return int(conn.execute(text("SELECT count(*) FROM chunks")).scalar_one() or 0)
 
 
-def statistics(conn: Connection, query: str, paths: str | None) -> KeywordStatistics:
-    """This store's counts for ``query``: what ``hits`` of any store needs, summed."""
+def statistics(conn: Connection, query: str, paths: str | None, *,
+               presence: bool = False) -> KeywordStatistics:
+    """This store's counts for ``query``: what ``hits`` of any store needs, summed.
+    ``presence``: only whether each term is held (``_document_frequencies``)."""
     compiled = compile_query(query)
     holding: dict[tuple[str, str], int] = {}
     found: set[str] = set()
@@ -60,7 +62,8 @@ def statistics(conn: Connection, query: str, paths: str | None) -> KeywordStatis
             continue
         terms = list(dict.fromkeys([*match.all, *coverage]))
         holding.update(zip(((table, t) for t in terms),
-                           _document_frequencies(conn, table, terms), strict=True))
+                           _document_frequencies(conn, table, terms, presence=presence),
+                           strict=True))
         if any_match(conn, table, expression, paths):
             found.add(table)
     return KeywordStatistics(_chunks(conn), holding, frozenset(found))

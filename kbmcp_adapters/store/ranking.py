@@ -25,6 +25,7 @@ from sqlalchemy.exc import OperationalError
 
 from kbmcp_adapters.store.keyword_budget import (
     KEYWORD_BUDGET,
+    held_counts,
     match_counts,
     narrow,
     row_count,
@@ -238,13 +239,17 @@ def _weigh_by_coverage(
     return weigh_by_coverage(leg, total, df, holders)
 
 
-def _document_frequencies(conn: Connection, table: str, terms: Sequence[str]) -> list[int]:
-    """How many rows of ``table`` hold each term, as ``MATCH '"term"'`` would count them."""
+def _document_frequencies(conn: Connection, table: str, terms: Sequence[str], *,
+                          presence: bool = False) -> list[int]:
+    """How many rows of ``table`` hold each term, as ``MATCH '"term"'`` would count them.
+    ``presence``: a term of several tokens counts 1 when some row holds it, not how many
+    (``held_counts``); a single token's count is read from the vocabulary either way."""
     tokens = [_tokens(table, term) for term in terms]
     single = sorted({t[0] for t in tokens if len(t) == 1})
     counts = token_counts(conn, table, single) if single else {}
     several = [term for term, t in zip(terms, tokens, strict=True) if len(t) > 1]
-    matched = match_counts(conn, table, several) if several else {}
+    count_several = held_counts if presence else match_counts
+    matched = count_several(conn, table, several) if several else {}
     df: list[int] = []
     for term, its_tokens in zip(terms, tokens, strict=True):
         if len(its_tokens) == 1:

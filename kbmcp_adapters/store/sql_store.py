@@ -105,7 +105,7 @@ class Dialect:
     #: (chunk id, relevance in (0, 1]) best first, for (conn, query, limit, paths)
     rank: Ranker
     #: the keyword counts of (conn, query, paths), and the legs scored on pooled ones
-    statistics: Callable[[Connection, str, str | None], KeywordStatistics]
+    statistics: Callable[..., KeywordStatistics]
     hits: Callable[[Connection, str, int, str | None, KeywordStatistics], list[KeywordHit]]
 
 
@@ -562,14 +562,16 @@ class SqlIndexStore:
         with self._read() as conn:
             return self._dialect.rank(conn, query, limit, _paths_json(document_paths))
 
-    def keyword_statistics(self, query: str, document_paths: Collection[str] | None = None
-                           ) -> KeywordStatistics:
+    def keyword_statistics(self, query: str, document_paths: Collection[str] | None = None,
+                           *, presence: bool = False) -> KeywordStatistics:
         """The counts the keyword legs score ``query`` on, to pool (decision 0052): over
-        the whole index, as BM25 counts them; only ``found`` keeps to ``document_paths``."""
+        the whole index, as BM25 counts them; only ``found`` keeps to ``document_paths``.
+        ``presence``: a held term may count 1 however many chunks hold it (the port)."""
         if not query.strip():
             return KeywordStatistics()
         with self._read() as conn:
-            return self._dialect.statistics(conn, query, _paths_json(document_paths))
+            return self._dialect.statistics(conn, query, _paths_json(document_paths),
+                                            presence=presence)
 
     def keyword_hits(self, query: str, limit: int, document_paths: Collection[str] | None,
                      statistics: KeywordStatistics) -> list[KeywordHit]:

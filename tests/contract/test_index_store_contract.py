@@ -355,6 +355,22 @@ def test_pooled_counts_are_the_sum_of_the_stores(store: IndexStore) -> None:
     assert doubled.holding == {k: 2 * n for k, n in own.holding.items()}
 
 
+@pytest.mark.parametrize("query", ["kubernetes", "green tea", "tea minutes zzyzx",
+                                   '"green tea" minutes', "atch", "nothing-here qqq"])
+def test_presence_statistics_hold_the_same_terms_as_the_counts(
+        store: IndexStore, query: str) -> None:
+    # what ``low_confidence`` asks (the words no chunk holds): a term is held, or not,
+    # alike in both; the chunks and the legs that matched are the same
+    fill(store)
+    counted = store.keyword_statistics(query)
+    held = store.keyword_statistics(query, presence=True)
+    assert held.chunks == counted.chunks and held.found == counted.found
+    assert held.holding.keys() == counted.holding.keys()
+    assert {k for k, n in held.holding.items() if n} == {
+        k for k, n in counted.holding.items() if n}
+    assert all(0 <= held.holding[k] <= n for k, n in counted.holding.items())
+
+
 def test_lexical_search_honours_paths_and_limit(store: IndexStore) -> None:
     fill(store)
     assert store.lexical_search("kubernetes", 5, ["notes/tea.md"]) == []

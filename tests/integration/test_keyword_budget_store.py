@@ -96,3 +96,28 @@ def test_under_a_filter_the_budget_counts_the_filters_share(
                 conn, FTS_WORDS, c.word_coverage, leg)
         assert found == whole
         assert len(found) == 10
+
+
+def test_presence_statistics_stop_at_the_first_match(tmp_path: Path) -> None:
+    # ``low_confidence`` asks only whether a word is held: a substring held by all 120
+    # chunks counts 1 instead of being counted match by match (most of a search at a
+    # million chunks), and one no chunk holds is 0 either way
+    from sqlalchemy import event
+
+    from kbmcp_adapters.store.tables import FTS_GRAMS
+
+    store = SqlIndexStore(f"sqlite:///{tmp_path / 'index.db'}", create=True)
+    try:
+        _write(store)
+        statements: list[str] = []
+        event.listen(store._engine, "before_cursor_execute",  # noqa: SLF001
+                     lambda _c, _cur, sql, *_a: statements.append(sql))
+        held = store.keyword_statistics("ervic zqxw", presence=True)
+        assert held.holding[(FTS_GRAMS, "ervic")] == 1
+        assert held.holding[(FTS_GRAMS, "zqxw")] == 0
+        assert not any("count(*)" in s and "MATCH" in s for s in statements), statements
+        counted = store.keyword_statistics("ervic zqxw")
+        assert counted.holding[(FTS_GRAMS, "ervic")] == 120
+        assert counted.holding[(FTS_GRAMS, "zqxw")] == 0
+    finally:
+        store.close()
