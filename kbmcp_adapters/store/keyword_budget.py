@@ -183,39 +183,36 @@ def any_match(conn: Connection, table: str, expression: str, paths: str | None) 
 def held_counts(conn: Connection, table: str, terms: Sequence[str]) -> dict[str, int]:
     """1 for each term of several tokens some row of ``table`` holds, 0 for the others:
     the first match ends the look (``match_counts`` reads every match, which on a large
-    index is most of a search for a common word). A count ``match_counts`` already knows
-    answers too; both are remembered while the index is unchanged."""
-    rows = row_count(conn, table)
-    where = (str(conn.engine.url), table)
-    keys = {t: (MATCHED + t, HELD + t) for t in terms}
-    wanted = [key for pair in keys.values() for key in pair]
-    known = {} if rows is None else _COUNTS.known(where, rows[1], wanted)
-    out: dict[str, int] = {}
-    for term, (counted, held) in keys.items():
-        if counted in known:
-            out[term] = min(known[counted], 1)
-            continue
-        if held not in known:
-            first = f"SELECT 1 FROM {table} WHERE {table} MATCH :t LIMIT 1"
-            known[held] = int(conn.execute(text(first), {"t": quote(term)}).first() is not None)
-            if rows is not None:
-                _COUNTS.keep(where, rows[1], {held: known[held]})
-        out[term] = known[held]
-    return out
+    index is most of a search for a common word). A count already known answers too."""
+    return _remembered(conn, table, terms, first_only=True)
 
 
 def match_counts(conn: Connection, table: str, terms: Sequence[str]) -> dict[str, int]:
     """How many rows of ``table`` each term of several tokens matches (``MATCH '"term"'``,
     which reads its tokens' postings), remembered as ``token_counts`` are."""
+    return _remembered(conn, table, terms, first_only=False)
+
+
+def _remembered(conn: Connection, table: str, terms: Sequence[str], *, first_only: bool
+                ) -> dict[str, int]:
+    """Each term's count (``first_only``: 1 or 0), from what this state of the index
+    already answered (a count answers a presence question too), else asked and kept."""
     rows = row_count(conn, table)
     where = (str(conn.engine.url), table)
-    keys = {t: MATCHED + t for t in terms}
-    known = {} if rows is None else _COUNTS.known(where, rows[1], list(keys.values()))
+    keys = {t: (MATCHED + t, HELD + t) for t in terms}
+    wanted = [key for pair in keys.values() for key in (pair if first_only else pair[:1])]
+    known = {} if rows is None else _COUNTS.known(where, rows[1], wanted)
+    sql = (f"SELECT 1 FROM {table} WHERE {table} MATCH :t LIMIT 1" if first_only
+           else f"SELECT count(*) FROM {table} WHERE {table} MATCH :t")
     out: dict[str, int] = {}
-    for term, key in keys.items():
+    for term, (counted, held) in keys.items():
+        if counted in known:
+            out[term] = min(known[counted], 1) if first_only else known[counted]
+            continue
+        key = held if first_only else counted
         if key not in known:
-            count = f"SELECT count(*) FROM {table} WHERE {table} MATCH :t"
-            known[key] = int(conn.execute(text(count), {"t": quote(term)}).scalar_one())
+            got = conn.execute(text(sql), {"t": quote(term)}).first()
+            known[key] = int(got is not None) if first_only else int(got[0]) if got else 0
             if rows is not None:
                 _COUNTS.keep(where, rows[1], {key: known[key]})
         out[term] = known[key]
