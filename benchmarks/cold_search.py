@@ -11,7 +11,8 @@ on the import path). Figures are medians; each row is a ratio against the floor 
 same run. The indexes are built with the stand-in embedder under the real model's identity
 (``benchmarks.standin``): the search embeds its query with the real model, and the vectors'
 values do not change what a search costs. The goal: at most 1.2 s at 1k chunks and 1.8 s
-at 100k on an idle machine, so about 2.4x and 3.6x a floor of half a second.
+at 100k on an idle machine; the row is judged on those seconds and prints the ratio they
+allow over the floor it measured (about 0.3 s idle on the bench machine, so 4x and 6x).
 """
 
 from __future__ import annotations
@@ -145,14 +146,15 @@ def rows(result: Any) -> list[Row]:
         before = got.get("before")
         was = (f"{ms(before['s']['median'])} ({before['ratio']:.2f}x)" if before
                else "not measured")
-        # the goal's seconds on an idle machine, over a floor of about half a second there
-        goal_ratio = got["goal_s"] / 0.5
+        # The goal is seconds on an idle machine: judged on the median itself, with the
+        # ratio it allows over this run's floor beside it (a busy machine shows its load).
+        goal_ratio = got["goal_s"] / floor
         out.append(Row(
             f"cold kb-mcp search, {got['chunks']:,} chunks: now | before | floor",
             f"{ms(now)} ({got['now']['ratio']:.2f}x) | {was} | {ms(floor)}",
             f"load {got['load_average'][0]:.1f}",
-            f"<= {got['goal_s']} s idle (~{goal_ratio:.1f}x)",
-            verdict(got["now"]["ratio"] <= goal_ratio)))
+            f"<= {got['goal_s']} s idle ({goal_ratio:.1f}x this floor)",
+            verdict(now <= got["goal_s"])))
         if "cpu_s" in got["now"]:
             old = (f"{ms(before['cpu_s']['median'])} ({before['cpu_ratio']:.2f}x)"
                    if before and "cpu_s" in before else "not measured")

@@ -20,6 +20,7 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 
+from kbmcp_adapters.app.heap import settle_once
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 from kbmcp_adapters.app.search_collections import search_collections
 from kbmcp_adapters.local_search.server import LocalSearchServer
@@ -62,16 +63,22 @@ def _search(host: SearchHost, query: str, params: dict[str, Any]) -> dict[str, A
     with none named on a host of one, the folder's own search."""
     selector = params.pop("collection", None)
     kbs: dict[str, KnowledgeBase] = {}
+    loaded = False
     for name in host.resolve(selector):
         rt = host.runtime(name)
         kb = rt.open_index()
         # the MCP search tool decides the same way; a collection not ready is left out
         if needs_embedder(params.get("mode")) and (len(kbs) == 0 or kb.is_ready()):
             rt.ensure_model(kb)
+            loaded = True
         kbs[name] = kb
     if selector is None and not host.several:
-        return next(iter(kbs.values())).search(query, **params).as_dict()
-    return search_collections(kbs, query, **params).as_dict()
+        data = next(iter(kbs.values())).search(query, **params).as_dict()
+    else:
+        data = search_collections(kbs, query, **params).as_dict()
+    if loaded:  # what the process keeps for its life is loaded now (heap.py)
+        settle_once()
+    return data
 
 
 async def local_search_task(rt: SearchHost) -> None:

@@ -9,6 +9,7 @@ answer with its collection only when the host has several (``Host.labelled``).
 
 from __future__ import annotations
 
+from kbmcp_adapters.app.heap import settle_once
 from kbmcp_adapters.app.search_collections import search_collections
 from kbmcp_adapters.mcp_server.host import Host
 from kbmcp_adapters.mcp_server.runtime import KbRuntime
@@ -29,7 +30,7 @@ async def search(host: Host, args: JsonObject) -> JsonObject:
     query, selector = args.pop("query"), args.pop("collection", None)
 
     def run() -> JsonObject:
-        kbs, waiting, missing = {}, {}, {}
+        kbs, waiting, missing, loaded = {}, {}, {}, False
         for name in host.resolve(selector):
             rt = host.runtimes[name]
             try:
@@ -44,6 +45,7 @@ async def search(host: Host, args: JsonObject) -> JsonObject:
             # not before the index is ready: no model load to say "not ready" (0024)
             if needs_embedder(args.get("mode")) and kb.is_ready():  # /ui: lexical alone
                 rt.ensure_model(kb)
+                loaded = True
             kbs[name] = kb
         if not kbs:
             if not waiting:
@@ -66,6 +68,8 @@ async def search(host: Host, args: JsonObject) -> JsonObject:
         if missing:
             notes.append(f"no index yet, not searched: {', '.join(missing)}")
         data["notice"] = "; ".join(notes) or None
+        if loaded:  # what the process keeps for its life is loaded now
+            settle_once()
         return data
 
     return await host.in_thread(run, search=True)
