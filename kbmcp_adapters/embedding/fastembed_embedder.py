@@ -27,7 +27,7 @@ from kbmcp_adapters.embedding.common import reason as _reason
 from kbmcp_adapters.embedding.common import translated as _translated
 from kbmcp_adapters.embedding.common import unit as _unit
 from kbmcp_adapters.embedding.minilm_runner import MiniLMRunner
-from kbmcp_adapters.embedding.spans import RecentSpans, pool_spans
+from kbmcp_adapters.embedding.spans import Recent, RecentSpans, pool_spans
 from kbmcp_adapters.embedding.wordpiece_count import WordPieceCounter
 from kbmcp_core.cjk import readable_share
 from kbmcp_core.errors import ConfigError, EmbeddingUnavailable
@@ -56,6 +56,8 @@ INTEGER_MODEL_ID = DEFAULT_MODEL_ID
 _MINILM = {name.lower(): name for name in (PACKAGED_MODEL_ID, INTEGER_MODEL_ID)}
 DEFAULT_DIMENSION = 384
 DEFAULT_MAX_TOKENS = 256
+#: query texts whose vectors are remembered (``embed_query``; about 3 MB at most)
+RECENT_QUERIES = 256
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 
@@ -121,6 +123,7 @@ class FastEmbedEmbedder:
         self._model: TextModel | None = None
         self._pool_model: TextModel | None = None  # one intra-op thread, shared by the pool
         self._spans = RecentSpans()  # paragraphs read in context lately (``embed_spans``)
+        self._recent_queries: Recent[str, tuple[float, ...]] = Recent(RECENT_QUERIES)
 
     # -- identity: answered without loading anything ----------------------------------------
     @property
@@ -290,13 +293,20 @@ class FastEmbedEmbedder:
         """A MiniLM file embeds the query on the one-thread session the paragraphs in
         context use, so a search opens one session, not two (a fresh ``kb-mcp search``
         saves its cost; decision 0057): one text's vector is bit for bit the same on any
-        thread count."""
+        thread count. A query asked lately is answered from memory (``RECENT_QUERIES``), as
+        its paragraphs are (``embed_spans``): an agent asking again, or paging through
+        results, costs no model run."""
+        remembered = self._recent_queries.get(text)
+        if remembered is not None:  # the same text, the same model: the same vector
+            return list(remembered)
         if self._minilm is not None:
             model = self._pool_model or self._load_pool_model()
         else:
             model = self._model or self._load_model()
         with _translated(self._name, "embed a query"):
-            return cast(Vector, _unit(list(model.query_embed([text])))[0].tolist())
+            vector = cast(Vector, _unit(list(model.query_embed([text])))[0].tolist())
+        self._recent_queries.put(text, tuple(vector))
+        return vector
 
     def release(self) -> None:
         """Drop the loaded model sessions (their weights and arenas); the next call loads

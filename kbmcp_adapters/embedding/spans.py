@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from kbmcp_core.ports import SpanGroup
 
@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 RECENT_TEXTS = 1024
 
 _Key = tuple[str, tuple[tuple[tuple[int, int], ...], ...]]
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 def pool_spans(hidden: NDArray[Any], offsets: Sequence[tuple[int, int]],
@@ -49,22 +51,22 @@ def pool_spans(hidden: NDArray[Any], offsets: Sequence[tuple[int, int]],
     return out
 
 
-class RecentSpans:
-    """The part vectors of the texts read lately, the oldest forgotten first (thread-safe)."""
+class Recent(Generic[K, V]):
+    """The values of the keys asked for lately, the oldest forgotten first (thread-safe)."""
 
-    def __init__(self, size: int = RECENT_TEXTS) -> None:
+    def __init__(self, size: int) -> None:
         self._size = size
-        self._items: OrderedDict[_Key, list[NDArray[Any] | None]] = OrderedDict()
+        self._items: OrderedDict[K, V] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: _Key) -> list[NDArray[Any] | None] | None:
+    def get(self, key: K) -> V | None:
         with self._lock:
             got = self._items.get(key)
             if got is not None:
                 self._items.move_to_end(key)
             return got
 
-    def put(self, key: _Key, value: list[NDArray[Any] | None]) -> None:
+    def put(self, key: K, value: V) -> None:
         with self._lock:
             self._items[key] = value
             self._items.move_to_end(key)
@@ -72,4 +74,11 @@ class RecentSpans:
                 self._items.popitem(last=False)
 
 
-__all__ = ["RECENT_TEXTS", "RecentSpans", "pool_spans"]
+class RecentSpans(Recent[_Key, "list[NDArray[Any] | None]"]):
+    """The part vectors of the texts read lately."""
+
+    def __init__(self, size: int = RECENT_TEXTS) -> None:
+        super().__init__(size)
+
+
+__all__ = ["RECENT_TEXTS", "Recent", "RecentSpans", "pool_spans"]

@@ -154,6 +154,30 @@ def test_the_same_parts_asked_again_do_not_run_the_model(
     assert other[0][0] == pytest.approx(first[0][0])
 
 
+def test_a_query_asked_again_does_not_run_the_model(
+        model_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the product's embedder, not the session's (which remembers every text for speed)
+    embedder = FastEmbedEmbedder(PACKAGED_MODEL_ID, cache_dir=model_cache)
+    embedder.embed_query("Loads the model.")
+    inner: Any = embedder._pool_model
+    runs: list[str] = []
+    real = inner.hidden
+
+    def counted(texts: Sequence[str], **kwargs: Any) -> Any:
+        runs.extend(texts)
+        return real(texts, **kwargs)
+
+    monkeypatch.setattr(inner, "hidden", counted)
+    question = f"{QUESTION}, asked by the query memory test"
+    first = embedder.embed_query(question)
+    assert runs == [question]
+    first[0] += 1.0  # a caller's change to its copy is its own
+    again = embedder.embed_query(question)
+    assert runs == [question]  # nothing run the second time
+    assert again == embedder.embed_documents([question])[0]  # the model's own vector
+    assert again[0] != first[0]
+
+
 def test_parts_read_lately_are_answered_without_starting_a_thread(
         embedder: FastEmbedEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
     """A search whose candidates were all read lately (fifty clients asking the same
