@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
+from kbmcp_core.chunk_labels import LabelFilter
 from kbmcp_core.errors import EmbeddingUnreachable, VectorsUnreadable
 from kbmcp_core.fusion import Fusion, fuse
 from kbmcp_core.models import StoredChunk, Vector
@@ -52,10 +53,13 @@ class SearchPorts(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Allowed:
-    """The documents and chunks the legs may return (None: every one)."""
+    """The documents and chunks the legs may return (None: every one). The vector leg is
+    filtered by ``where`` on the chunks' labels when it is given (a filter the vector
+    store's labels express, ``chunk_labels``), else by the allowed chunk ``ids``."""
 
     paths: set[str] | None
     ids: list[int] | None
+    where: LabelFilter | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,8 +102,9 @@ def _semantic(ports: SearchPorts, req: ResolvedSearch, allowed: Allowed, pool: i
     query_vector: Vector | None = None
     try:
         query_vector = ports.embedder.embed_query(req.text)
-        return _Semantic(query_vector, ports.vectors.search(query_vector, pool, allowed.ids),
-                         None)
+        found = (ports.vectors.search(query_vector, pool, allowed.ids) if allowed.where is None
+                 else ports.vectors.search_labelled(query_vector, pool, allowed.where))
+        return _Semantic(query_vector, found, None)
     except VectorsUnreadable as exc:  # damaged vector files: keywords still answer
         return _Semantic(query_vector, None, exc)
     except EmbeddingUnreachable as exc:  # the embedding service is down (0037)
