@@ -27,6 +27,7 @@ from kbmcp_adapters.vectors.nearest import (
     nearest,
     post_filtered,
 )
+from kbmcp_adapters.vectors.rows import arrow_rows, checked, query_of
 from kbmcp_adapters.vectors.translate import Outage, translate
 from kbmcp_core.chunk_labels import ChunkLabels, LabelFilter
 from kbmcp_core.errors import StoreError
@@ -36,7 +37,6 @@ from kbmcp_core.settings import StorageOptions, is_remote_uri, public_uri
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
-    import pyarrow as pa
     from lancedb.db import DBConnection
     from lancedb.table import Table
 
@@ -127,12 +127,12 @@ class LanceVectorStore:
             labels: Sequence[ChunkLabels] | None = None) -> None:
         """Insert or replace (upsert on ``chunk_id``) in one commit; the last duplicate wins.
         ``labels`` (one per id) go in the label columns, nulls without them."""
-        rows = self._batch("add", ids, vectors, labels)
+        rows = checked("add", ids, vectors, labels, self._dimension)
         if rows is None:
             return
         with self._translate("add vectors"):
             table = self._writable()
-            batch = self._arrow_batch(table, *rows)
+            batch = arrow_rows(table, rows, self._dimension)
             if table.count_rows() == 0:
                 table.add(batch)
             else:
@@ -149,12 +149,12 @@ class LanceVectorStore:
         in ``ids`` wins). Unlike ``add``'s upsert, nothing joins the batch against the
         table: at 100,000 rows phase two's 395 writes ended 60 MB smaller and took less
         CPU this way (0045). An id the table holds would be stored twice."""
-        rows = self._batch("append", ids, vectors, labels)
+        rows = checked("append", ids, vectors, labels, self._dimension)
         if rows is None:
             return
         with self._translate("add vectors"):
             table = self._writable()
-            table.add(self._arrow_batch(table, *rows))
+            table.add(arrow_rows(table, rows, self._dimension))
 
     def relabel(self, labels: Mapping[int, ChunkLabels]) -> None:
         """New labels for the stored chunks of ``labels`` (their vectors unchanged), in a
@@ -344,7 +344,7 @@ class LanceVectorStore:
         (decision 0058's addendum)."""
         if limit <= 0:
             return []
-        query = self._query(vector)
+        query = query_of(vector, self._dimension)
         with self._translate("search vectors", reading=True):
             table = self._existing()
             if table is None:
@@ -380,7 +380,7 @@ class LanceVectorStore:
         """(chunk id, cosine similarity) best first; ``allowed_ids`` filters before ``limit``."""
         if limit <= 0:
             return []
-        query = self._query(vector)
+        query = query_of(vector, self._dimension)
         allowed = None if allowed_ids is None else _unique_ints(allowed_ids)
         if allowed is not None and not allowed:
             return []
@@ -492,71 +492,6 @@ class LanceVectorStore:
                 f"but the embedding model makes {self._dimension}-dimensional ones; "
                 "rebuild with `kb-mcp index --force`"
             )
-
-    def _batch(self, action: str, ids: Sequence[int], vectors: Sequence[Vector],
-               labels: Sequence[ChunkLabels] | None
-               ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32],
-                          list[ChunkLabels] | None] | None:
-        """The rows to write (the last of a repeated id kept), checked; None when empty."""
-        if len(ids) != len(vectors) or (labels is not None and len(labels) != len(ids)):
-            given = "" if labels is None else f" and {len(labels)} labels"
-            raise StoreError(f"{action} got {len(ids)} ids but {len(vectors)} vectors{given}")
-        if not ids:
-            return None
-        import numpy as np
-
-        matrix = self._matrix(vectors)
-        keys = np.asarray(ids, dtype=np.int64)
-        kept = None if labels is None else list(labels)
-        _, last_in_reversed = np.unique(keys[::-1], return_index=True)
-        if len(last_in_reversed) != len(keys):
-            keep = np.sort(len(keys) - 1 - last_in_reversed)
-            keys, matrix = keys[keep], matrix[keep]
-            kept = None if kept is None else [kept[i] for i in keep.tolist()]
-        return keys, matrix, kept
-
-    def _matrix(self, vectors: Sequence[Vector]) -> npt.NDArray[np.float32]:
-        import numpy as np
-
-        try:
-            matrix = np.asarray(vectors, dtype=np.float32)
-        except ValueError:
-            matrix = None
-        if matrix is None or matrix.ndim != 2 or matrix.shape[1] != self._dimension:
-            sizes = sorted({len(v) for v in vectors} - {self._dimension})
-            raise StoreError(
-                f"vectors must have {self._dimension} dimensions, got vectors of {sizes}"
-            )
-        if not np.isfinite(matrix).all():
-            raise StoreError("vectors must contain only finite numbers")
-        return matrix
-
-    def _query(self, vector: Vector) -> npt.NDArray[np.float32]:
-        import numpy as np
-
-        query = np.asarray(vector, dtype=np.float32)
-        if query.shape != (self._dimension,):
-            raise StoreError(
-                f"query vector must have {self._dimension} dimensions, got {len(vector)}"
-            )
-        return query
-
-    def _arrow_batch(
-        self, table: Table, keys: npt.NDArray[np.int64], matrix: npt.NDArray[np.float32],
-        labels: list[ChunkLabels] | None,
-    ) -> pa.Table:
-        """The rows in the table's layout: with the label columns when it has them (nulls
-        without ``labels``); a table made before labels takes ids and vectors alone."""
-        import pyarrow as pa
-
-        values = pa.array(matrix.reshape(-1), type=pa.float32())
-        columns = {
-            _ID: pa.array(keys, type=pa.int64()),
-            _VECTOR: pa.FixedSizeListArray.from_arrays(values, self._dimension),
-        }
-        if label_columns.has_columns(table):
-            columns |= label_columns.arrays(labels, len(keys))
-        return pa.table(columns)
 
     def _translate(
         self, action: str, *, reading: bool = False
