@@ -594,10 +594,12 @@ class IndexRun:
         if replaces is None and path in self._known:
             old = d.store.document_chunk_hashes(path)
         if old is not None and old == hashes and not self.force:
+            # its chunks' labels first (vectors kept; 0058): a run stopped in between
+            # finds the old row and does both again
             before = d.store.documents([path])
-            d.store.update_document_metadata(record, converted)
             if relabel_document(d.store, d.vectors, before[0] if before else None, record):
-                self._vectors_written = True  # its chunks' labels, vectors kept (0058)
+                self._vectors_written = True
+            d.store.update_document_metadata(record, converted)
             self.summary.updated += 1
             self.summary.metadata_only += 1
             self.summary.chunks_reused += len(hashes)
