@@ -170,10 +170,15 @@ def _found(kb: KnowledgeBase, **params: Any) -> set[str]:
                                       **params).results}
 
 
-def test_a_tag_added_and_removed_moves_a_document_in_and_out_without_embedding(
-        tmp_path: Path) -> None:
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
     root = tmp_path / "kb"
     write_files(root, FILES)
+    return root
+
+
+def test_a_tag_added_and_removed_moves_a_document_in_and_out_without_embedding(
+        root: Path) -> None:
     embedder = FakeEmbedder()
     kb = _open(root, embedder)
     try:
@@ -205,9 +210,7 @@ def _unlabel(vectors_dir: Path) -> None:
 
 
 def test_an_index_made_before_labels_filters_by_ids_until_the_next_run_labels_it(
-        tmp_path: Path) -> None:
-    root = tmp_path / "kb"
-    write_files(root, FILES)
+        root: Path) -> None:
     embedder = FakeEmbedder()
     kb = _open(root, embedder)
     filters: list[dict[str, Any]] = [{"path_globs": ["notes/**"]}, {"tags_any": ["coast"]},
