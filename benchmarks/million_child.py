@@ -109,32 +109,34 @@ def search(config: str, queries: int, warmup: int) -> dict[str, Any]:
 
 def paired(config: str, queries: int, warmup: int) -> dict[str, Any]:
     """Each filtered hybrid search twice in turn (which goes first alternates), on the same
-    objects: the vector leg filtered by the chunks' labels (``where``: LanceDB's prefilter
-    on the indexed label columns) and by the allowed chunk ids as before them (the store
-    told to say it is not ``labelled``); p50/p95 per filter and way, and whether the two
-    ways returned the same hits (decision 0058's addendum)."""
+    objects: the vector leg filtered by the chunks' labels (LanceDB's prefilter on the
+    indexed label columns) and by the allowed chunk ids as before them (the store's
+    ``search_labelled`` answering None, as a store without labels does); p50/p95 per
+    filter and way, and whether the two ways returned the same hits (decision 0058's
+    addendum)."""
     from benchmarks.corpus import queries as make_queries
 
     kb, _store, vectors, _embedder = _parts(config)
-    labelled = vectors.labelled
-    assert labelled(), "the vector table carries no labels: run `kb-mcp index` first"
-    ways: dict[str, Callable[[], bool]] = {"labels": labelled, "ids": lambda: False}
+    assert vectors.labelled(), "the vector table carries no labels: run `kb-mcp index` first"
+    by_labels = vectors.search_labelled
+    ways: dict[str, Callable[..., Any]] = {"labels": by_labels, "ids": lambda *_: None}
     variants = {name: spec for name, spec in filters().items() if spec}
     texts = make_queries(queries + warmup, seed=47)
-    samples = {(name, way): [] for name in variants for way in ways}
+    samples: dict[tuple[str, str], list[float]] = {
+        (name, way): [] for name in variants for way in ways}
     same = dict.fromkeys(variants, 0)
     for i, q in enumerate(texts):
         for name, spec in variants.items():
             order = list(ways) if i % 2 == 0 else list(ways)[::-1]
             got = {}
             for way in order:
-                vectors.labelled = ways[way]
+                vectors.search_labelled = ways[way]
                 started = time.perf_counter()
                 got[way] = [(h.chunk_id, round(h.score, 6)) for h in kb.search(q, **spec).results]
                 if i >= warmup:
                     samples[(name, way)].append(time.perf_counter() - started)
             same[name] += i >= warmup and got["labels"] == got["ids"]
-    vectors.labelled = labelled
+    vectors.search_labelled = by_labels
     kb.close()
     return {"variants": {f"{name} by {way}": _stats(s) for (name, way), s in samples.items()},
             "same_hits": same, "queries": queries, "filters": variants}

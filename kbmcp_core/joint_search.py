@@ -358,9 +358,9 @@ class JointVectors:
         return False
 
     def search_labelled(self, vector: Vector, limit: int, where: LabelFilter
-                        ) -> list[tuple[int, float]]:
-        """Never asked (the view is not ``labelled``)."""
-        raise ValueError("a joint search filters by allowed ids, not labels")
+                        ) -> list[tuple[int, float]] | None:
+        """None: the view is not ``labelled`` (the searcher filters by ids)."""
+        return None
 
     def search(self, vector: Vector, limit: int, allowed_ids: Collection[int] | None = None
                ) -> list[tuple[int, float]]:

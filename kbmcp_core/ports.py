@@ -520,14 +520,15 @@ class VectorReader(Protocol):
         ...
 
     def search_labelled(self, vector: Vector, limit: int, where: LabelFilter
-                        ) -> list[tuple[int, float]]:
+                        ) -> list[tuple[int, float]] | None:
         """As ``search``, among the chunks whose labels pass ``where`` (filtered before
-        ``limit``); asked only of a store that is ``labelled``."""
+        ``limit``); None when the store is not ``labelled`` (the caller then filters by
+        the allowed ids)."""
         ...
 
     def labelled(self) -> bool:
-        """Whether every stored vector carries its chunk's labels, so ``search`` can filter
-        by ``where`` (decision 0058's addendum). False for vectors written without them (a
+        """Whether every stored vector carries its chunk's labels, so ``search_labelled``
+        can filter by them (decision 0058's addendum). False for vectors written without them (a
         store made before labels existed, until an index run gives them), and when the
         store cannot be read (the search that follows reports that)."""
         ...

@@ -202,7 +202,7 @@ class Searcher:
         explained = (filter_effects(self.store, req.documents, list(req.filters), excluded,
                                     paths) if req.explain else None)
         where = label_filter(req.documents) if paths and not excluded else None
-        if where is not None and self.vectors.labelled():
+        if where is not None:
             # the vector store filters by its chunks' labels: no list of ids (0058)
             return Allowed(paths, None, where), explained
         ids = self.store.chunk_ids_for(paths) if paths else None

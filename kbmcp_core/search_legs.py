@@ -61,6 +61,13 @@ class Allowed:
     ids: list[int] | None
     where: LabelFilter | None = None
 
+    def chunk_ids(self, store: IndexReader) -> list[int] | None:
+        """The allowed chunk ids: ``ids``, or those of ``paths`` when only the label
+        filter was made (a store that turns out not to be labelled)."""
+        if self.ids is not None or self.where is None or self.paths is None:
+            return self.ids
+        return store.chunk_ids_for(self.paths)
+
 
 @dataclass(frozen=True, slots=True)
 class Legs:
@@ -102,8 +109,11 @@ def _semantic(ports: SearchPorts, req: ResolvedSearch, allowed: Allowed, pool: i
     query_vector: Vector | None = None
     try:
         query_vector = ports.embedder.embed_query(req.text)
-        found = (ports.vectors.search(query_vector, pool, allowed.ids) if allowed.where is None
-                 else ports.vectors.search_labelled(query_vector, pool, allowed.where))
+        found = None
+        if allowed.where is not None:
+            found = ports.vectors.search_labelled(query_vector, pool, allowed.where)
+        if found is None:  # no label filter, or vectors written without labels: the ids
+            found = ports.vectors.search(query_vector, pool, allowed.chunk_ids(ports.store))
         return _Semantic(query_vector, found, None)
     except VectorsUnreadable as exc:  # damaged vector files: keywords still answer
         return _Semantic(query_vector, None, exc)

@@ -528,7 +528,9 @@ class FakeVectorStore:
         return len(self.rows) + len(self.doubled)
 
     def search_labelled(self, vector: Vector, limit: int, where: LabelFilter
-                        ) -> list[tuple[int, float]]:
+                        ) -> list[tuple[int, float]] | None:
+        if not self.labelled():
+            return None
         return self.search(vector, limit, {i for i in self.rows
                                            if where.matches(self.labels[i])})
 

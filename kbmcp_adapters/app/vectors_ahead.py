@@ -69,7 +69,7 @@ class VectorsOpenedAhead:
         return self.opened().search(vector, limit, allowed_ids)
 
     def search_labelled(self, vector: Vector, limit: int, where: LabelFilter
-                        ) -> list[tuple[int, float]]:
+                        ) -> list[tuple[int, float]] | None:
         return self.opened().search_labelled(vector, limit, where)
 
     def labelled(self) -> bool:

@@ -286,19 +286,22 @@ class LanceVectorStore:
         try:
             with self._translate("read the vector labels", reading=True):
                 table = self._existing()
-                if table is None:
-                    return True  # nothing stored lacks labels
-                # a table dropped and made again restarts its versions: its rows too
-                state = (table.version, table.count_rows())
-                with self._lock:
-                    if self._labelled_at is not None and self._labelled_at[0] == state:
-                        return self._labelled_at[1]
-                found = label_columns.unlabelled_rows(table) == 0
-                with self._lock:
-                    self._labelled_at = (state, found)
-                return found
+                return table is None or self._labelled(table, table.version,
+                                                       table.count_rows())
         except StoreError:  # the search that follows meets it again and says so
             return False
+
+    def _labelled(self, table: Table, version: int, rows: int) -> bool:
+        """``labelled`` of the open ``table`` at this version and row count (a table
+        dropped and made again restarts its versions: its rows too)."""
+        state = (version, rows)
+        with self._lock:
+            if self._labelled_at is not None and self._labelled_at[0] == state:
+                return self._labelled_at[1]
+        found = label_columns.unlabelled_rows(table) == 0
+        with self._lock:
+            self._labelled_at = (state, found)
+        return found
 
     def ann_state(self) -> tuple[int, int] | None:
         """(rows the approximate index was trained on, rows in the table), or None when
@@ -338,32 +341,33 @@ class LanceVectorStore:
             return 0 if table is None else table.count_rows()
 
     def search_labelled(self, vector: Vector, limit: int, where: LabelFilter
-                        ) -> list[tuple[int, float]]:
+                        ) -> list[tuple[int, float]] | None:
         """(chunk id, cosine similarity) best first among the chunks whose labels pass
         ``where``: LanceDB's prefilter on the indexed label columns, no list of ids
-        (decision 0058's addendum)."""
-        if limit <= 0:
-            return []
+        (decision 0058's addendum); None when some row carries no labels (``labelled``
+        is False: the caller filters by ids). One open of the table, as ``search``."""
         query = query_of(vector, self._dimension)
         with self._translate("search vectors", reading=True):
             table = self._existing()
             if table is None:
                 return []
-            if not label_columns.has_columns(table):
-                raise StoreError("the vector table carries no labels to filter by; "
-                                 "run `kb-mcp index` to add them")
+            version, rows = table.version, table.count_rows()
+            if not self._labelled(table, version, rows):
+                return None
+            if limit <= 0:
+                return []
             test = label_columns.predicate(where)
-            if self._passing(table, test) <= self._exact_max_ids(table):
+            if self._passing(table, version, test) <= self._exact_max_ids(rows):
                 # few chunks pass: exact over their vectors, kept as a list of ids' are
-                rows = self._kept.nearest((table.version, test), query, limit,
-                                          lambda: read_where(table, test, self._dimension))
-                return in_order(rows)[:limit]
+                found = self._kept.nearest((version, test), query, limit,
+                                           lambda: read_where(table, test, self._dimension))
+                return in_order(found)[:limit]
             return in_order(labelled(table, query, limit, test))
 
-    def _passing(self, table: Table, test: str) -> int:
+    def _passing(self, table: Table, version: int, test: str) -> int:
         """How many rows pass ``test`` (their label columns' indexes read once per table
         version and test; 12-165 ms at a million rows, load 11)."""
-        key = (table.version, test)
+        key = (version, test)
         with self._lock:
             if key in self._passing_counts:
                 return self._passing_counts[key]
@@ -390,18 +394,19 @@ class LanceVectorStore:
                 return []
             if allowed is None:
                 return in_order(nearest(table, query, limit))
-            if len(allowed) <= self._exact_max_ids(table):
+            if len(allowed) <= self._exact_max_ids(table.count_rows()):
                 rows = self._kept.nearest((table.version, tuple(allowed)), query, limit,
                                           lambda: read_rows(table, allowed, self._dimension))
                 return in_order(rows)[:limit]
             return in_order(post_filtered(table, query, limit, set(allowed)))
 
-    def _exact_max_ids(self, table: Table) -> int:
-        """The most allowed ids a filtered search reads exactly: the given number, else
-        ``DEFAULT_PREFILTER_MAX_IDS`` raised with the table (``nearest.exact_max_ids``)."""
+    def _exact_max_ids(self, rows: int) -> int:
+        """The most allowed ids a filtered search reads exactly in a table of ``rows``:
+        the given number, else ``DEFAULT_PREFILTER_MAX_IDS`` raised with the table
+        (``nearest.exact_max_ids``)."""
         if self._prefilter_max_ids is not None:
             return self._prefilter_max_ids
-        return exact_max_ids(table.count_rows(), DEFAULT_PREFILTER_MAX_IDS, ALLOWED_ROWS_KEPT)
+        return exact_max_ids(rows, DEFAULT_PREFILTER_MAX_IDS, ALLOWED_ROWS_KEPT)
 
     # -- internals ---------------------------------------------------------
     def _table_dir(self) -> Path:

@@ -47,12 +47,13 @@ LABELLED: list[dict[str, Any]] = [
 
 
 class Watched:
-    """A vector reader that records the filters its searches were given, and can pretend
-    to carry no labels (the searcher then hands over allowed ids, as before labels)."""
+    """A vector reader that records how its searches were filtered, and can pretend to
+    carry no labels (the searcher then hands over allowed ids, as before labels)."""
 
     def __init__(self, vectors: LanceVectorStore, labelled: bool) -> None:
         self.vectors, self._labelled = vectors, labelled
-        self.asked: list[tuple[bool, LabelFilter | None]] = []
+        #: per search: "ids", "labels", or "no labels" (asked by labels, refused)
+        self.ways: list[str] = []
 
     def get(self, ids: Collection[int]) -> dict[int, Vector]:
         return self.vectors.get(ids)
@@ -71,12 +72,15 @@ class Watched:
 
     def search(self, vector: Vector, limit: int, allowed_ids: Collection[int] | None = None
                ) -> list[tuple[int, float]]:
-        self.asked.append((allowed_ids is not None, None))
+        self.ways.append("ids" if allowed_ids is not None else "unfiltered")
         return self.vectors.search(vector, limit, allowed_ids)
 
     def search_labelled(self, vector: Vector, limit: int, where: LabelFilter
-                        ) -> list[tuple[int, float]]:
-        self.asked.append((False, where))
+                        ) -> list[tuple[int, float]] | None:
+        if not self._labelled:
+            self.ways.append("no labels")
+            return None
+        self.ways.append("labels")
         return self.vectors.search_labelled(vector, limit, where)
 
 
@@ -119,8 +123,8 @@ def test_a_filter_on_labels_returns_what_the_allowed_ids_returned(
     assert [h.chunk_id for h in new.results] == [h.chunk_id for h in old.results]
     assert [h.score for h in new.results] == pytest.approx([h.score for h in old.results],
                                                            abs=1e-6)
-    assert all(where is not None and not ids for ids, where in by_labels.asked)
-    assert all(where is None and ids for ids, where in by_ids.asked)
+    assert set(by_labels.ways) == {"labels"}
+    assert by_ids.ways == ["no labels", "ids"] * (len(by_ids.ways) // 2)
 
 
 def test_an_excluded_glob_or_term_still_filters_by_ids(
@@ -133,7 +137,7 @@ def test_an_excluded_glob_or_term_still_filters_by_ids(
                                                 path_globs=("notes/**", "!*/doc-00*")))
     assert excluded.results and not any("doc-00" in h.path for h in excluded.results)
     searcher.search(SearchRequest.of("lantern -harbor", mode="vector", tags_any=("t1",)))
-    assert watched.asked == [(True, None), (True, None)]
+    assert watched.ways == ["ids", "ids"]
 
 
 def test_an_approximate_index_gives_the_limit_when_enough_chunks_pass(tmp_path: Path) -> None:
@@ -148,6 +152,7 @@ def test_an_approximate_index_gives_the_limit_when_enough_chunks_pass(tmp_path: 
     vectors.compact()
     assert vectors.ann_state() is not None and vectors.labelled()
     hits = vectors.search_labelled(query.tolist(), 10, LabelFilter(folders_any=("far",)))
+    assert hits is not None
     # every allowed row lies farther than every other: the limit all the same (how near
     # the approximate hits come to exact search is the million bench's recall row)
     assert len(hits) == 10 and all(cid >= rows - far for cid, _ in hits)
