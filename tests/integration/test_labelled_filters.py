@@ -14,6 +14,7 @@ from typing import Any
 
 import lancedb
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from kbmcp_adapters.app.bootstrap import bootstrap
@@ -32,6 +33,7 @@ from tests.conftest import write_files
 from tests.fakes import FakeEmbedder
 from tests.hashing_embedder import HashingEmbedder
 from tests.integration.test_filtered_search import DIM, _chunks, _document
+from tests.s3_server import S3Server
 
 #: filters the labels say: a folder, tags (any, all), a year, a category, a topic, and
 #: several at once
@@ -240,3 +242,23 @@ def test_an_index_made_before_labels_filters_by_ids_until_the_next_run_labels_it
         assert [_found(kb, **f) for f in filters] == before
     finally:
         kb.close()
+
+
+def test_an_older_table_in_object_storage_is_labelled_in_place(s3_server: S3Server) -> None:
+    uri = f"s3://{s3_server.new_bucket()}/team/vectors"
+    options = s3_server.storage_options()
+    old = pa.table({"chunk_id": pa.array([1, 2, 3], type=pa.int64()),
+                    "vector": pa.FixedSizeListArray.from_arrays(
+                        pa.array(np.eye(3, DIM, dtype=np.float32).reshape(-1)), DIM)})
+    lancedb.connect(uri, storage_options=options).create_table("chunks", old)
+    vectors = LanceVectorStore(uri, DIM, storage_options=options)
+    in_a = LabelFilter(folders_any=("a",))
+    assert not vectors.labelled()
+    assert vectors.search_labelled([1.0] + [0.0] * (DIM - 1), 5, in_a) is None
+    vectors.relabel({1: ChunkLabels(("a",)), 2: ChunkLabels(("b",)), 3: ChunkLabels(("a",))})
+    assert vectors.labelled()
+    found = vectors.search_labelled([1.0] + [0.0] * (DIM - 1), 5, in_a)
+    assert found is not None and [cid for cid, _ in found] == [1, 3]
+    vectors.append([4], [[0.0] * (DIM - 1) + [1.0]], [ChunkLabels(("a",))])
+    vectors.compact()
+    assert vectors.labelled() and vectors.count() == 4
