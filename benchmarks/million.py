@@ -184,6 +184,8 @@ def measure_store(kb: Path, kind: str, *, quick: bool, reuse: bool = False,
             f"{built['own_peak_rss_mb']:.0f} MB; searches")
         n = queries or (QUICK_QUERIES if quick else QUERIES)
         keep("search", _child("search", config=cfg, queries=n, warmup=WARMUP).data)
+        say(f"{kind}: filtered searches by the chunks' labels and by ids, paired")
+        keep("paired", _child("paired", config=cfg, queries=n, warmup=WARMUP).data)
         say(f"{kind}: recall@10 of the approximate index against exact search")
         keep("recall", _child("recall", config=cfg, queries=n).data)
         keep("incremental", incremental(kb, base, kind, store))
@@ -231,6 +233,14 @@ def rows(result: Any) -> list[Row]:
         for leg, stats in got["search"].get("legs", {}).items():
             out.append(Row(f"    its {leg} leg alone, p95", ms(stats["p95_s"]),
                            f"p50 {ms(stats['p50_s'])}, pool of 50, unfiltered"))
+        paired = got.get("paired", {}).get("variants", {})
+        for variant in got.get("paired", {}).get("filters", {}):
+            old, new = paired[f"{variant} by ids"], paired[f"{variant} by labels"]
+            out.append(Row(
+                f"    hybrid search p95, {variant}: by ids -> by labels",
+                f"{ms(old['p95_s'])} -> {ms(new['p95_s'])}",
+                f"p50 {ms(old['p50_s'])} -> {ms(new['p50_s'])}, paired in one process; same "
+                f"hits {got['paired']['same_hits'][variant]} of {new['n']}"))
         rec = got["recall"]
         out.append(Row("  ANN recall@10 / exact", f"{rec['recall_at_10']:.3f}",
                        f"index {rec['index']}, nprobes {rec['nprobes']}",

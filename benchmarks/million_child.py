@@ -107,6 +107,41 @@ def search(config: str, queries: int, warmup: int) -> dict[str, Any]:
             "legs": {name: _stats(s) for name, s in legs.items()}, "filters": variants}
 
 
+def paired(config: str, queries: int, warmup: int) -> dict[str, Any]:
+    """Each filtered hybrid search twice in turn (which goes first alternates), on the same
+    objects: the vector leg filtered by the chunks' labels (LanceDB's prefilter on the
+    indexed label columns) and by the allowed chunk ids as before them (the store's
+    ``search_labelled`` answering None, as a store without labels does); p50/p95 per
+    filter and way, and whether the two ways returned the same hits (decision 0058's
+    addendum)."""
+    from benchmarks.corpus import queries as make_queries
+
+    kb, _store, vectors, _embedder = _parts(config)
+    assert vectors.labelled(), "the vector table carries no labels: run `kb-mcp index` first"
+    by_labels = vectors.search_labelled
+    ways: dict[str, Callable[..., Any]] = {"labels": by_labels, "ids": lambda *_: None}
+    variants = {name: spec for name, spec in filters().items() if spec}
+    texts = make_queries(queries + warmup, seed=47)
+    samples: dict[tuple[str, str], list[float]] = {
+        (name, way): [] for name in variants for way in ways}
+    same = dict.fromkeys(variants, 0)
+    for i, q in enumerate(texts):
+        for name, spec in variants.items():
+            order = list(ways) if i % 2 == 0 else list(ways)[::-1]
+            got = {}
+            for way in order:
+                vectors.search_labelled = ways[way]
+                started = time.perf_counter()
+                got[way] = [(h.chunk_id, round(h.score, 6)) for h in kb.search(q, **spec).results]
+                if i >= warmup:
+                    samples[(name, way)].append(time.perf_counter() - started)
+            same[name] += i >= warmup and got["labels"] == got["ids"]
+    vectors.search_labelled = by_labels
+    kb.close()
+    return {"variants": {f"{name} by {way}": _stats(s) for (name, way), s in samples.items()},
+            "same_hits": same, "queries": queries, "filters": variants}
+
+
 def _stats(samples: list[float]) -> dict[str, Any]:
     return {"n": len(samples), "p50_s": statistics.median(samples),
             "p95_s": percentile(sorted(samples), 95)}
@@ -125,6 +160,7 @@ def recall(config: str, queries: int, k: int = 10) -> dict[str, Any]:
     from benchmarks.standin import HashEmbedder
     from kbmcp_adapters.app.bootstrap import real_embedder, real_store, real_vectors, settings_for
     from kbmcp_adapters.vectors import ann_policy
+    from kbmcp_core.chunk_labels import label_filter
     from kbmcp_core.search_request import SearchDefaults, SearchRequest, resolve
 
     settings = settings_for(config=Path(config))
@@ -132,11 +168,16 @@ def recall(config: str, queries: int, k: int = 10) -> dict[str, Any]:
     store = real_vectors(settings, embedder.dimension)
     index = real_store(settings)
     allowed: dict[str, Any] = {"unfiltered": None}
+    #: the same filters said on the chunks' labels, when the table carries them (0058)
+    where: dict[str, Any] = {}
     for name, spec in filters().items():
         if spec:
             req = resolve(SearchRequest.of("x", **spec), SearchDefaults())
             allowed[name] = np.asarray(sorted(index.chunk_ids_for(
                 index.matching_paths(req.documents))), dtype=np.int64)
+            said = label_filter(req.documents)
+            if said is not None and store.labelled():
+                where[f"{name} by labels"] = (name, said)
     qs = np.asarray([embedder.embed_query(q) for q in make_queries(queries, seed=53)],
                     dtype=np.float32)
     qs /= np.maximum(np.linalg.norm(qs, axis=1, keepdims=True), 1e-12)
@@ -146,6 +187,10 @@ def recall(config: str, queries: int, k: int = 10) -> dict[str, Any]:
         started = time.perf_counter()
         approx[name] = [store.search(q.tolist(), 50, None if ids is None else ids.tolist())[:k]
                         for q in qs]
+        seconds[name] = (time.perf_counter() - started) / len(qs)
+    for name, (_base, said) in where.items():
+        started = time.perf_counter()
+        approx[name] = [store.search_labelled(q.tolist(), 50, said)[:k] for q in qs]
         seconds[name] = (time.perf_counter() - started) / len(qs)
     table = cast("LanceVectorStore", store)._existing()  # noqa: SLF001 - read it whole
     assert table is not None, "no vector table"
@@ -163,8 +208,8 @@ def recall(config: str, queries: int, k: int = 10) -> dict[str, Any]:
             best[name] = np.partition(both, -k, axis=1)[:, -k:]
         rows += batch.num_rows
     found: dict[str, float] = {}
-    for name in allowed:
-        kth = best[name].min(axis=1)
+    for name in [*allowed, *where]:
+        kth = best[where[name][0] if name in where else name].min(axis=1)
         found[name] = statistics.fmean(
             sum(1 for _id, sim in hits if sim >= kth[i] - 1e-5) / min(k, max(1, len(hits)))
             for i, hits in enumerate(approx[name]))
@@ -178,7 +223,7 @@ def recall(config: str, queries: int, k: int = 10) -> dict[str, Any]:
 
 
 TASKS: dict[str, Callable[..., dict[str, Any]]] = {
-    "index": index, "search": search, "recall": recall}
+    "index": index, "search": search, "recall": recall, "paired": paired}
 
 
 def main(argv: list[str]) -> None:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import cast
 
+from kbmcp_core.chunk_labels import labels_of
 from kbmcp_core.errors import ConfigError, IndexNotFound, ModelMismatch, StoreError
 from kbmcp_core.index_run import text_hash
 from kbmcp_core.meta_keys import (
@@ -253,7 +254,9 @@ class _Copy:
                                  "source during the copy; run `kb-mcp index` there, then "
                                  "run migrate-store again")
             ids = sorted(got)
-            self.target_vectors.add(ids, [got[i] for i in ids])
+            labels = {doc.path: labels_of(doc) for doc in documents}  # with the vectors (0058)
+            self.target_vectors.add(ids, [got[i] for i in ids],
+                                    [labels[found[i].document_path] for i in ids])
             have.update(ids)
         return n_chunks, len(wanted), skipped
 

@@ -17,10 +17,11 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from kbmcp_core.chunk_labels import ChunkLabels, labels_of
 from kbmcp_core.errors import (
     EmbeddingRejected,
     EmbeddingUnavailable,
@@ -35,12 +36,14 @@ from kbmcp_core.errors import (
 from kbmcp_core.field_index import sync_fields, with_fields
 from kbmcp_core.fields import Declared
 from kbmcp_core.index_plan import IndexPlan, hash_needed, plan
+from kbmcp_core.label_sync import label_all, relabel_document
 from kbmcp_core.meta_keys import (
     META_CONVERSIONS,
     META_COPY,
     META_DIMENSION,
     META_EMBED_TEXT,
     META_IN_PROGRESS,
+    META_LABELLED,
     META_LAST_RUN,
     META_MODEL,
     META_PARSED_WITH,
@@ -278,6 +281,7 @@ class IndexRun:
         repair = self._needs_repair()
         if repair:
             self._repair()
+        labelled = self._labelled()
         d.store.set_meta(META_IN_PROGRESS, d.clock.now_iso())
         sync_fields(d.store, d.fields, self._warn)  # [fields] changed: no file read, no model
         indexed = d.store.indexed_states()
@@ -333,7 +337,10 @@ class IndexRun:
             d.vectors.compact()
         self.summary.seconds = time.monotonic() - started
         d.store.set_meta(META_LAST_RUN, _json(self.summary.as_dict(), d.clock.now_iso()))
-        d.store.set_meta(META_VECTORS, d.vectors.fingerprint() or "")
+        fingerprint = d.vectors.fingerprint() or ""
+        d.store.set_meta(META_VECTORS, fingerprint)
+        if labelled and fingerprint:  # every write of this run carried its labels
+            d.store.set_meta(META_LABELLED, fingerprint)
         d.store.set_meta(META_IN_PROGRESS, "")
         if self.paths is None and d.store.get_meta(META_COPY):
             # a whole-folder run completed what an interrupted `migrate-store` left
@@ -427,9 +434,12 @@ class IndexRun:
             # keyed by the chunk's hash (its whole text), embedded from its prose
             rows = [(c.id, text_hash(whole_text_of(c.heading_path, c.content)),
                      vector_text_of(c.heading_path, c.content)) for c in found.values()]
+            docs = {doc.path: labels_of(doc) for doc in
+                    d.store.documents({c.document_path for c in found.values()})}
             try:
                 self._write_vectors(rows, {}, {h: found[cid].document_path
-                                               for cid, h, _ in rows})
+                                               for cid, h, _ in rows},
+                                    {c.id: docs[c.document_path] for c in found.values()})
             except EmbeddingUnreachable as exc:  # ends as a stopped run ends (0008, 0037)
                 raise EmbeddingUnreachable(exc.detail, f"{exc}: the index run stopped; every "
                                            "document is searchable by keywords, and the next "
@@ -489,6 +499,22 @@ class IndexRun:
             return True
         current = d.vectors.fingerprint()
         return current is None or current != d.store.get_meta(META_VECTORS)
+
+    def _labelled(self) -> bool:
+        """Whether every stored vector carries its chunk's labels as this run starts: known
+        from the mark the last run left (the vectors' fingerprint then, read without
+        opening them); else a whole-folder run makes it so, labelling the vectors written
+        without (an index from before labels: no chunk embedded; decision 0058's
+        addendum). A run of a few paths leaves that to the next whole-folder run."""
+        d = self.deps
+        known = d.store.get_meta(META_LABELLED)
+        if known and known == d.vectors.fingerprint():
+            return True
+        if self.paths is not None:
+            return False
+        if label_all(d.store, d.vectors):
+            self._vectors_written = True  # their rows rewritten: ``compact`` folds them
+        return True
 
     def _renew_vectors(self) -> None:
         """The stored vectors were made from other text than ``vector_text_of`` gives now
@@ -568,6 +594,11 @@ class IndexRun:
         if replaces is None and path in self._known:
             old = d.store.document_chunk_hashes(path)
         if old is not None and old == hashes and not self.force:
+            # its chunks' labels first (vectors kept; 0058): a run stopped in between
+            # finds the old row and does both again
+            before = d.store.documents([path])
+            if relabel_document(d.store, d.vectors, before[0] if before else None, record):
+                self._vectors_written = True
             d.store.update_document_metadata(record, converted)
             self.summary.updated += 1
             self.summary.metadata_only += 1
@@ -629,9 +660,12 @@ class IndexRun:
         if known:  # a first index finds none and never opens the vector store here
             got = d.vectors.get(set(known.values()))
             reusable = {h: got[cid] for h, cid in known.items() if cid in got}
-        reused = [c for c in all_chunks if c.text_hash in reusable]
+        reused = [(c, labels_of(p.record)) for p in batch for c in p.chunks
+                  if c.text_hash in reusable]
         if reused:  # ids this run has just made: appended, no upsert (0045)
-            d.vectors.append([c.id for c in reused], [reusable[c.text_hash] for c in reused])
+            d.vectors.append([c.id for c, _ in reused],
+                             [reusable[c.text_hash] for c, _ in reused],
+                             [labels for _, labels in reused])
             self.summary.chunks_reused += len(reused)
             self._vectors_written = True
         self._unembedded += [c.id for c in all_chunks if c.text_hash not in reusable]
@@ -640,11 +674,12 @@ class IndexRun:
 
     def _write_vectors(
         self, chunks: list[tuple[int, str, str]], reusable: dict[str, Vector],
-        paths: dict[str, str] | None = None,
+        paths: dict[str, str], labels: Mapping[int, ChunkLabels],
     ) -> None:
-        """Embed what cannot be reused (each distinct text once) and store every vector.
-        A text an embedding service refuses gets none, with a warning naming its document
-        (``paths``: chunk hash -> path); its keyword rows stay (decision 0037)."""
+        """Embed what cannot be reused (each distinct text once) and store every vector
+        with its chunk's ``labels``. A text an embedding service refuses gets none, with a
+        warning naming its document (``paths``: chunk hash -> path); its keyword rows stay
+        (decision 0037)."""
         if not chunks:
             return
         texts = {h: t for _, h, t in chunks if h not in reusable}
@@ -657,7 +692,7 @@ class IndexRun:
                 got = exc.vectors
                 hashes = list(texts)
                 for i, why in sorted(exc.reasons.items()):
-                    where = (paths or {}).get(hashes[i], "a document")
+                    where = paths.get(hashes[i], "a document")
                     self._warn(f"{where}: a chunk was left without a vector: the embedding "
                                f"service refused it ({why}); keyword search finds it")
             new = {h: v for h, v in zip(texts, got, strict=True) if v is not None}
@@ -667,7 +702,8 @@ class IndexRun:
         self.summary.chunks_reused += len(chunks) - len(texts)
         kept = [(cid, h) for cid, h, _ in chunks if h in reusable]
         if kept:  # ids without a vector (this run's, or read as missing): appended (0045)
-            self.deps.vectors.append([cid for cid, _ in kept], [reusable[h] for _, h in kept])
+            self.deps.vectors.append([cid for cid, _ in kept], [reusable[h] for _, h in kept],
+                                     [labels[cid] for cid, _ in kept])
             self._vectors_written = True
 
     def _record_model(self) -> None:

@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
+from kbmcp_core.chunk_labels import LabelFilter
 from kbmcp_core.keyword_pool import KeywordHit, KeywordStatistics, pooled_relevance
 from kbmcp_core.models import DocumentFilter, IndexStats, StoredChunk, StoredDocument, Vector
 from kbmcp_core.offer import OfferRules
@@ -350,6 +351,16 @@ class JointVectors:
 
     def count(self) -> int:
         return sum(p.vectors.count() for p in self._parts)
+
+    def labelled(self) -> bool:
+        """Never: a joint search filters each collection by its allowed chunk ids (the
+        joint paths are not the collections' own)."""
+        return False
+
+    def search_labelled(self, vector: Vector, limit: int, where: LabelFilter
+                        ) -> list[tuple[int, float]] | None:
+        """None: the view is not ``labelled`` (the searcher filters by ids)."""
+        return None
 
     def search(self, vector: Vector, limit: int, allowed_ids: Collection[int] | None = None
                ) -> list[tuple[int, float]]:

@@ -35,6 +35,10 @@ META_PARSED_WITH = "parsed_with"
 #: "number"}``): a run whose declarations differ fills the rows of every document again
 #: from its stored front matter (no file read, no embedding). Absent = none declared.
 META_FIELDS = "declared_fields"
+#: The vector store's fingerprint when every vector was last known to carry its chunk's
+#: labels (decision 0058's addendum): a run whose vectors show another fingerprint checks
+#: them, and a whole-folder run labels those without. Absent in older indexes.
+META_LABELLED = "vector_labels"
 
 #: every key above, in the order they are described
 META_KEYS: tuple[str, ...] = (
@@ -49,6 +53,7 @@ META_KEYS: tuple[str, ...] = (
     META_READY,
     META_PARSED_WITH,
     META_FIELDS,
+    META_LABELLED,
 )
 
 __all__ = [
@@ -59,6 +64,7 @@ __all__ = [
     "META_EMBED_TEXT",
     "META_IN_PROGRESS",
     "META_KEYS",
+    "META_LABELLED",
     "META_LAST_RUN",
     "META_MODEL",
     "META_PARSED_WITH",

@@ -7,6 +7,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol, TypeVar, runtime_checkable
 
+from kbmcp_core.chunk_labels import ChunkLabels, LabelFilter
 from kbmcp_core.fields import FieldValue
 from kbmcp_core.keyword_pool import KeywordHit, KeywordStatistics
 from kbmcp_core.models import (
@@ -338,6 +339,10 @@ class ChunkRows(Protocol):
 
     def get_chunks(self, ids: Collection[int]) -> dict[int, StoredChunk]: ...
 
+    def chunk_ids_by_path(self, paths: Collection[str] | None = None) -> dict[str, list[int]]:
+        """Each document's chunk ids, of every document or of those at ``paths``."""
+        ...
+
 
 class ConversionRows(Protocol):
     """The converted texts kept with the index apart from a document write."""
@@ -514,6 +519,20 @@ class VectorReader(Protocol):
         """(chunk id, cosine similarity) best first."""
         ...
 
+    def search_labelled(self, vector: Vector, limit: int, where: LabelFilter
+                        ) -> list[tuple[int, float]] | None:
+        """As ``search``, among the chunks whose labels pass ``where`` (filtered before
+        ``limit``); None when the store is not ``labelled`` (the caller then filters by
+        the allowed ids)."""
+        ...
+
+    def labelled(self) -> bool:
+        """Whether every stored vector carries its chunk's labels, so ``search_labelled``
+        can filter by them (decision 0058's addendum). False for vectors written without them (a
+        store made before labels existed, until an index run gives them), and when the
+        store cannot be read (the search that follows reports that)."""
+        ...
+
     def fingerprint(self) -> str | None:
         """A cheap token of the stored data (no store opened) that changes whenever the
         vectors change on disk; None when it cannot be told cheaply."""
@@ -523,15 +542,25 @@ class VectorReader(Protocol):
 class VectorWriter(Protocol):
     """The writes an index run (and an index copy) makes to the chunk vectors."""
 
-    def add(self, ids: Sequence[int], vectors: Sequence[Vector]) -> None:
-        """Insert or replace: an id the store holds gets the new vector."""
+    def add(self, ids: Sequence[int], vectors: Sequence[Vector],
+            labels: Sequence[ChunkLabels] | None = None) -> None:
+        """Insert or replace: an id the store holds gets the new vector (and the labels,
+        one per id; without them the rows carry none and the store is not ``labelled``)."""
         ...
 
-    def append(self, ids: Sequence[int], vectors: Sequence[Vector]) -> None:
+    def append(self, ids: Sequence[int], vectors: Sequence[Vector],
+               labels: Sequence[ChunkLabels] | None = None) -> None:
         """Insert vectors for ids the store does not hold yet, which the caller knows (ids
         it has just made, or read as missing while it holds the writer lock). Cheaper
         than ``add`` on a large store (no lookup of the ids); an id the store already
-        holds would be stored twice, so wherever an id may exist, use ``add``."""
+        holds would be stored twice, so wherever an id may exist, use ``add``. ``labels``
+        as for ``add``."""
+        ...
+
+    def relabel(self, labels: Mapping[int, ChunkLabels]) -> None:
+        """Give these stored chunks new labels, their vectors unchanged (a document whose
+        metadata alone changed; every chunk of a store written before labels existed).
+        An id the store does not hold is left out."""
         ...
 
     def delete(self, ids: Collection[int]) -> None: ...

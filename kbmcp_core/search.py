@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from kbmcp_core.answer_lines import chunk_answer
+from kbmcp_core.chunk_labels import label_filter
 from kbmcp_core.confidence import CONFIDENCE_DEPTH, Evidence, evidence, is_low
 from kbmcp_core.context import Context
 from kbmcp_core.errors import EmbeddingUnreachable, VectorsUnreachable, VectorsUnreadable
@@ -200,6 +201,10 @@ class Searcher:
             paths = (set(self.store.document_paths()) if paths is None else paths) - excluded
         explained = (filter_effects(self.store, req.documents, list(req.filters), excluded,
                                     paths) if req.explain else None)
+        where = label_filter(req.documents) if paths and not excluded else None
+        if where is not None:
+            # the vector store filters by its chunks' labels: no list of ids (0058)
+            return Allowed(paths, None, where), explained
         ids = self.store.chunk_ids_for(paths) if paths else None
         return Allowed(paths, ids), explained
 

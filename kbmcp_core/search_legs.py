@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
+from kbmcp_core.chunk_labels import LabelFilter
 from kbmcp_core.errors import EmbeddingUnreachable, VectorsUnreadable
 from kbmcp_core.fusion import Fusion, fuse
 from kbmcp_core.models import StoredChunk, Vector
@@ -52,10 +53,20 @@ class SearchPorts(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Allowed:
-    """The documents and chunks the legs may return (None: every one)."""
+    """The documents and chunks the legs may return (None: every one). The vector leg is
+    filtered by ``where`` on the chunks' labels when it is given (a filter the vector
+    store's labels express, ``chunk_labels``), else by the allowed chunk ``ids``."""
 
     paths: set[str] | None
     ids: list[int] | None
+    where: LabelFilter | None = None
+
+    def chunk_ids(self, store: IndexReader) -> list[int] | None:
+        """The allowed chunk ids: ``ids``, or those of ``paths`` when only the label
+        filter was made (a store that turns out not to be labelled)."""
+        if self.ids is not None or self.where is None or self.paths is None:
+            return self.ids
+        return store.chunk_ids_for(self.paths)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,8 +109,12 @@ def _semantic(ports: SearchPorts, req: ResolvedSearch, allowed: Allowed, pool: i
     query_vector: Vector | None = None
     try:
         query_vector = ports.embedder.embed_query(req.text)
-        return _Semantic(query_vector, ports.vectors.search(query_vector, pool, allowed.ids),
-                         None)
+        found = None
+        if allowed.where is not None:
+            found = ports.vectors.search_labelled(query_vector, pool, allowed.where)
+        if found is None:  # no label filter, or vectors written without labels: the ids
+            found = ports.vectors.search(query_vector, pool, allowed.chunk_ids(ports.store))
+        return _Semantic(query_vector, found, None)
     except VectorsUnreadable as exc:  # damaged vector files: keywords still answer
         return _Semantic(query_vector, None, exc)
     except EmbeddingUnreachable as exc:  # the embedding service is down (0037)

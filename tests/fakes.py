@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from kbmcp_core.chunk_labels import ChunkLabels, LabelFilter
 from kbmcp_core.cjk import is_cjk
 from kbmcp_core.errors import NoSuchDocument, ParseError, StoreError, VectorsUnreadable
 from kbmcp_core.fields import FieldValue
@@ -363,6 +364,10 @@ class FakeIndexStore:
     def chunk_ids_for(self, paths: Collection[str]) -> list[int]:
         return [c.id for p in paths if p in self.docs for c in self.docs[p].chunks]
 
+    def chunk_ids_by_path(self, paths: Collection[str] | None = None) -> dict[str, list[int]]:
+        return {p: [c.id for c in d.chunks] for p, d in self.docs.items()
+                if paths is None or p in paths}
+
     def matching_paths(self, spec: DocumentFilter) -> set[str]:
         return {d.path for d in self.documents()
                 if spec.matches(d, self.docs[d.path].record.fields)}
@@ -460,6 +465,10 @@ class FakeVectorStore:
         self.generation = 0
         #: set to make every read fail as damaged LanceDB files do
         self.unreadable = False
+        #: each labelled chunk's labels (``append``/``add`` with labels, ``relabel``), and
+        #: how many chunks ``relabel`` changed
+        self.labels: dict[int, ChunkLabels] = {}
+        self.relabelled = 0
 
     def fingerprint(self) -> str | None:
         return f"gen-{self.generation}" if self.rows or self.generation else "absent"
@@ -468,17 +477,36 @@ class FakeVectorStore:
         if self.unreadable:
             raise VectorsUnreadable("could not read vectors: damaged")
 
-    def add(self, ids: Sequence[int], vectors: Sequence[Vector]) -> None:
+    def _label(self, ids: Sequence[int], labels: Sequence[ChunkLabels] | None) -> None:
+        if labels is None:
+            for i in ids:
+                self.labels.pop(i, None)
+        else:
+            self.labels.update(zip(ids, labels, strict=True))
+
+    def add(self, ids: Sequence[int], vectors: Sequence[Vector],
+            labels: Sequence[ChunkLabels] | None = None) -> None:
         self.rows.update(zip(ids, vectors, strict=True))
+        self._label(ids, labels)
         self.upserts += 1
         self.generation += 1
 
-    def append(self, ids: Sequence[int], vectors: Sequence[Vector]) -> None:
+    def append(self, ids: Sequence[int], vectors: Sequence[Vector],
+               labels: Sequence[ChunkLabels] | None = None) -> None:
         given = dict(zip(ids, vectors, strict=True))
         self.doubled += [i for i in given if i in self.rows]
         self.rows.update(given)
+        self._label(ids, labels)
         self.appends += 1
         self.generation += 1
+
+    def relabel(self, labels: Mapping[int, ChunkLabels]) -> None:
+        self.labels.update({i: v for i, v in labels.items() if i in self.rows})
+        self.relabelled += len([i for i in labels if i in self.rows])
+        self.generation += 1
+
+    def labelled(self) -> bool:
+        return not self.unreadable and all(i in self.labels for i in self.rows)
 
     def get(self, ids: Collection[int]) -> dict[int, Vector]:
         self._check()
@@ -487,6 +515,7 @@ class FakeVectorStore:
     def delete(self, ids: Collection[int]) -> None:
         for i in ids:
             self.rows.pop(i, None)
+            self.labels.pop(i, None)
         self.doubled = [i for i in self.doubled if i not in ids]
         self.generation += 1
 
@@ -498,6 +527,13 @@ class FakeVectorStore:
         self._check()
         return len(self.rows) + len(self.doubled)
 
+    def search_labelled(self, vector: Vector, limit: int, where: LabelFilter
+                        ) -> list[tuple[int, float]] | None:
+        if not self.labelled():
+            return None
+        return self.search(vector, limit, {i for i in self.rows
+                                           if where.matches(self.labels[i])})
+
     def search(self, vector: Vector, limit: int,
                allowed_ids: Collection[int] | None = None) -> list[tuple[int, float]]:
         self._check()
@@ -507,6 +543,7 @@ class FakeVectorStore:
 
     def reset(self) -> None:
         self.rows.clear()
+        self.labels.clear()
         self.doubled.clear()
         self.unreadable = False
         self.generation += 1

@@ -23,6 +23,7 @@ import importlib
 import threading
 from collections.abc import Collection
 
+from kbmcp_core.chunk_labels import LabelFilter
 from kbmcp_core.models import Vector
 from kbmcp_core.ports import VectorReader
 
@@ -66,6 +67,13 @@ class VectorsOpenedAhead:
     def search(self, vector: Vector, limit: int, allowed_ids: Collection[int] | None = None
                ) -> list[tuple[int, float]]:
         return self.opened().search(vector, limit, allowed_ids)
+
+    def search_labelled(self, vector: Vector, limit: int, where: LabelFilter
+                        ) -> list[tuple[int, float]] | None:
+        return self.opened().search_labelled(vector, limit, where)
+
+    def labelled(self) -> bool:
+        return self.opened().labelled()
 
     def fingerprint(self) -> str | None:
         return self.opened().fingerprint()

@@ -482,6 +482,20 @@ class SqlIndexStore:
             rows = conn.execute(text(sql), {"paths": json.dumps(sorted(paths))}).scalars()
             return [int(cid) for cid in rows]
 
+    def chunk_ids_by_path(self, paths: Collection[str] | None = None) -> dict[str, list[int]]:
+        """Each document's chunk ids (of every document, or those at ``paths``), one
+        query: what the vector labels are made from (``label_sync``)."""
+        if paths is not None and not paths:
+            return {}
+        where = "" if paths is None else f" WHERE {self._dialect.path_filter}"
+        sql = f"SELECT documents.path, chunks.id FROM chunks {JOIN_DOCUMENTS}{where}"
+        params = {} if paths is None else {"paths": json.dumps(sorted(paths))}
+        found: dict[str, list[int]] = {}
+        with self._read() as conn:
+            for path, cid in conn.execute(text(sql), params):
+                found.setdefault(path, []).append(int(cid))
+        return found
+
     def matching_paths(self, spec: DocumentFilter) -> set[str]:
         """The filters as one SQL condition on ``documents`` (see ``filters.where``).
 

@@ -10,23 +10,26 @@ import logging
 import os
 import shutil
 import threading
-from collections import OrderedDict
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kbmcp_adapters.vectors import ann_policy, lance_cache
+from kbmcp_adapters.vectors import labels as label_columns
 from kbmcp_adapters.vectors.ann_policy import ANN_MIN_ROWS
+from kbmcp_adapters.vectors.exact import KeptRows, batches, in_order, read_rows, read_where
 from kbmcp_adapters.vectors.lance_import import import_lancedb
 from kbmcp_adapters.vectors.nearest import (
     exact_max_ids,
-    id_filter,
     in_predicate,
+    labelled,
     nearest,
     post_filtered,
 )
+from kbmcp_adapters.vectors.rows import arrow_rows, checked, query_of
 from kbmcp_adapters.vectors.translate import Outage, translate
+from kbmcp_core.chunk_labels import ChunkLabels, LabelFilter
 from kbmcp_core.errors import StoreError
 from kbmcp_core.models import Vector
 from kbmcp_core.settings import StorageOptions, is_remote_uri, public_uri
@@ -34,7 +37,6 @@ from kbmcp_core.settings import StorageOptions, is_remote_uri, public_uri
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
-    import pyarrow as pa
     from lancedb.db import DBConnection
     from lancedb.table import Table
 
@@ -49,6 +51,10 @@ _ID = "chunk_id"
 _VECTOR = "vector"
 #: Ids per ``chunk_id IN (...)`` predicate in get/delete (one scan and, for delete, one commit).
 _IN_BATCH = 5000
+#: Chunks whose labels one ``relabel`` commit rewrites.
+_RELABEL_BATCH = 100_000
+#: Label tests whose passing rows are counted and kept (all forgotten past it).
+_PASSING_KEPT = 64
 #: Up to this many allowed ids a filtered search is exact: the cosine of the query with
 #: each allowed vector (kept per table version, see ``_AllowedRows``); above it, a wider
 #: search that is filtered afterwards (``nearest.post_filtered``). At 20k rows reading the
@@ -102,7 +108,12 @@ class LanceVectorStore:
         self._name = table
         self._prefilter_max_ids = prefilter_max_ids
         self._ann_min_rows = ann_min_rows
-        self._allowed_rows = _AllowedRows(max(ALLOWED_ROWS_KEPT, prefilter_max_ids or 0))
+        self._kept = KeptRows(max(ALLOWED_ROWS_KEPT, prefilter_max_ids or 0))
+        #: rows passing a label test, per (table version, test): ``_passing``
+        self._passing_counts: dict[tuple[int, str], int] = {}
+        #: ((table version, rows), whether every row carries labels), read once a version
+        self._labelled_at: tuple[tuple[int, int], bool] | None = None
+        self._lock = threading.Lock()
         self._db: DBConnection | None = None
         #: an object store found not answering: the next calls fail at once for a while
         self._outage = Outage()
@@ -112,13 +123,16 @@ class LanceVectorStore:
         return self._dimension
 
     # -- writes ------------------------------------------------------------
-    def add(self, ids: Sequence[int], vectors: Sequence[Vector]) -> None:
-        """Insert or replace (upsert on ``chunk_id``) in one commit; the last duplicate wins."""
-        batch = self._batch("add", ids, vectors)
-        if batch is None:
+    def add(self, ids: Sequence[int], vectors: Sequence[Vector],
+            labels: Sequence[ChunkLabels] | None = None) -> None:
+        """Insert or replace (upsert on ``chunk_id``) in one commit; the last duplicate wins.
+        ``labels`` (one per id) go in the label columns, nulls without them."""
+        rows = checked("add", ids, vectors, labels, self._dimension)
+        if rows is None:
             return
         with self._translate("add vectors"):
             table = self._writable()
+            batch = arrow_rows(table, rows, self._dimension)
             if table.count_rows() == 0:
                 table.add(batch)
             else:
@@ -129,16 +143,40 @@ class LanceVectorStore:
                     .execute(batch)
                 )
 
-    def append(self, ids: Sequence[int], vectors: Sequence[Vector]) -> None:
+    def append(self, ids: Sequence[int], vectors: Sequence[Vector],
+               labels: Sequence[ChunkLabels] | None = None) -> None:
         """Append rows for ids the table does not hold, in one commit (the last duplicate
         in ``ids`` wins). Unlike ``add``'s upsert, nothing joins the batch against the
         table: at 100,000 rows phase two's 395 writes ended 60 MB smaller and took less
         CPU this way (0045). An id the table holds would be stored twice."""
-        batch = self._batch("append", ids, vectors)
-        if batch is None:
+        rows = checked("append", ids, vectors, labels, self._dimension)
+        if rows is None:
             return
         with self._translate("add vectors"):
-            self._writable().add(batch)
+            table = self._writable()
+            table.add(arrow_rows(table, rows, self._dimension))
+
+    def relabel(self, labels: Mapping[int, ChunkLabels]) -> None:
+        """New labels for the stored chunks of ``labels`` (their vectors unchanged), in a
+        commit per ``_RELABEL_BATCH`` ids; a table without the label columns gets them
+        first (an index made before labels: every row null, unlabelled). Updated rows
+        are rewritten, so the approximate index searches them apart until ``compact``
+        folds them in (or trains it again when they are many: ``ann_policy.plan``)."""
+        if not labels:
+            return
+        import pyarrow as pa
+
+        with self._translate("label vectors"):
+            table = self._existing()
+            if table is None:
+                return
+            if not label_columns.has_columns(table):
+                table.add_columns(label_columns.fields())
+            ids = sorted(labels)
+            for part in batches(ids, _RELABEL_BATCH):
+                columns = label_columns.arrays([labels[i] for i in part], len(part))
+                batch = pa.table({_ID: pa.array(part, type=pa.int64()), **columns})
+                table.merge_insert(_ID).when_matched_update_all().execute(batch)
 
     def _writable(self) -> Table:
         """The table, created empty on the first write."""
@@ -153,7 +191,7 @@ class LanceVectorStore:
             table = self._existing()
             if table is None:
                 return
-            for part in _batches(wanted, _IN_BATCH):
+            for part in batches(wanted, _IN_BATCH):
                 table.delete(in_predicate(part))
 
     def reset(self) -> None:
@@ -239,6 +277,31 @@ class LanceVectorStore:
                     # reads the index, not the whole column: 63 -> 28 ms for 2,000 of 20k
                     # ids (0019)
                     table.create_index(_ID, config=BTree(), name=f"{_ID}_btree")
+                # a filter on the labels reads their indexes, not the columns (0058)
+                label_columns.ensure_indexes(table)
+
+    def labelled(self) -> bool:
+        """Whether the table has the label columns and no row without labels (read once
+        per table version: a count of the rows whose ``folders`` is null)."""
+        try:
+            with self._translate("read the vector labels", reading=True):
+                table = self._existing()
+                return table is None or self._labelled(table, table.version,
+                                                       table.count_rows())
+        except StoreError:  # the search that follows meets it again and says so
+            return False
+
+    def _labelled(self, table: Table, version: int, rows: int) -> bool:
+        """``labelled`` of the open ``table`` at this version and row count (a table
+        dropped and made again restarts its versions: its rows too)."""
+        state = (version, rows)
+        with self._lock:
+            if self._labelled_at is not None and self._labelled_at[0] == state:
+                return self._labelled_at[1]
+        found = label_columns.unlabelled_rows(table) == 0
+        with self._lock:
+            self._labelled_at = (state, found)
+        return found
 
     def ann_state(self) -> tuple[int, int] | None:
         """(rows the approximate index was trained on, rows in the table), or None when
@@ -260,7 +323,7 @@ class LanceVectorStore:
             table = self._existing()
             if table is None:
                 return {}
-            keys, matrix = _read_rows(table, wanted, self._dimension)
+            keys, matrix = read_rows(table, wanted, self._dimension)
             found.update(zip(keys.tolist(), matrix.tolist(), strict=True))
         return found
 
@@ -277,13 +340,51 @@ class LanceVectorStore:
             table = self._existing()
             return 0 if table is None else table.count_rows()
 
+    def search_labelled(self, vector: Vector, limit: int, where: LabelFilter
+                        ) -> list[tuple[int, float]] | None:
+        """(chunk id, cosine similarity) best first among the chunks whose labels pass
+        ``where``: LanceDB's prefilter on the indexed label columns, no list of ids
+        (decision 0058's addendum); None when some row carries no labels (``labelled``
+        is False: the caller filters by ids). One open of the table, as ``search``."""
+        query = query_of(vector, self._dimension)
+        with self._translate("search vectors", reading=True):
+            table = self._existing()
+            if table is None:
+                return []
+            version, rows = table.version, table.count_rows()
+            if not self._labelled(table, version, rows):
+                return None
+            if limit <= 0:
+                return []
+            test = label_columns.predicate(where)
+            if self._passing(table, version, test) <= self._exact_max_ids(rows):
+                # few chunks pass: exact over their vectors, kept as a list of ids' are
+                found = self._kept.nearest((version, test), query, limit,
+                                           lambda: read_where(table, test, self._dimension))
+                return in_order(found)[:limit]
+            return in_order(labelled(table, query, limit, test))
+
+    def _passing(self, table: Table, version: int, test: str) -> int:
+        """How many rows pass ``test`` (their label columns' indexes read once per table
+        version and test; 12-165 ms at a million rows, load 11)."""
+        key = (version, test)
+        with self._lock:
+            if key in self._passing_counts:
+                return self._passing_counts[key]
+        count = table.count_rows(test)
+        with self._lock:
+            if len(self._passing_counts) >= _PASSING_KEPT:
+                self._passing_counts.clear()
+            self._passing_counts[key] = count
+        return count
+
     def search(
         self, vector: Vector, limit: int, allowed_ids: Collection[int] | None = None
     ) -> list[tuple[int, float]]:
         """(chunk id, cosine similarity) best first; ``allowed_ids`` filters before ``limit``."""
         if limit <= 0:
             return []
-        query = self._query(vector)
+        query = query_of(vector, self._dimension)
         allowed = None if allowed_ids is None else _unique_ints(allowed_ids)
         if allowed is not None and not allowed:
             return []
@@ -292,50 +393,20 @@ class LanceVectorStore:
             if table is None:
                 return []
             if allowed is None:
-                return _in_order(nearest(table, query, limit))
-            if len(allowed) <= self._exact_max_ids(table):
-                return _in_order(self._exact(table, query, limit, allowed))[:limit]
-            return _in_order(post_filtered(table, query, limit, set(allowed)))
+                return in_order(nearest(table, query, limit))
+            if len(allowed) <= self._exact_max_ids(table.count_rows()):
+                rows = self._kept.nearest((table.version, tuple(allowed)), query, limit,
+                                          lambda: read_rows(table, allowed, self._dimension))
+                return in_order(rows)[:limit]
+            return in_order(post_filtered(table, query, limit, set(allowed)))
 
-    def _exact_max_ids(self, table: Table) -> int:
-        """The most allowed ids a filtered search reads exactly: the given number, else
-        ``DEFAULT_PREFILTER_MAX_IDS`` raised with the table (``nearest.exact_max_ids``)."""
+    def _exact_max_ids(self, rows: int) -> int:
+        """The most allowed ids a filtered search reads exactly in a table of ``rows``:
+        the given number, else ``DEFAULT_PREFILTER_MAX_IDS`` raised with the table
+        (``nearest.exact_max_ids``)."""
         if self._prefilter_max_ids is not None:
             return self._prefilter_max_ids
-        return exact_max_ids(table.count_rows(), DEFAULT_PREFILTER_MAX_IDS, ALLOWED_ROWS_KEPT)
-
-    def _exact(
-        self, table: Table, query: npt.NDArray[np.float32], limit: int, allowed: list[int]
-    ) -> list[tuple[int, float]]:
-        """The ``limit`` allowed vectors nearest ``query``, by exact cosine similarity
-        (and any as near as the last of them, within ``_SAME_SIMILARITY``).
-
-        Measured at 2,000 of 20,000 rows (0019): a ``chunk_id IN (...)`` prefilter costs
-        LanceDB 16 ms a query, more than an unfiltered search (11 ms), and is approximate
-        on an ANN index; the same filter again on the same table version is a product of
-        the kept unit vectors with the query (under 1 ms)."""
-        import numpy as np
-
-        key = (table.version, tuple(allowed))
-        rows = self._allowed_rows.get(key)
-        if rows is None:
-            keys, matrix = _read_rows(table, allowed, self._dimension)
-            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-            rows = keys, np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
-            self._allowed_rows.put(key, rows)
-        keys, unit = rows
-        if not len(keys):
-            return []
-        norm = float(np.linalg.norm(query))
-        # einsum's own loop, not BLAS: a BLAS product wakes its thread pool, which on a
-        # busy machine costs milliseconds (median 7.9 ms for np.dot, 0.23 ms for this)
-        sims = np.einsum("ij,j->i", unit, query / norm if norm > 0 else query)
-        if limit < len(keys):
-            kth = np.partition(sims, len(keys) - limit)[len(keys) - limit]
-            top = np.flatnonzero(sims >= kth - _SAME_SIMILARITY)
-        else:
-            top = np.arange(len(keys))
-        return [(int(keys[i]), min(1.0, max(-1.0, float(sims[i])))) for i in top]
+        return exact_max_ids(rows, DEFAULT_PREFILTER_MAX_IDS, ALLOWED_ROWS_KEPT)
 
     # -- internals ---------------------------------------------------------
     def _table_dir(self) -> Path:
@@ -391,9 +462,15 @@ class LanceVectorStore:
         if self._directory is not None and not self._directory.is_dir():
             return None
         db = self._connect()
-        if self._name not in db.list_tables().tables:
-            return None
-        return db.open_table(self._name)
+        try:
+            return db.open_table(self._name)
+        except ValueError:
+            # listed only when it will not open: a listing costs as much as the open
+            # (each about 12 ms at a million rows on a loaded machine, decision 0058's
+            # addendum), and a filtered search opens the table twice
+            if self._name not in db.list_tables().tables:
+                return None
+            raise
 
     def _existing(self) -> Table | None:
         table = self._open()
@@ -410,6 +487,7 @@ class LanceVectorStore:
             [
                 pa.field(_ID, pa.int64(), nullable=False),
                 pa.field(_VECTOR, pa.list_(pa.float32(), self._dimension), nullable=False),
+                *label_columns.fields(),
             ]
         )
         return self._connect().create_table(self._name, schema=schema, exist_ok=True)
@@ -426,63 +504,6 @@ class LanceVectorStore:
                 "rebuild with `kb-mcp index --force`"
             )
 
-    def _batch(self, action: str, ids: Sequence[int], vectors: Sequence[Vector]
-               ) -> pa.Table | None:
-        """The rows to write (the last of a repeated id kept), checked; None when empty."""
-        if len(ids) != len(vectors):
-            raise StoreError(f"{action} got {len(ids)} ids but {len(vectors)} vectors")
-        if not ids:
-            return None
-        import numpy as np
-
-        matrix = self._matrix(vectors)
-        keys = np.asarray(ids, dtype=np.int64)
-        _, last_in_reversed = np.unique(keys[::-1], return_index=True)
-        if len(last_in_reversed) != len(keys):
-            keep = np.sort(len(keys) - 1 - last_in_reversed)
-            keys, matrix = keys[keep], matrix[keep]
-        with self._translate(f"{action} vectors"):
-            return self._arrow_batch(keys, matrix)
-
-    def _matrix(self, vectors: Sequence[Vector]) -> npt.NDArray[np.float32]:
-        import numpy as np
-
-        try:
-            matrix = np.asarray(vectors, dtype=np.float32)
-        except ValueError:
-            matrix = None
-        if matrix is None or matrix.ndim != 2 or matrix.shape[1] != self._dimension:
-            sizes = sorted({len(v) for v in vectors} - {self._dimension})
-            raise StoreError(
-                f"vectors must have {self._dimension} dimensions, got vectors of {sizes}"
-            )
-        if not np.isfinite(matrix).all():
-            raise StoreError("vectors must contain only finite numbers")
-        return matrix
-
-    def _query(self, vector: Vector) -> npt.NDArray[np.float32]:
-        import numpy as np
-
-        query = np.asarray(vector, dtype=np.float32)
-        if query.shape != (self._dimension,):
-            raise StoreError(
-                f"query vector must have {self._dimension} dimensions, got {len(vector)}"
-            )
-        return query
-
-    def _arrow_batch(
-        self, keys: npt.NDArray[np.int64], matrix: npt.NDArray[np.float32]
-    ) -> pa.Table:
-        import pyarrow as pa
-
-        values = pa.array(matrix.reshape(-1), type=pa.float32())
-        return pa.table(
-            {
-                _ID: pa.array(keys, type=pa.int64()),
-                _VECTOR: pa.FixedSizeListArray.from_arrays(values, self._dimension),
-            }
-        )
-
     def _translate(
         self, action: str, *, reading: bool = False
     ) -> contextlib.AbstractContextManager[None]:
@@ -491,78 +512,8 @@ class LanceVectorStore:
                          secrets=self._options.secrets(), outage=self._outage)
 
 
-#: Similarities this close are equal: LanceDB and numpy round float32 sums differently.
-_SAME_SIMILARITY = 1e-6
-
-
-def _in_order(hits: list[tuple[int, float]]) -> list[tuple[int, float]]:
-    """Best first, equal similarities (within ``_SAME_SIMILARITY`` of the previous one) by
-    chunk id: one order whichever way they were computed, so a filtered search lists the
-    allowed chunks in the order of the unfiltered one."""
-    ranked = sorted(hits, key=lambda hit: -hit[1])
-    out: list[tuple[int, float]] = []
-    start = 0
-    for i in range(1, len(ranked) + 1):
-        if i == len(ranked) or ranked[i - 1][1] - ranked[i][1] > _SAME_SIMILARITY:
-            out += sorted(ranked[start:i])
-            start = i
-    return out
-
-
-class _AllowedRows:
-    """Unit vectors of recent filters' allowed ids, keyed by (table version, ids): a new
-    version (any commit, from any process) makes every kept entry unreachable, and they
-    are dropped when the first entry of the new version is kept."""
-
-    def __init__(self, max_rows: int) -> None:
-        self._max_rows = max_rows
-        self._lock = threading.Lock()
-        self._kept: OrderedDict[tuple[int, tuple[int, ...]], _Rows] = OrderedDict()
-
-    def get(self, key: tuple[int, tuple[int, ...]]) -> _Rows | None:
-        with self._lock:
-            found = self._kept.get(key)
-            if found is not None:
-                self._kept.move_to_end(key)
-            return found
-
-    def put(self, key: tuple[int, tuple[int, ...]], rows: _Rows) -> None:
-        with self._lock:
-            for old in [k for k in self._kept if k[0] != key[0]]:
-                del self._kept[old]
-            self._kept[key] = rows
-            while sum(len(r[0]) for r in self._kept.values()) > self._max_rows:
-                self._kept.popitem(last=False)
-
-
-def _read_rows(
-    table: Table, ids: list[int], dimension: int
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-    """(chunk ids, vectors as rows) of those of ``ids`` (sorted, distinct) in the table."""
-    import numpy as np
-
-    keys: list[npt.NDArray[np.int64]] = []
-    parts: list[npt.NDArray[np.float32]] = []
-    for part in _batches(ids, _IN_BATCH):
-        data = table.search().where(id_filter(part)).select([_ID, _VECTOR]).limit(None)
-        got = data.to_arrow()
-        if got.num_rows == 0:
-            continue
-        flat = got.column(_VECTOR).combine_chunks().flatten().to_numpy()
-        keys.append(got.column(_ID).to_numpy().astype(np.int64))
-        parts.append(flat.astype(np.float32).reshape(got.num_rows, dimension))
-    if not keys:
-        return np.zeros(0, dtype=np.int64), np.zeros((0, dimension), dtype=np.float32)
-    return np.concatenate(keys), np.concatenate(parts)
-
-
 def _unique_ints(ids: Collection[int]) -> list[int]:
     return sorted({int(i) for i in ids})
-
-
-def _batches(items: list[int], size: int) -> Iterator[list[int]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 def _raise(exc: OSError) -> None:

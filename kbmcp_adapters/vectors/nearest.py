@@ -11,6 +11,11 @@ re-ranked 100,000 full vectors for a 1 % filter (16.7 s at p95). When the widest
 still holds fewer than ``limit`` allowed candidates, the allowed ids become LanceDB's own
 prefilter (``chunk_id IN (...)``), which returns the limit whenever enough ids pass.
 
+A filter the chunks' labels express (``kbmcp_core.chunk_labels``: folders, tags, a date
+range, category, topic) is LanceDB's prefilter on the indexed label columns instead
+(``labelled``): no list of ids at all (decision 0058's addendum, "filters in the vector
+table").
+
 Ids are handed to LanceDB as a typed expression (``id_filter``), not SQL text: at a million
 rows LanceDB took seconds to parse and plan the text of 100,000 ids (decision 0058's
 addendum), and the same expression serves every query of a repeated filter.
@@ -32,7 +37,8 @@ if TYPE_CHECKING:
     from lancedb.table import Table
 
 __all__ = ["EXACT_SHARE", "POST_FILTER_MAX_K", "POST_FILTER_REFINE", "exact_max_ids",
-           "id_filter", "in_predicate", "nearest", "post_filtered", "prefiltered"]
+           "id_filter", "in_predicate", "labelled", "nearest", "post_filtered",
+           "prefiltered"]
 
 ID = "chunk_id"
 VECTOR = "vector"
@@ -117,6 +123,16 @@ def post_filtered(table: Table, query: npt.NDArray[np.float32], limit: int,
         if k >= POST_FILTER_MAX_K:
             return prefiltered(table, query, limit, sorted(allowed))
         k *= 4
+
+
+def labelled(table: Table, query: npt.NDArray[np.float32], limit: int,
+             predicate: str) -> list[tuple[int, float]]:
+    """The ``limit`` rows nearest ``query`` whose labels pass ``predicate`` (SQL on the
+    label columns, ``labels.predicate``): LanceDB's prefilter reads the columns' scalar
+    indexes, then searches the rows they keep (on the approximate index when the table
+    has one, probed as an unfiltered search; exact below it)."""
+    builder = _query(table, query, limit).where(predicate, prefilter=True)
+    return _hits(ann_policy.probed(builder, table))
 
 
 def prefiltered(table: Table, query: npt.NDArray[np.float32], limit: int,

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from kbmcp_core.chunk_labels import ChunkLabels
 from kbmcp_core.models import Vector
 from kbmcp_core.ports import IndexStore, VectorStore
 from tests.fakes import FakeIndexStore, FakeVectorStore
@@ -124,6 +125,8 @@ class JointUnderTest:
         reader = self.view.vectors
         self.get, self.ids, self.count = reader.get, reader.ids, reader.count
         self.search, self.fingerprint = reader.search, reader.fingerprint
+        self.labelled = reader.labelled  # never: a joint search filters by ids
+        self.search_labelled = reader.search_labelled
 
     def _split(self, ids: Sequence[int], vectors: Sequence[Vector]
                ) -> list[tuple[list[int], list[Vector]]]:
@@ -133,13 +136,18 @@ class JointUnderTest:
             out[gid % 2][1].append(v)
         return out
 
-    def add(self, ids: Sequence[int], vectors: Sequence[Vector]) -> None:
+    def add(self, ids: Sequence[int], vectors: Sequence[Vector],
+            labels: Sequence[ChunkLabels] | None = None) -> None:
         for part, (local, vs) in zip(self.parts, self._split(ids, vectors), strict=True):
             part.add(local, vs)
 
-    def append(self, ids: Sequence[int], vectors: Sequence[Vector]) -> None:
+    def append(self, ids: Sequence[int], vectors: Sequence[Vector],
+               labels: Sequence[ChunkLabels] | None = None) -> None:
         for part, (local, vs) in zip(self.parts, self._split(ids, vectors), strict=True):
             part.append(local, vs)
+
+    def relabel(self, labels: Mapping[int, ChunkLabels]) -> None:
+        return None  # a joint view is never labelled
 
     def delete(self, ids: Collection[int]) -> None:
         for i, part in enumerate(self.parts):

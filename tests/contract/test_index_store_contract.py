@@ -274,6 +274,15 @@ def test_chunk_ids_for_paths(store: IndexStore) -> None:
     assert store.chunk_ids_for([]) == []
 
 
+def test_chunk_ids_by_path_groups_each_documents_chunks(store: IndexStore) -> None:
+    fill(store)
+    every = {path: sorted(ids) for path, ids in store.chunk_ids_by_path().items()}
+    assert every == {"guide/deploy.md": [11, 12], "guide/watch.md": [21], "notes/tea.md": [31]}
+    some = store.chunk_ids_by_path(["notes/tea.md", "x.md"])
+    assert some == {"notes/tea.md": [31]}
+    assert store.chunk_ids_by_path([]) == {}
+
+
 def test_prune_on_a_whole_store_removes_nothing(store: IndexStore) -> None:
     fill(store)
     assert store.prune_dangling() == 0

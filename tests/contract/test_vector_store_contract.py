@@ -6,9 +6,10 @@ import math
 
 import pytest
 
+from kbmcp_core.chunk_labels import ChunkLabels, LabelFilter
 from kbmcp_core.models import Vector
 from kbmcp_core.ports import VectorStore
-from tests.contract.conftest import DIM
+from tests.contract.conftest import DIM, JointUnderTest
 
 
 def axis(i: int, tilt: float = 0.0) -> Vector:
@@ -120,3 +121,49 @@ def test_compact_keeps_every_vector(vectors: VectorStore) -> None:
     vectors.compact()
     assert vectors.ids() == {1, 2, 3, 4}
     assert close(vectors.get({4})[4], axis(4))
+
+
+def _by_labels(vectors: VectorStore, query: Vector, limit: int, where: LabelFilter
+               ) -> list[tuple[int, float]]:
+    found = vectors.search_labelled(query, limit, where)
+    assert found is not None, "the store is labelled"
+    return found
+
+
+def _labelled_kind(vectors: VectorStore) -> None:
+    if isinstance(vectors, JointUnderTest):
+        pytest.skip("a joint view filters each collection by ids: never labelled")
+
+
+def test_labels_filter_the_search_and_follow_each_write(vectors: VectorStore) -> None:
+    _labelled_kind(vectors)
+    notes, ops = ChunkLabels(("notes",), ("ops",), "2024-03-01"), ChunkLabels(("misc",))
+    vectors.add([1, 2, 3], [axis(0), axis(0, 0.2), axis(0, 0.4)], [notes, ops, notes])
+    vectors.append([4], [axis(0, 0.6)], [ops])
+    assert vectors.labelled()
+    in_notes = LabelFilter(folders_any=("notes",))
+    assert [cid for cid, _ in _by_labels(vectors, axis(0), 5, in_notes)] == [1, 3]
+    assert [cid for cid, _ in _by_labels(vectors, axis(0), 1, in_notes)] == [1]
+    dated = LabelFilter(tags_all=("ops",), day_from="2024-01-01", day_to="2024-12-31")
+    assert [cid for cid, _ in _by_labels(vectors, axis(0), 5, dated)] == [1, 3]
+    assert _by_labels(vectors, axis(0), 5, LabelFilter(folders_any=("nowhere",))) == []
+    # only the labels change: the vector stays, the chunk moves in and out of the filter
+    vectors.relabel({2: notes, 3: ops, 99: notes})
+    assert [cid for cid, _ in _by_labels(vectors, axis(0), 5, in_notes)] == [1, 2]
+    assert close(vectors.get({2})[2], axis(0, 0.2)) and vectors.count() == 4
+    vectors.delete({1})
+    assert [cid for cid, _ in _by_labels(vectors, axis(0), 5, in_notes)] == [2]
+
+
+def test_vectors_written_without_labels_leave_the_store_unlabelled(vectors: VectorStore
+                                                                    ) -> None:
+    _labelled_kind(vectors)
+    assert vectors.labelled()  # nothing stored lacks labels
+    vectors.add([1, 2], [axis(0), axis(1)], [ChunkLabels(("a",)), ChunkLabels()])
+    vectors.append([3], [axis(2)])
+    assert not vectors.labelled()
+    assert vectors.search_labelled(axis(2), 5, LabelFilter(folders_any=("a",))) is None
+    vectors.relabel({3: ChunkLabels(("a",))})
+    assert vectors.labelled()
+    assert [cid for cid, _ in _by_labels(vectors,
+        axis(2), 5, LabelFilter(folders_any=("a",)))] == [3, 1]

@@ -151,6 +151,8 @@ def assert_same_index(source: Settings, target: Settings, embedder: FastEmbedEmb
                 == (s_doc.title, s_doc.tags, s_doc.date, s_doc.size_bytes, s_doc.content_hash)
         ids = s_store.chunk_ids()
         assert dst._container.vectors.get(ids) == src._container.vectors.get(ids)
+        # each copied vector carries its chunk's labels (decision 0058's addendum)
+        assert dst._container.vectors.labelled()
         assert d_store.stats().model_id == s_store.stats().model_id
         assert d_store.stats().last_run == s_store.stats().last_run
         # the next index run there trusts the vectors without listing them

@@ -59,3 +59,16 @@ def test_one_note_in_a_hundred_changes(tmp_path: Path) -> None:
     changed = million._changed(tmp_path, million.CHANGED_SHARE)  # noqa: SLF001
     assert len(changed) == 3
     assert len({p.name[5:7] for p in changed}) == 3  # spread over the folder
+
+
+def test_the_paired_filtered_searches_print_before_and_after_in_one_row() -> None:
+    got = _store(900, 0.120, 0.97, 1.5)
+    got["paired"] = {
+        "filters": {"folder": {"path_globs": ["a/**"]}},
+        "variants": {"folder by labels": {"n": 30, "p50_s": 0.2, "p95_s": 0.3},
+                     "folder by ids": {"n": 30, "p50_s": 0.8, "p95_s": 1.3}},
+        "same_hits": {"folder": 29}}
+    rows = million.rows({"files": 222_500, "sqlite": got})
+    paired = [r for r in rows if "by ids -> by labels" in r.name]
+    assert len(paired) == 1 and "folder" in paired[0].name
+    assert "same hits 29 of 30" in paired[0].spread

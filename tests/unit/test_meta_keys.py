@@ -18,6 +18,7 @@ def test_the_stored_key_names_stay_what_older_indexes_hold() -> None:
         "ready_since",
         "parsed_with",
         "declared_fields",
+        "vector_labels",
     )
 
 
