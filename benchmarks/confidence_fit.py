@@ -9,6 +9,11 @@ left out, rotates, and prints each held-out folder's rates and the fit on all fo
 A set named ``FOLDER@TAG`` is FOLDER searched another way (the other MiniLM file): a
 constraint of the fit like any set, left out with its folder.
 
+``python -m benchmarks.confidence_fit OUT.jsonl --all --fit [--work DIR] [--dev-eval DIR]``
+is the whole fit in one command, to re-run after any change to search: every set of
+``benchmarks.confidence_sets`` (the folders built and indexed as needed, incrementally),
+OUT.jsonl written afresh, then the fit.
+
 The fit keeps the rule's shape and searches its thresholds on a grid: among the
 thresholds that flag at most ``MAX_ANSWERABLE`` of every training folder's answerable
 questions, the one whose worst training folder flags the most no-answer questions (ties:
@@ -27,6 +32,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.confidence_sets import WORK, prepare
 from kbmcp_core.confidence import UNSEEN_MIN_CHUNKS
 
 #: The most of a folder's answerable questions a fit may flag (the issue's goal: 10 %).
@@ -48,8 +54,9 @@ Row = dict[str, Any]
 Params = dict[str, float]
 
 
-def collect(out: Path, specs: Sequence[str]) -> None:
-    """Search every question of each ``NAME=CONFIG:GOLDEN[,GOLDEN]`` set; one line each."""
+def collect(out: Path, specs: Sequence[str], *, index: bool = False) -> None:
+    """Search every question of each ``NAME=CONFIG:GOLDEN[,GOLDEN]`` set; one line each.
+    ``index``: bring each set's index up to date first (incrementally)."""
     from kbmcp_adapters.app.bootstrap import bootstrap
     from kbmcp_adapters.app.config import build_settings
     from kbmcp_adapters.app.knowledge_base import KnowledgeBase
@@ -61,6 +68,8 @@ def collect(out: Path, specs: Sequence[str]) -> None:
             config, _, goldens = rest.partition(":")
             kb = KnowledgeBase(bootstrap(build_settings(Path(config))))
             try:
+                if index:
+                    print(f"{name}: {kb.index().line()}", file=sys.stderr)
                 for golden in goldens.split(","):
                     for q in load_golden(Path(golden)):
                         res = kb.search(q.query)
@@ -170,8 +179,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("out", type=Path, help="the evidence file (JSON lines), appended to")
     parser.add_argument("sets", nargs="*", help="NAME=CONFIG:GOLDEN[,GOLDEN...]")
     parser.add_argument("--fit", action="store_true", help="fit and report from OUT")
+    parser.add_argument("--all", action="store_true",
+                        help="every set of benchmarks.confidence_sets, indexed as needed; "
+                             "OUT is written afresh")
+    parser.add_argument("--work", type=Path, default=WORK,
+                        help="where --all keeps the indexes and the built folders")
+    parser.add_argument("--dev-eval", type=Path, default=Path("dev-eval"),
+                        help="the dev-eval folder (faq, React English) for --all")
     args = parser.parse_args(argv)
-    if args.sets:
+    if args.all:
+        args.out.unlink(missing_ok=True)
+        collect(args.out, prepare(args.work, args.dev_eval) + args.sets, index=True)
+    elif args.sets:
         collect(args.out, args.sets)
     if args.fit:
         report([json.loads(line) for line in args.out.read_text("utf-8").splitlines()])
