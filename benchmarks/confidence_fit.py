@@ -19,7 +19,8 @@ thresholds that flag at most ``MAX_ANSWERABLE`` of every training folder's answe
 questions, the one whose worst training folder flags the most no-answer questions (ties:
 the best mean margin) wins. The size a folder needs for a word none of its chunks holds
 to count (``UNSEEN_MIN_CHUNKS``) is not on the grid (decision 0056, addendum: fitted, it followed
-whichever folders were in).
+whichever folders were in); the size from which the nearest chunks' share of the question's
+words counts (``NEAR_MIN_CHUNKS``) is, with the share (fifth addendum).
 """
 
 from __future__ import annotations
@@ -43,12 +44,19 @@ GRID: dict[str, list[float]] = {
     # from 0.08: below it, ten pages alike near a question (0.55, nine at 0.48: decision
     # 0028's "near many pages, about none") would pass as answered
     "lead": [0.08, 0.1, 0.12, 0.15, 0.18, 0.2, 0.25],
-    "rank": [3, 5, 10],
+    # 3 and 5 never won a fit on the shipped evidence (0056's rounds); off the grid since
+    # the nearest chunks' test (fifth addendum) multiplied it
+    "rank": [10],
     "floor": [0.0, 0.15, 0.25],
     # a question with a word no chunk holds (a folder of UNSEEN_MIN_CHUNKS or more): low
     # below this similarity; 0 turns the test off. Strictest first, so that a tie (the
     # training folders' answerable questions hold no unseen word) keeps the test on
     "unseen": [0.6, 0.55, 0.5, 0.45, 0.4, 0.35, 0.0],
+    # low when the best of the nearest chunks holds less than this share of the question's
+    # held words (0 = off; off first, so that a tie leaves it off) ...
+    "near": [0.0, 0.2, 0.25, 0.3],
+    # ... in a folder of at least this many chunks (fifth addendum)
+    "near_chunks": [0, 300, 1000],
 }
 Row = dict[str, Any]
 Params = dict[str, float]
@@ -81,7 +89,8 @@ def collect(out: Path, specs: Sequence[str], *, index: bool = False) -> None:
                             "lex": e.best_lexical if e else None,
                             "readable": e.readable if e else 0.0,
                             "unseen": e.unseen if e else 0,
-                            "chunks": e.chunks if e else 0}) + "\n")
+                            "chunks": e.chunks if e else 0,
+                            "near": e.near if e else None}) + "\n")
             finally:
                 kb.close()
 
@@ -96,6 +105,9 @@ def low(row: Row, p: Params) -> bool:
     rank = int(p["rank"])
     lead_to = sims[rank - 1] if len(sims) >= rank else p["floor"]
     if sims[0] < p["similarity"] or sims[0] - lead_to < p["lead"]:
+        return True
+    near = row.get("near")
+    if near is not None and row.get("chunks", 0) >= p["near_chunks"] and near < p["near"]:
         return True
     return bool(row.get("unseen") and row.get("chunks", 0) >= UNSEEN_MIN_CHUNKS
                 and sims[0] < p["unseen"])
