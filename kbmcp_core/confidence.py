@@ -30,6 +30,14 @@ The decision (decision 0028, refitted across folders in decision 0056):
   changes (decision 0056, addendum). A small folder lacks everyday words by chance (a handbook of
   a hundred chunks has no "fever" or "keycard" although it answers the question), so
   the test waits for a folder large enough that a missing word means a missing subject;
+  Also low, in a folder of at least ``NEAR_MIN_CHUNKS`` chunks, when the best of the
+  ``NEAR_DEPTH`` chunks nearest by meaning holds less than ``NEAR_SHARE`` of the
+  question's words the index holds, each weighed by how few chunks hold it
+  (``near_share``; decision 0056, fifth addendum): a question about a program a folder
+  mentions in passing (Valgrind, systemd in gdb's and GnuPG's release notes) finds chunks
+  about its other words, none naming the program. Fixed by the index and the vector
+  leg's best chunks, not by ``limit``; a small folder's paraphrased questions name words
+  held elsewhere, so the test waits for a folder of that size;
 * when the model cannot read the query (Japanese for an English model) or did not run
   (``lexical`` mode), only keywords can judge: low when nothing matched at all;
 * in ``vector`` mode (no keywords at all) only the best similarity counts: without
@@ -40,11 +48,15 @@ An empty result is always low.
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kbmcp_core.keyword_pool import KeywordStatistics
 from kbmcp_core.models import StoredChunk
+from kbmcp_core.porter import stem
+from kbmcp_core.spans import fold, word_pieces
 
 #: Below this cosine similarity the best semantic match is about something else (decision
 #: 0028: most questions about software a corpus does not cover score under it on small
@@ -79,6 +91,16 @@ UNSEEN_MIN_CHUNKS = 1000
 #: (fitted across folders, decision 0056, addendum: a question a large folder answers
 #: reads close to its answer even when it uses a word the folder does not).
 UNSEEN_SIMILARITY = 0.60
+#: A folder with at least this many chunks: the test of the question's words in its nearest
+#: chunks applies (decision 0056, fifth addendum: on the grid 0, 300 and 1,000, fitted
+#: across folders; in the in-repo handbook's 114 chunks paraphrased questions' words are
+#: held elsewhere, never in the answer).
+NEAR_MIN_CHUNKS = 300
+#: ... low when the best of the ``NEAR_DEPTH`` nearest chunks holds less than this share of
+#: the question's held words, weighed by rarity (fitted on 0.2, 0.25 and 0.3).
+NEAR_SHARE = 0.25
+#: How many chunks nearest by meaning (the vector leg's best) that test reads.
+NEAR_DEPTH = 10
 #: How many candidates of each leg, best first by the leg's own score, the evidence reads:
 #: the same at every ``limit`` (a search's legs always fetch at least this many).
 CONFIDENCE_DEPTH = 100
@@ -102,6 +124,10 @@ class Evidence:
     #: how many chunks the index has; 0 and 0 when the keyword leg did not run
     unseen: int = 0
     chunks: int = 0
+    #: the best share of the question's held words (by rarity) one of the ``NEAR_DEPTH``
+    #: chunks nearest by meaning holds (``near_share``); None when not measured (no vector
+    #: or keyword leg, or no word of the question held anywhere)
+    near: float | None = None
 
 
 def best_per_document(vector: Sequence[tuple[int, float]],
@@ -128,6 +154,38 @@ def unseen_terms(statistics: KeywordStatistics) -> int:
     return sum(1 for n in held.values() if n == 0)
 
 
+@functools.lru_cache(maxsize=65536)
+def _stem_of(word: str) -> str:
+    """A word's stem as the keyword leg matches it (folded, then Porter's), remembered:
+    the same words recur in every search's nearest chunks."""
+    return stem(fold(word))
+
+
+def _stems(text: str) -> frozenset[str]:
+    return frozenset(_stem_of(text[a:b]) for a, b, cjk in word_pieces(text) if not cjk)
+
+
+def near_share(statistics: KeywordStatistics, nearest: Sequence[StoredChunk]) -> float | None:
+    """The best share, over ``nearest`` (the chunks nearest by meaning), of the question's
+    terms the index holds that one chunk's title, heading trail or text holds, each term
+    weighed ``log(1 + chunks / holding)`` (a rare word weighs most; a term's holding is the
+    most any keyword leg counts). None when no term is held anywhere."""
+    holding: dict[str, int] = {}
+    for (_, term), n in statistics.holding.items():
+        holding[term] = max(holding.get(term, 0), n)
+    weights = {term: math.log(1.0 + statistics.chunks / n) for term, n in holding.items() if n}
+    total = sum(weights.values())
+    if not total:
+        return None
+    needs = {term: _stems(term) for term in weights}
+    best = 0.0
+    for chunk in nearest:
+        held = _stems(" ".join((chunk.title, *chunk.heading_path, chunk.content)))
+        share = sum(w for term, w in weights.items() if needs[term] and needs[term] <= held)
+        best = max(best, share / total)
+    return best
+
+
 def evidence(*, hits: int, vector: Sequence[tuple[int, float]] | None,
              chunks: Mapping[int, StoredChunk],
              lexical: Sequence[tuple[int, float]] | None, readable: float,
@@ -140,31 +198,34 @@ def evidence(*, hits: int, vector: Sequence[tuple[int, float]] | None,
     of its own); ``statistics``, the index's counts of the query's terms (the keyword
     leg's, over the whole index), when the keyword leg ran."""
     sims = None
+    top: list[tuple[int, float]] = []
     if vector is not None:
         top = sorted(vector, key=lambda x: -x[1])[:CONFIDENCE_DEPTH]
         sims = tuple(best_per_document(top, chunks))
     best = max((rel for _, rel in lexical), default=0.0) if lexical is not None else None
     if statistics is None:
         return Evidence(hits, sims, best, readable)
-    return Evidence(hits, sims, best, readable, unseen_terms(statistics), statistics.chunks)
+    nearest = [chunks[cid] for cid, _ in top[:NEAR_DEPTH] if cid in chunks]
+    return Evidence(hits, sims, best, readable, unseen_terms(statistics), statistics.chunks,
+                    near_share(statistics, nearest) if nearest else None)
 
 
 def is_low(e: Evidence) -> bool:
     """The decision of the module docstring."""
     return low_confidence(hits=e.hits, similarities=e.similarities,
                           best_lexical=e.best_lexical, readable=e.readable,
-                          unseen=e.unseen, chunks=e.chunks)
+                          unseen=e.unseen, chunks=e.chunks, near=e.near)
 
 
 def low_confidence(*, hits: int, similarities: Sequence[float] | None,
                    best_lexical: float | None, readable: float, unseen: int = 0,
-                   chunks: int = 0) -> bool:
+                   chunks: int = 0, near: float | None = None) -> bool:
     """The decision of the module docstring. ``similarities``: the vector leg's cosine
     similarities, best first, one per document (``best_per_document``; None when the leg
     did not run); ``best_lexical``: the lexical leg's best relevance (None when it did not
     run, 0 when it matched nothing); ``readable``: the share of the query the embedding
     model reads; ``unseen``: how many of the query's terms no chunk of the index (of
-    ``chunks`` chunks) holds."""
+    ``chunks`` chunks) holds; ``near``: ``near_share`` of the nearest chunks."""
     if hits == 0:
         return True
     if best_lexical is not None and best_lexical >= MIN_LEXICAL:
@@ -177,5 +238,7 @@ def low_confidence(*, hits: int, similarities: Sequence[float] | None,
     lead_to = (similarities[LEAD_RANK - 1] if len(similarities) >= LEAD_RANK
                else FLOOR_SIMILARITY)
     if best < MIN_SIMILARITY or best - lead_to < MIN_LEAD:
+        return True
+    if near is not None and chunks >= NEAR_MIN_CHUNKS and near < NEAR_SHARE:
         return True
     return unseen > 0 and chunks >= UNSEEN_MIN_CHUNKS and best < UNSEEN_SIMILARITY

@@ -23,6 +23,7 @@ from kbmcp_adapters.app.config import build_settings
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
 from kbmcp_adapters.evaluation.golden import load_golden
+from kbmcp_core.confidence import NEAR_SHARE
 from kbmcp_core.evaluation import Flagged
 from tests.eval_support import measure
 
@@ -129,3 +130,18 @@ def test_the_words_the_index_never_holds_are_counted(indexed: tuple[Path, Knowle
         assert (louvre.unseen, louvre.chunks) == (2, chunks)  # "louvre", "museum"
     strongroom = kb.search("how do we rotate API keys stored in Strongroom").evidence
     assert strongroom is not None and strongroom.unseen == 0
+
+
+def test_the_nearest_chunks_share_of_the_question_is_measured(
+        indexed: tuple[Path, KnowledgeBase]) -> None:
+    # decision 0056, fifth addendum: the best share of the question's held words (by
+    # rarity) one of the ten chunks nearest by meaning holds, read from the real store's
+    # counts and chunks: the same at every limit
+    kb = indexed[1]
+    question = "how do we rotate API keys stored in Strongroom"
+    near = {limit: (e.near if (e := kb.search(question, limit=limit).evidence) else None)
+            for limit in (3, 5, 20)}
+    assert len(set(near.values())) == 1, near
+    assert near[5] is not None and near[5] >= NEAR_SHARE  # its answer names Strongroom
+    louvre = kb.search("What are the opening hours of the Louvre museum").evidence
+    assert louvre is not None and louvre.near is not None and louvre.near < near[5]
