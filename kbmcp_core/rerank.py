@@ -113,7 +113,14 @@ def rerank(
     docstring says; the reranker's score is returned per chunk id."""
     known = [(cid, s) for cid, s in ranked if cid in chunks]
     head, tail = known[:candidates], known[candidates:]
-    scores, ms = read_by(reranker, query, [chunks[cid] for cid, _ in head])
+    started = time.perf_counter()
+    passages = [whole_text_of(chunks[cid].heading_path, chunks[cid].content) for cid, _ in head]
+    scores = reranker.score(query, passages) if head else []
+    ms = (time.perf_counter() - started) * 1000.0
+    if len(scores) != len(head):
+        raise ValueError(f"the reranker returned {len(scores)} scores for {len(head)} passages")
+    if any(not 0.0 <= s <= 1.0 for s in scores):
+        raise ValueError("the reranker returned a score outside 0..1")
     say = trust(max(scores), reranker.coverage(query)) if scores else 0.0
     fused = [s for _, s in head]
     key = blended(fused, scores, say)
@@ -127,19 +134,3 @@ def rerank(
         ms=ms,
         trust=say,
     )
-
-
-def read_by(reranker: Reranker, query: str, chunks: Sequence[StoredChunk]
-            ) -> tuple[list[float], float]:
-    """The reranker's probability for each chunk (read with its heading trail), checked,
-    and the milliseconds it took."""
-    started = time.perf_counter()
-    passages = [whole_text_of(c.heading_path, c.content) for c in chunks]
-    scores = reranker.score(query, passages) if passages else []
-    ms = (time.perf_counter() - started) * 1000.0
-    if len(scores) != len(passages):
-        raise ValueError(f"the reranker returned {len(scores)} scores for {len(passages)} "
-                         "passages")
-    if any(not 0.0 <= s <= 1.0 for s in scores):
-        raise ValueError("the reranker returned a score outside 0..1")
-    return [float(s) for s in scores], ms

@@ -12,7 +12,7 @@ from kbmcp_core.context import Context
 from kbmcp_core.errors import EmbeddingUnreachable, VectorsUnreachable, VectorsUnreadable
 from kbmcp_core.explain import HitExplain, SearchExplain, explain_hits, filter_effects
 from kbmcp_core.fusion import Fusion, leg_weights
-from kbmcp_core.inside_documents import dealt_by, section_keys
+from kbmcp_core.inside_documents import inside_documents
 from kbmcp_core.meta_keys import META_IN_PROGRESS
 from kbmcp_core.models import StoredChunk
 from kbmcp_core.offer import OfferRules
@@ -205,20 +205,18 @@ class Searcher:
 
     def _shape(self, req: ResolvedSearch, legs: Legs
                ) -> tuple[Ranking, RerankOutcome | None, Ranking]:
-        """Stage 3: a question's sections inside each document ordered by meaning, rerank
-        (a question's: its first document's first places only), diversify, then the
-        per-document cap and the limit. The fused order is returned
+        """Stage 3: a question's sections inside each document ordered by meaning, rerank,
+        diversify, then the per-document cap and the limit. The fused order is returned
         too (each chunk's own fused score: explain, ``fused_score``)."""
         chunks = legs.chunks
         fused_order = [(cid, s) for cid, s in legs.fused if cid in chunks]
         ordered = fused_order
-        keys = None
         if legs.fusion is not None and legs.vector is not None and is_question(req.text):
             paths = {cid: chunk.document_path for cid, chunk in chunks.items()}
-            keys = section_keys(legs.lexical or [], legs.vector, legs.paragraphs)
-            ordered = dealt_by(fused_order, paths, keys)
+            ordered = inside_documents(fused_order, paths, lexical=legs.lexical or [],
+                                       vector=legs.vector, paragraphs=legs.paragraphs)
         ranked, reranked = apply_rerank(req.text, ordered, chunks, req.shape,
-                                        self.reranker, sections=keys)
+                                        self.reranker)
         ranked = diversify(ranked, chunks, req.shape, limit=req.limit,
                            vectors=self.vectors if legs.vector is not None else None)
         picked = _per_document(ranked, chunks, req.chunks_per_document, req.limit)

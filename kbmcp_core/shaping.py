@@ -3,7 +3,7 @@
 The steps, in order, on the fused candidates:
 
 1. **rerank** (``apply_rerank``, optional): a ``Reranker`` reorders the best
-   ``RERANK_CANDIDATES`` (a question: its first document's first ``SECTION_PLACES``);
+   ``RERANK_CANDIDATES``;
 2. **diversify** (MMR, ``λ < 1``): the first picks trade relevance for novelty;
 3. then search applies the per-document cap and the limit as before;
 4. each hit gets its match spans, and its context when asked for.
@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from kbmcp_core.context import Context, ContextKind, build_context, radius_for
 from kbmcp_core.diversity import cosine_similarity, mmr, word_similarity
 from kbmcp_core.errors import InvalidQuery, VectorsUnreadable
-from kbmcp_core.inside_documents import rerank_sections
 from kbmcp_core.models import StoredChunk
 from kbmcp_core.ports import IndexReader, Reranker, VectorReader
 from kbmcp_core.rerank import RerankOutcome, rerank
@@ -49,22 +48,15 @@ def apply_rerank(
     chunks: Mapping[int, StoredChunk],
     options: ShapeOptions,
     reranker: Reranker | None,
-    *,
-    sections: Mapping[int, float] | None = None,
 ) -> tuple[list[tuple[int, float]], RerankOutcome | None]:
     """Step 1: the candidates reordered by the reranker when ``options.rerank`` asks for
-    it (else as they are), and what reranking did. A question's candidates, whose
-    sections were ordered by ``sections`` (``inside_documents.section_keys``), are read
-    only in their first document's first places (``rerank_sections``)."""
+    it (else as they are), and what reranking did."""
     if not options.rerank:
         return ranked, None
     if reranker is None:
         raise InvalidQuery("rerank was asked for but this searcher was given no "
                            "reranker; search without rerank")
-    if sections is not None:
-        outcome = rerank_sections(query, ranked, chunks, sections, reranker)
-    else:
-        outcome = rerank(query, ranked, chunks, reranker, options.rerank_candidates)
+    outcome = rerank(query, ranked, chunks, reranker, options.rerank_candidates)
     return outcome.ranked, outcome
 
 

@@ -1,23 +1,16 @@
 """A question's sections inside one document ordered by meaning
-(``kbmcp_core/inside_documents.py``; decision 0056, third addendum), and the reranker choosing
-a question's section inside its first document (fifth addendum)."""
+(``kbmcp_core/inside_documents.py``; decision 0056, third addendum)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 
 import pytest
 
 from kbmcp_core.evaluation import Ranked
 from kbmcp_core.fusion import Fusion
 from kbmcp_core.index_run import run_index
-from kbmcp_core.inside_documents import (
-    INSIDE_LEXICAL,
-    inside_documents,
-    meaning,
-    rerank_sections,
-)
-from kbmcp_core.models import StoredChunk
+from kbmcp_core.inside_documents import INSIDE_LEXICAL, inside_documents, meaning
 from kbmcp_core.offer import OfferRules
 from kbmcp_core.search import Searcher
 from kbmcp_core.search_request import SearchRequest
@@ -29,7 +22,6 @@ from tests.fakes import (
     FakeVectorStore,
     fake_deps,
 )
-from tests.unit.test_rerank import FixedReranker
 
 
 def test_a_documents_chunks_are_dealt_into_its_places_by_meaning() -> None:
@@ -123,56 +115,3 @@ def test_tune_orders_a_questions_sections_as_search_does() -> None:
     statement = Legs(legs.vector, legs.lexical, 1.0, "undo the deploy button")
     assert [r.heading for r in ranked(statement, Fusion(), sections, 4, 10)] == [
         "Words", "Answer", "Other"]
-
-
-class Recording(FixedReranker):
-    """A ``FixedReranker`` that keeps the passages it was given."""
-
-    def __init__(self, by_word: dict[str, float]) -> None:
-        super().__init__(by_word)
-        self.read: list[str] = []
-
-    def score(self, query: str, passages: Sequence[str]) -> list[float]:
-        self.read += passages
-        return super().score(query, passages)
-
-
-def test_rerank_chooses_a_questions_section_inside_its_first_document_only() -> None:
-    searcher, _ = _searcher()
-    # sure that "Words" answers, and surer still of the other document's section
-    searcher.reranker = reranker = Recording({"undo": 0.99, "near": 0.999, "worked": 0.01})
-    res = searcher.search(SearchRequest("how do I undo the deploy button", rerank=True))
-    # faq.md keeps the first places, the reranker deals its sections; other.md stays third
-    assert [h.heading for h in res.results] == ["Words", "Answer", "Other"]
-    assert [h.score for h in res.results] == pytest.approx([0.51, 0.38, 0.315])
-    assert len(reranker.read) == 2 and not any("near" in p for p in reranker.read)
-    assert [h.rerank_score for h in res.results] == [0.99, 0.01, None]
-    assert res.rerank is not None and res.rerank.candidates == 2
-
-
-def test_rerank_reads_every_best_candidate_of_a_statement() -> None:
-    searcher, _ = _searcher()
-    searcher.reranker = reranker = Recording({"undo": 0.99, "near": 0.999, "worked": 0.01})
-    res = searcher.search(SearchRequest("undo the deploy button", rerank=True))
-    assert len(reranker.read) == 3
-    assert res.results[0].heading == "Other"
-
-
-def test_an_unsure_reranker_leaves_the_sections_as_meaning_dealt_them() -> None:
-    chunks = {cid: StoredChunk(id=cid, document_path=path, title="", heading=str(cid),
-                               heading_path=(), content=f"passage {cid}", start_line=1,
-                               end_line=2, page=None, tags=(), date=None, topic=None,
-                               category=None)
-              for cid, path in ((1, "a.md"), (2, "a.md"), (3, "b.md"), (4, "a.md"),
-                                (5, "a.md"))}
-    ranked = [(1, 0.9), (2, 0.8), (3, 0.7), (4, 0.6), (5, 0.5)]
-    keys = {1: 0.6, 2: 0.5, 3: 0.9, 4: 0.4, 5: 0.3}
-    sure = FixedReranker({"passage 4": 0.999, "passage 5": 0.999})
-    out = rerank_sections("why", ranked, chunks, keys, sure, places=3)
-    # a.md's first three places (1, 2, 4) are read; 5 and b.md's 3 stay where they were
-    assert [c for c, _ in out.ranked] == [4, 1, 3, 2, 5]
-    assert [s for _, s in out.ranked] == [0.9, 0.8, 0.7, 0.6, 0.5]
-    assert out.candidates == 3 and set(out.scores) == {1, 2, 4}
-    unsure = FixedReranker({"passage 4": 0.001})
-    assert [c for c, _ in rerank_sections("why", ranked, chunks, keys, unsure,
-                                          places=3).ranked] == [1, 2, 3, 4, 5]
