@@ -340,11 +340,15 @@ class SqlIndexStore:
         removed: list[int] = []
         kept: set[int] = set()
         for ids in _batches(document_ids):
+            if not written:  # nothing written again: the ids alone
+                by_document = select(c.id).where(c.document_id.in_(ids))
+                removed += conn.execute(by_document).scalars().all()
+                continue
             facts = (select(c.id, d.title, c.heading_path, c.content)
                      .join(document_table, d.id == c.document_id).where(c.document_id.in_(ids)))
             for cid, *stored in conn.execute(facts):
                 removed.append(cid)
-                if written is not None and written.get(cid) == tuple(stored):
+                if written.get(cid) == tuple(stored):
                     kept.add(cid)
         dropped = sorted(cid for cid in removed if cid not in kept)  # ascending: fewer segments
         if dropped:
