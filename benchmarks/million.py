@@ -11,7 +11,8 @@ so the chunking is the real model's; hashed vectors), queries included, so the m
 time is not what is measured. Each part runs in a fresh child (its own peak RSS).
 
 The ``million`` step of ``benchmarks.run`` (opt-in); alone:
-``python -m benchmarks.million WORK [--files N] [--stores sqlite,pg_s3] [--quick]``.
+``python -m benchmarks.million WORK [--files N] [--stores sqlite,pg_s3] [--quick]
+[--parts search,paired,recall,incremental]``.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ P95_LIMIT_MS = 250
 RECALL_LIMIT = 0.95
 INCREMENTAL_LIMIT = 2.0
 STORES = ("sqlite", "pg_s3")
+#: the parts of a store's measurement after its index, in order (``--parts`` picks some)
+PARTS = ("search", "paired", "recall", "incremental")
 #: every child ends by this (a million chunks on two busy cores take a while)
 CHILD_TIMEOUT_S = 6 * 3600.0
 
@@ -153,7 +156,8 @@ def _facts(child: Any) -> dict[str, Any]:
 
 
 def measure_store(kb: Path, kind: str, *, quick: bool, reuse: bool = False,
-                  queries: int | None = None) -> dict[str, Any]:
+                  queries: int | None = None, parts: tuple[str, ...] = PARTS
+                  ) -> dict[str, Any]:
     """``reuse`` (SQLite only): an index built by an earlier run is kept, with that run's
     first-index figures; one unmeasured run first brings it to the folder as it is (the
     earlier run's incremental edits were undone on disk, not in the index)."""
@@ -183,26 +187,32 @@ def measure_store(kb: Path, kind: str, *, quick: bool, reuse: bool = False,
         say(f"{kind}: {built['chunks']:,} chunks in {built['wall_s']:.0f} s, peak "
             f"{built['own_peak_rss_mb']:.0f} MB; searches")
         n = queries or (QUICK_QUERIES if quick else QUERIES)
-        keep("search", _child("search", config=cfg, queries=n, warmup=WARMUP).data)
-        say(f"{kind}: filtered searches by the chunks' labels and by ids, paired")
-        keep("paired", _child("paired", config=cfg, queries=n, warmup=WARMUP).data)
-        say(f"{kind}: recall@10 of the approximate index against exact search")
-        keep("recall", _child("recall", config=cfg, queries=n).data)
-        keep("incremental", incremental(kb, base, kind, store))
+        for part in parts:  # in the order asked
+            if part == "search":
+                keep("search", _child("search", config=cfg, queries=n, warmup=WARMUP).data)
+            elif part == "paired":
+                say(f"{kind}: filtered searches by the chunks' labels and by ids, paired")
+                keep("paired", _child("paired", config=cfg, queries=n, warmup=WARMUP).data)
+            elif part == "recall":
+                say(f"{kind}: recall@10 of the approximate index against exact search")
+                keep("recall", _child("recall", config=cfg, queries=n).data)
+            else:
+                keep("incremental", incremental(kb, base, kind, store))
     keep("load_after", os.getloadavg()[0])
     return out
 
 
 def measure(work: Path, *, quick: bool = False, files: int | None = None,
             stores: tuple[str, ...] = STORES, reuse: bool = False,
-            queries: int | None = None) -> dict[str, Any]:
+            queries: int | None = None, parts: tuple[str, ...] = PARTS) -> dict[str, Any]:
     """The ``million`` step: every store kind on the same generated folder."""
     count = files or (QUICK_FILES if quick else FILES)
     kb = ensure_corpus(work, count)
     out: dict[str, Any] = {"files": count}
     for kind in stores:
         try:
-            out[kind] = measure_store(kb, kind, quick=quick, reuse=reuse, queries=queries)
+            out[kind] = measure_store(kb, kind, quick=quick, reuse=reuse, queries=queries,
+                                      parts=parts)
         except Exception as exc:  # the other store's numbers still count
             say(f"{kind} failed: {type(exc).__name__}: {exc}")
             out[kind] = {"error": f"{type(exc).__name__}: {exc}"}
@@ -225,12 +235,12 @@ def rows(result: Any) -> list[Row]:
             f"{built['own_peak_rss_mb']:.0f} MB",
             f"{result['files']:,} files in {built['wall_s']:.0f} s, {built['cpu_s']:.0f} CPU s",
             f"<= {RSS_LIMIT_MB} MB", verdict(built["own_peak_rss_mb"] <= RSS_LIMIT_MB)))
-        for variant, stats in got["search"]["variants"].items():
+        for variant, stats in got.get("search", {}).get("variants", {}).items():
             out.append(Row(
                 f"  hybrid search p95, {variant}", ms(stats["p95_s"]),
                 f"p50 {ms(stats['p50_s'])}, n={stats['n']}", f"<= {P95_LIMIT_MS} ms",
                 verdict(stats["p95_s"] * 1000 <= P95_LIMIT_MS)))
-        for leg, stats in got["search"].get("legs", {}).items():
+        for leg, stats in got.get("search", {}).get("legs", {}).items():
             out.append(Row(f"    its {leg} leg alone, p95", ms(stats["p95_s"]),
                            f"p50 {ms(stats['p50_s'])}, pool of 50, unfiltered"))
         paired = got.get("paired", {}).get("variants", {})
@@ -241,22 +251,31 @@ def rows(result: Any) -> list[Row]:
                 f"{ms(old['p95_s'])} -> {ms(new['p95_s'])}",
                 f"p50 {ms(old['p50_s'])} -> {ms(new['p50_s'])}, paired in one process; same "
                 f"hits {got['paired']['same_hits'][variant]} of {new['n']}"))
-        rec = got["recall"]
-        out.append(Row("  ANN recall@10 / exact", f"{rec['recall_at_10']:.3f}",
-                       f"index {rec['index']}, nprobes {rec['nprobes']}",
-                       f">= {RECALL_LIMIT}", verdict(rec["recall_at_10"] >= RECALL_LIMIT)))
-        for variant, value in rec.get("filtered_recall_at_10", {}).items():
-            if variant != "unfiltered":
-                out.append(Row(f"    filtered by {variant}", f"{value:.3f}",
-                               f"{rec['query_s'][variant] * 1000:.0f} ms a query",
-                               f">= {RECALL_LIMIT}", verdict(value >= RECALL_LIMIT)))
-        inc = got["incremental"]
+        rec = got.get("recall")
+        if rec is not None:
+            out += _recall_rows(rec)
+        inc = got.get("incremental")
+        if inc is None:
+            continue
         out.append(Row(
             f"  incremental run, {inc['changed_files']:,} files changed / those alone",
             f"{inc['cpu_ratio']:.2f}x CPU",
             f"{inc['run']['cpu_s']:.0f} / {inc['floor']['cpu_s']:.0f} CPU s; wall "
             f"{inc['run']['wall_s']:.0f} / {inc['floor']['wall_s']:.0f} s",
             f"<= {INCREMENTAL_LIMIT}x", verdict(inc["cpu_ratio"] <= INCREMENTAL_LIMIT)))
+    return out
+
+
+def _recall_rows(rec: dict[str, Any]) -> list[Row]:
+    """recall@10 unfiltered and under each filter, against its limit."""
+    out = [Row("  ANN recall@10 / exact", f"{rec['recall_at_10']:.3f}",
+               f"index {rec['index']}, nprobes {rec['nprobes']}",
+               f">= {RECALL_LIMIT}", verdict(rec["recall_at_10"] >= RECALL_LIMIT))]
+    for variant, value in rec.get("filtered_recall_at_10", {}).items():
+        if variant != "unfiltered":
+            out.append(Row(f"    filtered by {variant}", f"{value:.3f}",
+                           f"{rec['query_s'][variant] * 1000:.0f} ms a query",
+                           f">= {RECALL_LIMIT}", verdict(value >= RECALL_LIMIT)))
     return out
 
 
@@ -269,10 +288,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reuse", action="store_true",
                    help="keep a SQLite index an earlier run built (and its first-index figures)")
     p.add_argument("--queries", type=int, help="searches per variant (default 100)")
+    p.add_argument("--parts", default=",".join(PARTS),
+                   help="what to measure after the index, in this order (default: "
+                        f"{','.join(PARTS)})")
     args = p.parse_args(argv)
     stores = tuple(s for s in args.stores.split(",") if s)
+    parts = tuple(s for s in args.parts.split(",") if s)
+    if unknown := set(parts) - set(PARTS):
+        p.error(f"--parts: not one of {', '.join(PARTS)}: {', '.join(sorted(unknown))}")
     result = measure(args.work.resolve(), quick=args.quick, files=args.files, stores=stores,
-                     reuse=args.reuse, queries=args.queries)
+                     reuse=args.reuse, queries=args.queries, parts=parts)
     print(json.dumps(result, indent=1, default=str))
     for row in rows(result):
         print(" | ".join(str(v) for v in row.as_dict().values()))

@@ -96,6 +96,9 @@ YieldTo = Callable[[], bool]
 #: In model batches: the chunks phase two hands to one embedding call (length-bucketed
 #: inside).
 FLUSH_BATCHES = 8
+#: The documents whose stored chunks (ids and hashes) phase one looks up at once, ahead of
+#: parsing them (one look-up a document was a tenth of an incremental run at a million).
+OLD_CHUNKS_AHEAD = 512
 #: In model batches: the chunks whose rows phase one writes in one transaction (32,768 at
 #: the default batch size; a run killed in phase one parses at most that much again). The
 #: lexical index writes a segment per transaction and merges them later: fewer, larger
@@ -127,6 +130,10 @@ class _Pending:
     kind: str  # "added" | "updated" | "renamed"
     #: the text a read serves, kept with the document (converted formats; decision 0023)
     converted: ConvertedText | None = None
+    #: the ids of chunks the document held before with the same text, written again under
+    #: the same id: their vector stays, their lexical rows too when the store finds them
+    #: unchanged (decision 0058's second addendum)
+    kept: frozenset[int] = frozenset()
 
 
 def content_hash(data: bytes) -> str:
@@ -258,6 +265,8 @@ class IndexRun:
         self._pending_paths: set[str] = set()
         #: the paths indexed when the run started: only those can have rows to compare
         self._known: frozenset[str] = frozenset()
+        #: (id, text hash) of the stored chunks of the documents phase one comes to next
+        self._old_chunks: dict[str, list[tuple[int, str]]] = {}
         #: chunks phase one wrote without a vector, for phase two
         self._unembedded: list[int] = []
         self._vectors_written = False
@@ -361,6 +370,8 @@ class IndexRun:
             self._report("text", 0, total, "")
         last: tuple[int, str] | None = None
         for done, (path, replaces) in enumerate(work, start=1):
+            if (done - 1) % OLD_CHUNKS_AHEAD == 0:
+                self._look_ahead(work[done - 1: done - 1 + OLD_CHUNKS_AHEAD])
             self._index_one(path, replaces)
             if done == len(work):
                 self._write_rows()  # the last rows commit before the phase says it is done
@@ -377,6 +388,12 @@ class IndexRun:
         if self.paths is None and not self.deps.store.get_meta(META_CONVERSIONS):
             self.deps.store.set_meta(META_CONVERSIONS, "filled")
         return last
+
+    def _look_ahead(self, work: list[tuple[str, str | None]]) -> None:
+        """The stored chunks of the next documents to index that were indexed when the
+        run started, in one look-up (``_index_one`` compares them with the new ones)."""
+        paths = [path for path, replaces in work if replaces is None and path in self._known]
+        self._old_chunks = self.deps.store.chunks_of(paths) if paths else {}
 
     def _conversions_to_fill(self, p: IndexPlan) -> list[tuple[str, str]]:
         """(path, content hash) of the unchanged converted documents whose text the index
@@ -583,16 +600,16 @@ class IndexRun:
             self._warn(f"{path}: {w}")
         record = with_fields(record, d.fields, self._warn)
         converted = kept_conversion(record, parsed)
+        # a path not indexed when the run started has no rows to compare
+        stored = self._old_chunks.get(path) if replaces is None else None
         if not parsed.chunks:
             self._warn(f"{path}: no text to index; skipped")
             self.summary.skip(SKIP_NO_TEXT, 1, (path,))
-            if replaces is not None or d.store.document_chunk_hashes(path) is not None:
+            if replaces is not None or stored is not None:
                 d.vectors.delete(d.store.delete_documents([path]))
             return
         hashes = [text_hash(c.whole_text) for c in parsed.chunks]
-        old = None  # a path not indexed when the run started has no rows to compare
-        if replaces is None and path in self._known:
-            old = d.store.document_chunk_hashes(path)
+        old = None if stored is None else [digest for _, digest in stored]
         if old is not None and old == hashes and not self.force:
             # its chunks' labels first (vectors kept; 0058): a run stopped in between
             # finds the old row and does both again
@@ -604,9 +621,10 @@ class IndexRun:
             self.summary.metadata_only += 1
             self.summary.chunks_reused += len(hashes)
             return
+        ids = self._chunk_ids(hashes, [] if stored is None or self.force else stored)
         chunks = [
             ChunkRecord(
-                id=self._ids(),
+                id=cid,
                 ordinal=c.ordinal,
                 heading=c.heading,
                 heading_path=c.heading_path,
@@ -616,24 +634,36 @@ class IndexRun:
                 end_line=c.end_line,
                 page=c.page,
             )
-            for c, h in zip(parsed.chunks, hashes, strict=True)
+            for c, h, cid in zip(parsed.chunks, hashes, ids, strict=True)
         ]
+        kept = frozenset(cid for cid, _ in stored or ()) & frozenset(ids)
         kind = "renamed" if replaces else ("updated" if old is not None else "added")
         paths = {path, replaces or path}
         if paths & self._pending_paths:
             self._write_rows()
-        self._pending.append(_Pending(record, chunks, replaces, kind, converted))
+        self._pending.append(_Pending(record, chunks, replaces, kind, converted, kept))
         self._pending_paths |= paths
         self._pending_texts += len(chunks)
         if self._pending_texts >= max(self.deps.batch_size * WRITE_BATCHES, 32):
             self._write_rows()
 
+    def _chunk_ids(self, hashes: list[str], stored: list[tuple[int, str]]) -> list[int]:
+        """An id for each new chunk: the id of a chunk the document held before with the
+        same text hash (in order; each used once), else a new one. A chunk whose text did
+        not change keeps its vector, and its lexical rows when the store finds them the
+        same, instead of being deleted and written again under a new id."""
+        free: dict[str, list[int]] = {}
+        for cid, digest in reversed(stored):
+            free.setdefault(digest, []).append(cid)
+        return [free[h].pop() if free.get(h) else self._ids() for h in hashes]
+
     def _write_rows(self) -> None:
         """Write the pending documents' rows in one transaction (all of them or none). A
-        chunk whose text is already indexed gets a copy of that chunk's vector; the others
-        wait for phase two. The vectors of replaced chunks are dropped only after that
-        copy. (Writing on a thread of its own while the next files are parsed was slower:
-        the database gives the GIL back and takes it again for every row.)"""
+        chunk that keeps its id keeps its vector; another whose text is already indexed
+        gets a copy of that chunk's vector; the others wait for phase two. The vectors of
+        replaced chunks are dropped only after that copy. (Writing on a thread of its own
+        while the next files are parsed was slower: the database gives the GIL back and
+        takes it again for every row.)"""
         if not self._pending:
             return
         batch = self._pending
@@ -641,12 +671,14 @@ class IndexRun:
         self._pending_texts = 0
         self._pending_paths = set()
         d = self.deps
-        all_chunks = [c for p in batch for c in p.chunks]
+        kept = frozenset(cid for p in batch for cid in p.kept)  # their vectors stay
+        all_chunks = [c for p in batch for c in p.chunks if c.id not in kept]
         known: dict[str, int] = {}
         if not self.force:  # looked up while the replaced chunks still exist
             known = d.store.chunk_hashes({c.text_hash for c in all_chunks})
         if d.store.get_meta(META_MODEL) is None:
             self._record_model()
+        self._relabel_kept(batch)
         removed = d.store.write_documents(
             [DocumentWrite(p.record, p.chunks, p.replaces, p.converted) for p in batch])
         for p in batch:
@@ -656,12 +688,15 @@ class IndexRun:
                 self.summary.updated += 1
             else:
                 self.summary.added += 1
-        reusable: dict[str, Vector] = {}
-        if known:  # a first index finds none and never opens the vector store here
-            got = d.vectors.get(set(known.values()))
-            reusable = {h: got[cid] for h, cid in known.items() if cid in got}
+        # a first index finds nothing to read and never opens the vector store here
+        wanted = set(known.values()) | kept
+        got = d.vectors.get(wanted) if wanted else {}
+        reusable = {h: got[cid] for h, cid in known.items() if cid in got}
         reused = [(c, labels_of(p.record)) for p in batch for c in p.chunks
-                  if c.text_hash in reusable]
+                  if c.id not in kept and c.text_hash in reusable]
+        # a kept chunk without a vector (a service refused its text: 0037) is embedded
+        self.summary.chunks_reused += len(kept & got.keys())
+        self._unembedded += sorted(kept.difference(got))
         if reused:  # ids this run has just made: appended, no upsert (0045)
             d.vectors.append([c.id for c, _ in reused],
                              [reusable[c.text_hash] for c, _ in reused],
@@ -671,6 +706,22 @@ class IndexRun:
         self._unembedded += [c.id for c in all_chunks if c.text_hash not in reusable]
         if removed:
             d.vectors.delete(removed)
+
+    def _relabel_kept(self, batch: list[_Pending]) -> None:
+        """The kept chunks of edited documents whose labels changed (a tag or the date
+        edited with the text): their vectors stay, their labels follow the new record.
+        Before the rows are written, so that a run stopped in between finds the old
+        document row and does both again (as a metadata-only change does; 0058)."""
+        edited = {p.record.path: p for p in batch if p.kept}
+        if not edited:
+            return
+        old = {doc.path: labels_of(doc) for doc in self.deps.store.documents(list(edited))}
+        relabel = {cid: new for path, p in edited.items()
+                   for new in (labels_of(p.record),) if old.get(path) != new
+                   for cid in p.kept}
+        if relabel:
+            self.deps.vectors.relabel(relabel)
+            self._vectors_written = True
 
     def _write_vectors(
         self, chunks: list[tuple[int, str, str]], reusable: dict[str, Vector],

@@ -311,6 +311,10 @@ class FakeIndexStore:
             return None
         return [c.text_hash for c in sorted(doc.chunks, key=lambda c: c.ordinal)]
 
+    def chunks_of(self, paths: Collection[str]) -> dict[str, list[tuple[int, str]]]:
+        return {p: [(c.id, c.text_hash) for c in sorted(d.chunks, key=lambda c: c.ordinal)]
+                for p in paths if (d := self.docs.get(p)) is not None}
+
     def chunk_ids(self) -> set[int]:
         return {c.id for d in self.docs.values() for c in d.chunks}
 

@@ -20,7 +20,7 @@ __all__ = ["CHECKED", "SCAN_HASHES", "state_dir"]
 #: The index database's stamp after a check that found nothing.
 CHECKED = "index.db-checked"
 #: The walk's remembered content hashes.
-SCAN_HASHES = "scan-hashes.json"
+SCAN_HASHES = "scan-hashes.bin"
 
 
 def state_dir(index_dir: Path) -> Path:

@@ -128,6 +128,13 @@ def _paths_json(document_paths: Collection[str] | None) -> str | None:
     return None if document_paths is None else json.dumps(sorted(document_paths))
 
 
+def _lexical_facts(title: str, chunk: ChunkRecord) -> tuple[str, str, str]:
+    """What a chunk's lexical rows are made of (``lexical_values``), as the stored rows
+    hold it: the document's title, the heading path (its ``chunks`` column) and the body."""
+    values = chunk_values(0, chunk)
+    return (title, str(values["heading_path"]), chunk.content)
+
+
 def _batches(items: Iterable[T], size: int = BATCH) -> Iterator[list[T]]:
     batch: list[T] = []
     for item in items:
@@ -230,14 +237,18 @@ class SqlIndexStore:
 
     def write_documents(self, batch: Sequence[DocumentWrite]) -> list[int]:
         """Replace the rows of every document of ``batch`` in one transaction: one look-up
-        of what they replace, then each table's rows in one statement. All or nothing."""
+        of what they replace, then each table's rows in one statement. All or nothing.
+        A chunk written again under its id with the same title, heading trail and text
+        keeps its lexical rows (``_delete_paths``): only the rows that changed are written
+        into the keyword index."""
         paths = batch_paths(batch)
         if not batch:
             return []
         t = document_table
+        lexical = {c.id: _lexical_facts(w.document.title, c) for w in batch for c in w.chunks}
         with self._write() as conn:
             replaced_hashes = self._hashes_at(conn, paths)
-            removed = self._delete_paths(conn, paths)
+            removed, kept = self._delete_paths(conn, paths, lexical)
             new_ids = conn.execute(
                 insert(t).returning(t.c.id, sort_by_parameter_order=True),
                 [document_values(w.document) for w in batch],
@@ -252,9 +263,9 @@ class SqlIndexStore:
                            key=lambda row: row[0].id)
             if owned:
                 self._insert_many(conn, "chunks", [chunk_values(d, c) for c, d, _ in owned])
-                rows = [lexical_values(title, c) for c, _, title in owned]
+                rows = [lexical_values(title, c) for c, _, title in owned if c.id not in kept]
                 key = self._dialect.lexical_key
-                for table in self._dialect.lexical_tables:
+                for table in self._dialect.lexical_tables if rows else ():
                     self._insert_many(conn, table, rows, {"id": key})
             self._keep_converted(conn, [w.converted for w in batch
                                         if w.converted is not None
@@ -309,29 +320,47 @@ class SqlIndexStore:
             return []
         with self._write() as conn:
             replaced_hashes = self._hashes_at(conn, wanted)
-            removed = self._delete_paths(conn, wanted)
+            removed, _ = self._delete_paths(conn, wanted)
             self._drop_unreferenced(conn, replaced_hashes)
             return removed
 
-    def _delete_paths(self, conn: Connection, paths: Collection[str]) -> list[int]:
+    def _delete_paths(self, conn: Connection, paths: Collection[str],
+                      written: Mapping[int, tuple[str, str, str]] | None = None,
+                      ) -> tuple[list[int], set[int]]:
+        """Delete the rows of the documents at ``paths``: (the ids of their chunks, the
+        ids whose lexical rows were kept). ``written`` maps the ids about to be written
+        again to their lexical facts (``_lexical_facts``); a chunk whose stored facts are
+        the same keeps its lexical rows, so an edit rewrites only the rows that changed
+        (a keyword index of a million chunks pays for every row deleted and inserted)."""
         document_ids: list[int] = []
         for names in _batches(paths):
             by_path = select(document_table.c.id).where(document_table.c.path.in_(names))
             document_ids += conn.execute(by_path).scalars().all()
+        c, d = chunk_table.c, document_table.c
         removed: list[int] = []
+        kept: set[int] = set()
         for ids in _batches(document_ids):
-            by_document = select(chunk_table.c.id).where(chunk_table.c.document_id.in_(ids))
-            removed += conn.execute(by_document).scalars().all()
-        if removed:
+            if not written:  # nothing written again: the ids alone
+                by_document = select(c.id).where(c.document_id.in_(ids))
+                removed += conn.execute(by_document).scalars().all()
+                continue
+            facts = (select(c.id, d.title, c.heading_path, c.content)
+                     .join(document_table, d.id == c.document_id).where(c.document_id.in_(ids)))
+            for cid, *stored in conn.execute(facts):
+                removed.append(cid)
+                if written.get(cid) == tuple(stored):
+                    kept.add(cid)
+        dropped = sorted(cid for cid in removed if cid not in kept)  # ascending: fewer segments
+        if dropped:
             key = self._dialect.lexical_key
             for table in self._dialect.lexical_tables:
                 statement = text(f"DELETE FROM {table} WHERE {key} = :id")
-                conn.execute(statement, [{"id": cid} for cid in removed])
+                conn.execute(statement, [{"id": cid} for cid in dropped])
         field_rows.delete_for(conn, document_ids)
         for ids in _batches(document_ids):
             conn.execute(delete(chunk_table).where(chunk_table.c.document_id.in_(ids)))
             conn.execute(delete(document_table).where(document_table.c.id.in_(ids)))
-        return removed
+        return removed, kept
 
     def replace_fields(self, by_path: Mapping[str, Sequence[FieldValue]] | None) -> int:
         """Rewrite the declared-field rows of the documents at these paths (None: drop
@@ -373,14 +402,25 @@ class SqlIndexStore:
 
     def document_chunk_hashes(self, path: str) -> list[str] | None:
         """Hashes of the document's chunks in ordinal order; None when not indexed."""
-        c = chunk_table.c
+        found = self.chunks_of([path]).get(path)
+        return None if found is None else [digest for _, digest in found]
+
+    def chunks_of(self, paths: Collection[str]) -> dict[str, list[tuple[int, str]]]:
+        """(id, text hash) of each indexed document's chunks in ordinal order, by path;
+        an index run asks for many documents at once (one look-up each was a tenth of an
+        incremental run at a million chunks)."""
+        c, d = chunk_table.c, document_table.c
+        found: dict[str, list[tuple[int, str]]] = {}
         with self._read() as conn:
-            document_id = conn.execute(_PATH_ID, {"path": path}).scalar()
-            if document_id is None:
-                return None
-            query = select(c.content_hash).where(c.document_id == document_id)
-            rows = conn.execute(query.order_by(c.ordinal, c.id)).scalars()
-            return [str(h) for h in rows]
+            for names in _batches(set(paths)):
+                query = (select(d.path, c.id, c.content_hash)
+                         .select_from(document_table.outerjoin(chunk_table, c.document_id == d.id))
+                         .where(d.path.in_(names)).order_by(d.path, c.ordinal, c.id))
+                for path, cid, digest in conn.execute(query):
+                    held = found.setdefault(path, [])
+                    if cid is not None:
+                        held.append((int(cid), str(digest)))
+        return found
 
     def chunk_ids(self) -> set[int]:
         with self._read() as conn:

@@ -130,6 +130,44 @@ def test_writing_a_path_again_replaces_its_rows(store: IndexStore) -> None:
     assert store.stats().documents == 1
 
 
+def _found(store: IndexStore, words: str) -> list[int]:
+    return sorted(cid for cid, _ in store.lexical_search(words, 10))
+
+
+def test_an_id_written_again_is_found_by_what_it_holds_now(store: IndexStore) -> None:
+    """A chunk written again under its id keeps its lexical rows only when its title,
+    heading trail and text are the same (an edit then rewrites only the rows that
+    changed); any difference, even under the same text hash, is written again."""
+    store.write_document(doc("a.md", "Harbour"), [chunk(1, 0, "anchors hold ships"),
+                                                  chunk(2, 1, "lighthouses guide sailors")])
+    store.write_document(doc("a.md", "Harbour"), [chunk(1, 0, "anchors hold ships"),
+                                                  chunk(2, 1, "buoys mark channels")])
+    assert (_found(store, "anchors"), _found(store, "buoys")) == ([1], [2])
+    assert _found(store, "lighthouses") == []
+    store.write_document(doc("a.md", "Marina"), [chunk(1, 0, "anchors hold ships"),
+                                                 chunk(2, 1, "buoys mark channels")])
+    assert (_found(store, "marina"), _found(store, "harbour")) == ([1, 2], [])
+    moved = replace(chunk(1, 0, "anchors hold ships", heading="Moorings"),
+                    text_hash="text-anchors hold ships")  # the same hash, another trail
+    store.write_document(doc("a.md", "Marina"), [moved, chunk(2, 1, "buoys mark channels")])
+    assert (_found(store, "moorings"), _found(store, "anchors")) == ([1], [1])
+    assert store.get_chunks({1})[1].heading_path == ("Top", "Moorings")
+    assert (store.stats().chunks, store.chunk_ids()) == (2, {1, 2})
+
+
+def test_the_chunks_of_many_documents_come_back_at_once(store: IndexStore) -> None:
+    fill(store)
+    store.write_document(doc("empty.md"), [])
+    got = store.chunks_of(["guide/deploy.md", "notes/tea.md", "empty.md", "nope.md"])
+    assert got == {
+        "guide/deploy.md": [(11, "text-kubernetes clusters roll out gradually"),
+                            (12, "text-rollback restores the previous release")],
+        "notes/tea.md": [(31, "text-green tea steeps for two minutes")],
+        "empty.md": []}
+    assert [h for _, h in got["guide/deploy.md"]] == store.document_chunk_hashes(
+        "guide/deploy.md")
+
+
 def test_meta_values_are_kept_and_overwritten(store: IndexStore) -> None:
     assert store.get_meta(META_MODEL) is None
     store.set_meta(META_MODEL, "model-a")

@@ -262,3 +262,37 @@ def test_an_older_table_in_object_storage_is_labelled_in_place(s3_server: S3Serv
     vectors.append([4], [[0.0] * (DIM - 1) + [1.0]], [ChunkLabels(("a",))])
     vectors.compact()
     assert vectors.labelled() and vectors.count() == 4
+
+
+def test_an_edit_that_changes_a_tag_relabels_the_chunks_it_keeps(root: Path) -> None:
+    """The text and a tag edited together: the chunks whose text did not change keep
+    their ids and vectors (decision 0058's second addendum), and their labels follow the
+    new tag, so a search under it still finds them."""
+    beacon = root / "notes" / "beacon.md"
+    # sections long enough to be chunks of their own
+    tower = " ".join(f"The beacon tower stands on rock {n} near the cliffs." for n in range(60))
+    keeper = " ".join(f"The keeper lights lantern {n} at dusk." for n in range(60))
+    beacon.write_text(f"---\ntags: [coast]\n---\n# Beacon\n\n{tower}\n\n"
+                      f"## Keeper\n\n{keeper}\n")
+    embedder = FakeEmbedder()
+    kb = _open(root, embedder)
+
+    def beacon_hit(**params: Any) -> str | None:
+        """The section of the beacon's note a search about its tower finds, if any."""
+        return next((h.heading for h in kb.search("beacon tower stands on rock cliffs",
+                                                  limit=20, mode="vector", **params).results
+                     if h.path == "notes/beacon.md"), None)
+
+    try:
+        kb.index()
+        assert beacon_hit() == "Beacon"
+        assert beacon_hit(tags_any=["harbour"]) is None
+        beacon.write_text(beacon.read_text().replace("[coast]", "[coast, harbour]")
+                          .replace("lantern 7 at dusk", "lantern 7 every evening"))
+        summary = kb.index()
+        assert summary.updated == 1 and summary.metadata_only == 0
+        assert summary.chunks_reused >= 1  # the tower's section kept its vector
+        assert beacon_hit(tags_any=["harbour"]) == "Beacon"
+        assert beacon_hit(tags_all=["harbour", "coast"]) == "Beacon"
+    finally:
+        kb.close()

@@ -91,3 +91,29 @@ def test_a_scan_that_writes_nothing_keeps_no_hashes(tmp_path: Path, open_kb: Ope
     assert (state_dir(root / ".kb-mcp") / SCAN_HASHES).exists()
     names = {p.name for p in (root / ".kb-mcp").iterdir()}
     assert not names & {SCAN_HASHES, CHECKED}  # the index folder holds the index only
+
+
+@pytest.mark.parametrize("damage", ["a flipped byte", "cut short", "another format"])
+def test_a_damaged_hash_file_is_not_trusted(
+        tmp_path: Path, open_kb: OpenKb, reads: list[str], damage: str) -> None:
+    """The kept hashes are read only when the whole file checks out (its digest, count
+    and length): a byte changed anywhere, even in a kept hash, and every file the run
+    compares is read again."""
+    root = tmp_path / "kb"
+    kb = _hashed(root, open_kb)
+    kept = state_dir(root / ".kb-mcp") / SCAN_HASHES
+    data = bytearray(kept.read_bytes())
+    if damage == "a flipped byte":
+        data[len(data) // 2] ^= 0x01
+    elif damage == "cut short":
+        del data[-40:]
+    else:
+        data[:20] = b'{"version": 1, "fil'
+    kept.write_bytes(bytes(data))
+    reads.clear()
+    summary = kb.index()
+    assert summary.unchanged == 12
+    assert sorted(set(reads)) == [f"n{i:02d}.md" for i in range(12)]
+    reads.clear()
+    assert kb.index().unchanged == 12  # the walk kept its hashes again
+    assert reads == []

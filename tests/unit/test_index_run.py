@@ -6,7 +6,7 @@ import pytest
 
 from kbmcp_core.errors import ModelMismatch
 from kbmcp_core.index_run import IndexDeps, run_index
-from kbmcp_core.meta_keys import META_IN_PROGRESS, META_MODEL
+from kbmcp_core.meta_keys import META_IN_PROGRESS, META_MODEL, META_VECTORS
 from tests.fakes import (
     FakeEmbedder,
     FakeFileSystem,
@@ -103,6 +103,41 @@ def test_edit_embeds_only_the_changed_chunk(world: IndexDeps) -> None:
     world.fs.files["a.md"] = b"title: A\n# One\nalpha text\n# Two\nbeta text changed\n"  # type: ignore[attr-defined]
     s = run_index(world)
     assert (s.updated, s.chunks_embedded, s.chunks_reused) == (1, 1, 1)
+    assert world.vectors.ids() == world.store.chunk_ids()
+
+
+def test_an_edit_keeps_the_unchanged_chunks_ids_and_vectors(world: IndexDeps) -> None:
+    """A section appended: the sections whose text did not change keep their ids (and
+    their vectors, which are neither copied nor written again); only the new one gets an
+    id and a vector."""
+    run_index(world)
+    vectors = world.vectors
+    assert isinstance(vectors, FakeVectorStore)
+    before = stored(world).chunks_of(["a.md"])["a.md"]
+    appends = vectors.appends
+    world.fs.files["a.md"] = (  # type: ignore[attr-defined]
+        b"title: A\n# One\nalpha text\n# Two\nbeta text\n# Three\ndelta text\n")
+    s = run_index(world)
+    after = stored(world).chunks_of(["a.md"])["a.md"]
+    assert after[:2] == before
+    assert after[2][0] not in {cid for cid, _ in before}
+    assert (s.updated, s.chunks_embedded, s.chunks_reused) == (1, 1, 2)
+    assert vectors.appends == appends + 1  # the new chunk's vector alone
+    assert vectors.ids() == world.store.chunk_ids()
+
+
+def test_a_kept_chunk_without_a_vector_is_embedded_again(world: IndexDeps) -> None:
+    """A chunk left without a vector (an embedding service refused its text, decision
+    0037) keeps its id through an edit of its document, and is embedded then."""
+    run_index(world)
+    kept_id = stored(world).chunks_of(["a.md"])["a.md"][0][0]
+    world.vectors.delete([kept_id])
+    world.store.set_meta(META_VECTORS, world.vectors.fingerprint() or "")  # as if so stored
+    world.fs.files["a.md"] = (  # type: ignore[attr-defined]
+        b"title: A\n# One\nalpha text\n# Two\nbeta text changed\n")
+    s = run_index(world)
+    assert stored(world).chunks_of(["a.md"])["a.md"][0][0] == kept_id
+    assert s.chunks_embedded == 2
     assert world.vectors.ids() == world.store.chunk_ids()
 
 
