@@ -128,10 +128,9 @@ def test_a_part_past_the_models_window_has_no_vector(embedder: FastEmbedEmbedder
     assert past is None and past_with_context is None
 
 
-def test_the_same_parts_asked_again_do_not_run_the_model(
-        embedder: FastEmbedEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
-    embedder.embed_spans([("Loads the model.", [[(0, 5)]])])
-    inner: Any = embedder._pool_model  # the MiniLM runner whose ``hidden`` runs the model
+def model_runs(embedder: FastEmbedEmbedder, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The texts the embedder's loaded MiniLM runner runs from now on (its ``hidden``)."""
+    inner: Any = embedder._pool_model
     runs: list[str] = []
     real = inner.hidden
 
@@ -140,6 +139,13 @@ def test_the_same_parts_asked_again_do_not_run_the_model(
         return real(texts, **kwargs)
 
     monkeypatch.setattr(inner, "hidden", counted)
+    return runs
+
+
+def test_the_same_parts_asked_again_do_not_run_the_model(
+        embedder: FastEmbedEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    embedder.embed_spans([("Loads the model.", [[(0, 5)]])])
+    runs = model_runs(embedder, monkeypatch)
     # texts of this test only: the session's embedder remembers what other tests read
     texts = [f"{paragraph_groups(TRAIL, ACCOUNTS)[0]}\n\nAsked by the memory test {i}."
              for i in range(3)]
@@ -159,15 +165,7 @@ def test_a_query_asked_again_does_not_run_the_model(
     # the product's embedder, not the session's (which remembers every text for speed)
     embedder = FastEmbedEmbedder(PACKAGED_MODEL_ID, cache_dir=model_cache)
     embedder.embed_query("Loads the model.")
-    inner: Any = embedder._pool_model
-    runs: list[str] = []
-    real = inner.hidden
-
-    def counted(texts: Sequence[str], **kwargs: Any) -> Any:
-        runs.extend(texts)
-        return real(texts, **kwargs)
-
-    monkeypatch.setattr(inner, "hidden", counted)
+    runs = model_runs(embedder, monkeypatch)
     question = f"{QUESTION}, asked by the query memory test"
     first = embedder.embed_query(question)
     assert runs == [question]
