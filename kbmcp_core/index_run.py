@@ -36,7 +36,7 @@ from kbmcp_core.errors import (
 from kbmcp_core.field_index import sync_fields, with_fields
 from kbmcp_core.fields import Declared
 from kbmcp_core.index_plan import IndexPlan, hash_needed, plan
-from kbmcp_core.label_sync import label_all, relabel_document
+from kbmcp_core.label_sync import label_all, relabel_document, relabel_kept
 from kbmcp_core.meta_keys import (
     META_CONVERSIONS,
     META_COPY,
@@ -678,7 +678,10 @@ class IndexRun:
             known = d.store.chunk_hashes({c.text_hash for c in all_chunks})
         if d.store.get_meta(META_MODEL) is None:
             self._record_model()
-        self._relabel_kept(batch)
+        # the kept chunks' labels first, as a metadata-only change does (0058)
+        if relabel_kept(d.store, d.vectors, {p.record.path: (p.record, p.kept)
+                                             for p in batch if p.kept}):
+            self._vectors_written = True
         removed = d.store.write_documents(
             [DocumentWrite(p.record, p.chunks, p.replaces, p.converted) for p in batch])
         for p in batch:
@@ -706,22 +709,6 @@ class IndexRun:
         self._unembedded += [c.id for c in all_chunks if c.text_hash not in reusable]
         if removed:
             d.vectors.delete(removed)
-
-    def _relabel_kept(self, batch: list[_Pending]) -> None:
-        """The kept chunks of edited documents whose labels changed (a tag or the date
-        edited with the text): their vectors stay, their labels follow the new record.
-        Before the rows are written, so that a run stopped in between finds the old
-        document row and does both again (as a metadata-only change does; 0058)."""
-        edited = {p.record.path: p for p in batch if p.kept}
-        if not edited:
-            return
-        old = {doc.path: labels_of(doc) for doc in self.deps.store.documents(list(edited))}
-        relabel = {cid: new for path, p in edited.items()
-                   for new in (labels_of(p.record),) if old.get(path) != new
-                   for cid in p.kept}
-        if relabel:
-            self.deps.vectors.relabel(relabel)
-            self._vectors_written = True
 
     def _write_vectors(
         self, chunks: list[tuple[int, str, str]], reusable: dict[str, Vector],
