@@ -12,7 +12,7 @@ time is not what is measured. Each part runs in a fresh child (its own peak RSS)
 
 The ``million`` step of ``benchmarks.run`` (opt-in); alone:
 ``python -m benchmarks.million WORK [--files N] [--stores sqlite,pg_s3] [--quick]
-[--parts search,paired,recall,incremental]``.
+[--parts search,paired,recall,incremental] [--real-model]``.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.measure import run_child
+from benchmarks.million_child import REAL_MODEL_ENV
 from benchmarks.report import Row, ms, verdict
 
 FILES, QUICK_FILES = 222_500, 400
@@ -162,8 +163,9 @@ def measure_store(kb: Path, kind: str, *, quick: bool, reuse: bool = False,
     first-index figures; one unmeasured run first brings it to the folder as it is (the
     earlier run's incremental edits were undone on disk, not in the index)."""
     base = kb.parent
-    index_dir = base / f"index-{kind}"
-    saved = base / f"{kind}-result.json"
+    model = "-real" if os.environ.get(REAL_MODEL_ENV) == "1" else ""  # its own index
+    index_dir = base / f"index-{kind}{model}"
+    saved = base / f"{kind}{model}-result.json"
     before = json.loads(saved.read_text(encoding="utf-8")) if saved.exists() else {}
     reused = reuse and kind == "sqlite" and index_dir.exists() and "index" in before
     if index_dir.exists() and not reused:
@@ -176,13 +178,14 @@ def measure_store(kb: Path, kind: str, *, quick: bool, reuse: bool = False,
         saved.write_text(json.dumps(out, indent=1, default=str), encoding="utf-8")
 
     with _store(kind, base) as store:
-        cfg = str(config(base / f"{kind}.toml", kb, index_dir, store))
+        cfg = str(config(base / f"{kind}{model}.toml", kb, index_dir, store))
         if reused:
             keep("index", built := before["index"] | {"reused": True})
             say(f"{kind}: the index kept; one run to bring it to the folder")
             keep("settle", _facts(_child("index", config=cfg)))
         else:
-            say(f"{kind}: indexing from nothing (stand-in vectors)")
+            say(f"{kind}: indexing from nothing ({'the real model' if model else 'stand-in'} "
+                "vectors)")
             keep("index", built := _facts(_child("index", config=cfg)))
         say(f"{kind}: {built['chunks']:,} chunks in {built['wall_s']:.0f} s, peak "
             f"{built['own_peak_rss_mb']:.0f} MB; searches")
@@ -288,10 +291,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reuse", action="store_true",
                    help="keep a SQLite index an earlier run built (and its first-index figures)")
     p.add_argument("--queries", type=int, help="searches per variant (default 100)")
+    p.add_argument("--real-model", action="store_true",
+                   help="embed with the real model, not the stand-in, into an index of its "
+                        "own (the check that the stand-in changes nothing else: hours at 100k)")
     p.add_argument("--parts", default=",".join(PARTS),
                    help="what to measure after the index, in this order (default: "
                         f"{','.join(PARTS)})")
     args = p.parse_args(argv)
+    if args.real_model:
+        os.environ[REAL_MODEL_ENV] = "1"  # the children inherit it
     stores = tuple(s for s in args.stores.split(",") if s)
     parts = tuple(s for s in args.parts.split(",") if s)
     if unknown := set(parts) - set(PARTS):

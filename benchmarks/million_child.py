@@ -1,10 +1,13 @@
 """The children of ``benchmarks.million``: ``python -m benchmarks.million_child TASK JSON``
 with TASK ``index``, ``search`` or ``recall``, each on the index one config file names,
-with the stand-in embedder; the numbers go back through ``measure.write_result``."""
+with the stand-in embedder (or, with ``KB_BENCH_REAL_MODEL=1``, the real model: the one
+run that checks the stand-in changes nothing else); the numbers go back through
+``measure.write_result``."""
 
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import sys
 import time
@@ -18,30 +21,38 @@ if TYPE_CHECKING:
     from kbmcp_adapters.vectors.lance_store import LanceVectorStore
 
 
-def _open(config: str) -> Any:
+#: Set to "1", every child embeds with the real model instead of the stand-in.
+REAL_MODEL_ENV = "KB_BENCH_REAL_MODEL"
+
+
+def _embedder(settings: Any) -> Any:
+    """The stand-in over the settings' model, or the model itself (``REAL_MODEL_ENV``)."""
+    from kbmcp_adapters.app.bootstrap import real_embedder
+
+    model = real_embedder(settings)
+    if os.environ.get(REAL_MODEL_ENV) == "1":
+        return model
     from benchmarks.standin import HashEmbedder
-    from kbmcp_adapters.app.bootstrap import bootstrap, real_embedder, settings_for
+
+    return HashEmbedder(model)
+
+
+def _open(config: str) -> Any:
+    from kbmcp_adapters.app.bootstrap import bootstrap, settings_for
     from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 
     settings = settings_for(config=Path(config))
-    return KnowledgeBase(bootstrap(settings, embedder=HashEmbedder(real_embedder(settings))))
+    return KnowledgeBase(bootstrap(settings, embedder=_embedder(settings)))
 
 
 def _parts(config: str) -> tuple[Any, Any, Any, Any]:
     """(knowledge base, its store, its vectors, its stand-in embedder), so the legs of a
     search can be timed on the very objects the facade uses."""
-    from benchmarks.standin import HashEmbedder
-    from kbmcp_adapters.app.bootstrap import (
-        bootstrap,
-        real_embedder,
-        real_store,
-        real_vectors,
-        settings_for,
-    )
+    from kbmcp_adapters.app.bootstrap import bootstrap, real_store, real_vectors, settings_for
     from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 
     settings = settings_for(config=Path(config))
-    embedder = HashEmbedder(real_embedder(settings))
+    embedder = _embedder(settings)
     store = real_store(settings)
     vectors = real_vectors(settings, embedder.dimension)
     kb = KnowledgeBase(bootstrap(settings, store=store, vectors=vectors, embedder=embedder))
@@ -157,14 +168,13 @@ def recall(config: str, queries: int, k: int = 10) -> dict[str, Any]:
     import numpy as np
 
     from benchmarks.corpus import queries as make_queries
-    from benchmarks.standin import HashEmbedder
-    from kbmcp_adapters.app.bootstrap import real_embedder, real_store, real_vectors, settings_for
+    from kbmcp_adapters.app.bootstrap import real_store, real_vectors, settings_for
     from kbmcp_adapters.vectors import ann_policy
     from kbmcp_core.chunk_labels import label_filter
     from kbmcp_core.search_request import SearchDefaults, SearchRequest, resolve
 
     settings = settings_for(config=Path(config))
-    embedder = HashEmbedder(real_embedder(settings))
+    embedder = _embedder(settings)
     store = real_vectors(settings, embedder.dimension)
     index = real_store(settings)
     allowed: dict[str, Any] = {"unfiltered": None}
