@@ -1,4 +1,5 @@
-"""Plain-text parser: strict UTF-8, title from the file name, paragraph chunks with lines.
+"""Plain-text parser: strict UTF-8, title from the file name, chunks cut at the text's own
+headings (``text_headings``: numbered, underlined or boxed titles) and packed by paragraph.
 
 It reads ``.txt`` files and the extension-less text files named on ``TEXT_NAMES``
 (``README``, ``NEWS``, ...); those must prove they are text: a NUL byte or invalid UTF-8
@@ -16,6 +17,8 @@ from kbmcp_adapters.parsers.chunking import (
     split_range,
 )
 from kbmcp_adapters.parsers.headings import title_from_path
+from kbmcp_adapters.parsers.sections import chunk_sections, sections_of
+from kbmcp_adapters.parsers.text_headings import text_headings
 from kbmcp_core.errors import ParseError
 from kbmcp_core.models import ChunkDraft, ParsedDocument, is_text_name
 from kbmcp_core.outline import HeadingMark
@@ -27,8 +30,10 @@ __all__ = ["TextParser"]
 class TextParser:
     """Parses ``.txt`` files: paragraphs (blank-line separated) packed under the budget.
 
-    Chunks have heading ``""`` and an empty heading path; an over-long paragraph is split
-    on lines, then words. A paragraph chunk below ``min_tokens`` joins a neighbour when the
+    A file with headings (``text_headings``) is cut into sections as Markdown is: each
+    chunk stays inside one section and carries its heading path. Without headings, chunks
+    have heading ``""`` and an empty heading path. An over-long paragraph is split on
+    lines, then words. A paragraph chunk below ``min_tokens`` joins a neighbour when the
     result fits. An empty or whitespace-only file gives zero chunks.
     """
 
@@ -38,7 +43,8 @@ class TextParser:
         return decode_text(data)
 
     def headings(self, path: str, text: str) -> tuple[HeadingMark, ...]:
-        return ()  # plain text has no headings
+        lines = split_lines(text.replace("\x00", " "))
+        return tuple(HeadingMark(h.line + 1, h.level, h.text) for h in text_headings(lines))
 
     def parse(self, path: str, data: bytes, budget: ChunkBudget) -> ParsedDocument:
         if b"\x00" in data and is_text_name(path.rsplit("/", 1)[-1]):
@@ -46,6 +52,13 @@ class TextParser:
                              "kb-mcp reads as text")
         text, warnings = indexed_text(data)
         lines = split_lines(text)
+        headings = text_headings(lines)
+        if headings:
+            sections = sections_of(lines, 0, headings, budget)
+            return ParsedDocument(
+                title=title_from_path(path),
+                chunks=chunk_sections(lines, [False] * len(lines), sections, budget),
+                warnings=warnings)
         units = split_range(lines, 0, len(lines) - 1, (), budget, 0)
 
         def render(start: int, end: int, label: int) -> str:

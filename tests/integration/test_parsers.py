@@ -389,6 +389,26 @@ def test_text_files_chunk_by_paragraph_with_line_ranges_and_file_name_title() ->
     assert "\n".join(c.content for c in doc.chunks).replace("\n", "") == "".join(paragraphs)
 
 
+def test_a_text_faq_is_cut_at_its_numbered_questions_with_their_heading_path() -> None:
+    text = ("1. Using ps\n\n1.1. Why does ps get signal 17?\n\n\tYour system was broken into.\n"
+            "\n1.2. Why do ps and top show threads individually?\n\n\tThe old kernel cannot "
+            "group threads.\n\n2. Other\n\n2.1. Where do I report bugs?\n\n\tTo the list.\n")
+    parser = TextParser()
+    doc = parser.parse("procps/FAQ.txt", text.encode(), budget(min_tokens=4))
+    # a section title with no body of its own opens its first question's chunk
+    assert [(c.heading_path, c.content, c.start_line, c.end_line) for c in doc.chunks] == [
+        (("Using ps", "Why does ps get signal 17?"), "\tYour system was broken into.", 1, 5),
+        (("Using ps", "Why do ps and top show threads individually?"),
+         "\tThe old kernel cannot group threads.", 7, 9),
+        (("Other", "Where do I report bugs?"), "\tTo the list.", 11, 15),
+    ]
+    assert doc.title == "FAQ"  # a text file's title stays its file name
+    assert [(m.line, m.level, m.text) for m in parser.headings("procps/FAQ.txt", text)] == [
+        (1, 1, "Using ps"), (3, 2, "Why does ps get signal 17?"),
+        (7, 2, "Why do ps and top show threads individually?"), (11, 1, "Other"),
+        (13, 2, "Where do I report bugs?")]
+
+
 def test_text_parser_rejects_invalid_utf8_and_accepts_empty_files() -> None:
     with pytest.raises(ParseError, match="not valid UTF-8"):
         TextParser().parse("a.txt", b"caf\xe9", budget())
