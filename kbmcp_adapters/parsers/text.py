@@ -15,9 +15,10 @@ from kbmcp_adapters.parsers.chunking import (
     merge_tiny,
     split_lines,
     split_range,
+    token_count,
 )
 from kbmcp_adapters.parsers.headings import title_from_path
-from kbmcp_adapters.parsers.sections import chunk_sections, sections_of
+from kbmcp_adapters.parsers.sections import Section, chunk_sections, sections_of
 from kbmcp_adapters.parsers.text_headings import text_headings
 from kbmcp_core.errors import ParseError
 from kbmcp_core.models import ChunkDraft, ParsedDocument, is_text_name
@@ -25,6 +26,10 @@ from kbmcp_core.outline import HeadingMark
 from kbmcp_core.ports import ChunkBudget
 
 __all__ = ["TextParser"]
+
+#: A preamble of at most this many lines (a title, an author, a date) is no section of its
+#: own: it is read with the first section.
+TITLE_BLOCK_LINES = 3
 
 
 class TextParser:
@@ -54,7 +59,8 @@ class TextParser:
         lines = split_lines(text)
         headings = text_headings(lines)
         if headings:
-            sections = sections_of(lines, 0, headings, budget)
+            sections = _preamble_read_with_first(lines, sections_of(lines, 0, headings, budget),
+                                                 budget)
             return ParsedDocument(
                 title=title_from_path(path),
                 chunks=chunk_sections(lines, [False] * len(lines), sections, budget),
@@ -79,3 +85,21 @@ class TextParser:
             for n, unit in enumerate(units)
         )
         return ParsedDocument(title=title_from_path(path), chunks=chunks, warnings=warnings)
+
+
+def _preamble_read_with_first(lines: list[str], sections: list[Section], budget: ChunkBudget,
+                              ) -> list[Section]:
+    """``sections`` with a preamble that is no section (a title block of at most
+    ``TITLE_BLOCK_LINES`` lines, or text too small to be a chunk) read as the start of the
+    first section, heading lines included: alone it would be a chunk of a title, nearer
+    every question about the file than the section that answers it."""
+    if len(sections) < 2 or sections[0].level != 0:
+        return sections
+    pre, first = sections[0], sections[1]
+    text = join_lines(lines, pre.start, pre.end).strip()
+    title_block = sum(1 for line in text.split("\n") if line.strip()) <= TITLE_BLOCK_LINES
+    if not title_block and token_count(budget, (), text) >= budget.min_tokens:
+        return sections
+    joined = Section(first.level, first.heading, first.path, pre.start, pre.start, first.end,
+                     frozenset())
+    return [joined, *sections[2:]]
