@@ -409,6 +409,22 @@ def test_a_text_faq_is_cut_at_its_numbered_questions_with_their_heading_path() -
         (13, 2, "Where do I report bugs?")]
 
 
+def test_a_text_file_s_title_block_is_read_with_its_first_section() -> None:
+    body = "\n\n".join(sentence(f"b{n}x", 20) for n in range(2))
+    text = (f"25/10/95 Peter <poe@example.org>\n\nSome notes on modems\n\nSetup\n-----\n\n{body}\n"
+            f"\nDialling\n--------\n\n{body}\n")
+    doc = TextParser().parse("modems.txt", text.encode(), budget(max_tokens=60, min_tokens=4))
+    first = doc.chunks[0]
+    # a date and a title above the first heading are no section of their own
+    assert (first.heading_path, first.start_line) == (("Setup",), 1)
+    assert first.content.startswith("25/10/95 Peter") and "Some notes on modems" in first.content
+    assert ("Dialling",) in [c.heading_path for c in doc.chunks[1:]]
+    long_intro = "\n\n".join(sentence(f"i{n}x", 20) for n in range(4))
+    doc = TextParser().parse("x.txt", f"{long_intro}\n\nSetup\n-----\n\n{body}\n".encode(),
+                             budget(max_tokens=60, min_tokens=4))
+    assert doc.chunks[0].heading_path == ()  # an introduction of its own stays one
+
+
 def test_text_parser_rejects_invalid_utf8_and_accepts_empty_files() -> None:
     with pytest.raises(ParseError, match="not valid UTF-8"):
         TextParser().parse("a.txt", b"caf\xe9", budget())
