@@ -49,6 +49,8 @@ def test_a_text_faq_answers_with_the_question_s_own_section(tmp_path: Path) -> N
         assert (hit.start_line, hit.end_line) == (8, 11)  # that question and its answer only
         assert hit.answer_lines is not None and 8 <= hit.answer_lines[0] <= 11
         assert "signal 17" not in hit.content and "narrow" not in hit.content
+        got = kb.get_document("FAQ.txt", section=hit.heading).as_dict()  # its own lines
+        assert (got["start_line"], got["end_line"]) == (8, 11)
     finally:
         kb.close()
 
