@@ -1,6 +1,7 @@
 """A text's headings as nested sections, and the chunks cut from them: one chunker shared by
-Markdown (and every format converted to Markdown) and the source-cited formats (reST,
-AsciiDoc, notebooks), which differ only in how a chunk's lines are cited.
+Markdown (and every format converted to Markdown), plain text with titles (``text_headings``)
+and the source-cited formats (reST, AsciiDoc, notebooks), which differ only in how a chunk's
+lines are cited.
 
 Each section runs from its heading to the next one; its body is packed under the token
 budget (paragraphs, then lines; ``kept`` lines — fenced code, literal blocks, tables — are

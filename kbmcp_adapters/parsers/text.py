@@ -1,4 +1,5 @@
-"""Plain-text parser: strict UTF-8, title from the file name, paragraph chunks with lines.
+"""Plain-text parser: strict UTF-8, title from the file name, chunks cut at the text's own
+headings (``text_headings``: numbered, underlined or boxed titles) and packed by paragraph.
 
 It reads ``.txt`` files and the extension-less text files named on ``TEXT_NAMES``
 (``README``, ``NEWS``, ...); those must prove they are text: a NUL byte or invalid UTF-8
@@ -14,8 +15,11 @@ from kbmcp_adapters.parsers.chunking import (
     merge_tiny,
     split_lines,
     split_range,
+    token_count,
 )
 from kbmcp_adapters.parsers.headings import title_from_path
+from kbmcp_adapters.parsers.sections import Section, chunk_sections, sections_of
+from kbmcp_adapters.parsers.text_headings import text_headings
 from kbmcp_core.errors import ParseError
 from kbmcp_core.models import ChunkDraft, ParsedDocument, is_text_name
 from kbmcp_core.outline import HeadingMark
@@ -23,12 +27,18 @@ from kbmcp_core.ports import ChunkBudget
 
 __all__ = ["TextParser"]
 
+#: A preamble of at most this many lines (a title, an author, a date) is no section of its
+#: own: it is read with the first section.
+TITLE_BLOCK_LINES = 3
+
 
 class TextParser:
     """Parses ``.txt`` files: paragraphs (blank-line separated) packed under the budget.
 
-    Chunks have heading ``""`` and an empty heading path; an over-long paragraph is split
-    on lines, then words. A paragraph chunk below ``min_tokens`` joins a neighbour when the
+    A file with headings (``text_headings``) is cut into sections as Markdown is: each
+    chunk stays inside one section and carries its heading path. Without headings, chunks
+    have heading ``""`` and an empty heading path. An over-long paragraph is split on
+    lines, then words. A paragraph chunk below ``min_tokens`` joins a neighbour when the
     result fits. An empty or whitespace-only file gives zero chunks.
     """
 
@@ -38,7 +48,8 @@ class TextParser:
         return decode_text(data)
 
     def headings(self, path: str, text: str) -> tuple[HeadingMark, ...]:
-        return ()  # plain text has no headings
+        lines = split_lines(text.replace("\x00", " "))
+        return tuple(HeadingMark(h.line + 1, h.level, h.text) for h in text_headings(lines))
 
     def parse(self, path: str, data: bytes, budget: ChunkBudget) -> ParsedDocument:
         if b"\x00" in data and is_text_name(path.rsplit("/", 1)[-1]):
@@ -46,6 +57,14 @@ class TextParser:
                              "kb-mcp reads as text")
         text, warnings = indexed_text(data)
         lines = split_lines(text)
+        headings = text_headings(lines)
+        if headings:
+            sections = _preamble_read_with_first(lines, sections_of(lines, 0, headings, budget),
+                                                 budget)
+            return ParsedDocument(
+                title=title_from_path(path),
+                chunks=chunk_sections(lines, [False] * len(lines), sections, budget),
+                warnings=warnings)
         units = split_range(lines, 0, len(lines) - 1, (), budget, 0)
 
         def render(start: int, end: int, label: int) -> str:
@@ -66,3 +85,21 @@ class TextParser:
             for n, unit in enumerate(units)
         )
         return ParsedDocument(title=title_from_path(path), chunks=chunks, warnings=warnings)
+
+
+def _preamble_read_with_first(lines: list[str], sections: list[Section], budget: ChunkBudget,
+                              ) -> list[Section]:
+    """``sections`` with a preamble that is no section (a title block of at most
+    ``TITLE_BLOCK_LINES`` lines, or text too small to be a chunk) read as the start of the
+    first section, heading lines included: alone it would be a chunk of a title, nearer
+    every question about the file than the section that answers it."""
+    if len(sections) < 2 or sections[0].level != 0:
+        return sections
+    pre, first = sections[0], sections[1]
+    text = join_lines(lines, pre.start, pre.end).strip()
+    title_block = sum(1 for line in text.split("\n") if line.strip()) <= TITLE_BLOCK_LINES
+    if not title_block and token_count(budget, (), text) >= budget.min_tokens:
+        return sections
+    joined = Section(first.level, first.heading, first.path, pre.start, pre.start, first.end,
+                     frozenset())
+    return [joined, *sections[2:]]

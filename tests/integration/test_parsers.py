@@ -389,6 +389,42 @@ def test_text_files_chunk_by_paragraph_with_line_ranges_and_file_name_title() ->
     assert "\n".join(c.content for c in doc.chunks).replace("\n", "") == "".join(paragraphs)
 
 
+def test_a_text_faq_is_cut_at_its_numbered_questions_with_their_heading_path() -> None:
+    text = ("1. Using ps\n\n1.1. Why does ps get signal 17?\n\n\tYour system was broken into.\n"
+            "\n1.2. Why do ps and top show threads individually?\n\n\tThe old kernel cannot "
+            "group threads.\n\n2. Other\n\n2.1. Where do I report bugs?\n\n\tTo the list.\n")
+    parser = TextParser()
+    doc = parser.parse("procps/FAQ.txt", text.encode(), budget(min_tokens=4))
+    # a section title with no body of its own opens its first question's chunk
+    assert [(c.heading_path, c.content, c.start_line, c.end_line) for c in doc.chunks] == [
+        (("Using ps", "Why does ps get signal 17?"), "\tYour system was broken into.", 1, 5),
+        (("Using ps", "Why do ps and top show threads individually?"),
+         "\tThe old kernel cannot group threads.", 7, 9),
+        (("Other", "Where do I report bugs?"), "\tTo the list.", 11, 15),
+    ]
+    assert doc.title == "FAQ"  # a text file's title stays its file name
+    assert [(m.line, m.level, m.text) for m in parser.headings("procps/FAQ.txt", text)] == [
+        (1, 1, "Using ps"), (3, 2, "Why does ps get signal 17?"),
+        (7, 2, "Why do ps and top show threads individually?"), (11, 1, "Other"),
+        (13, 2, "Where do I report bugs?")]
+
+
+def test_a_text_file_s_title_block_is_read_with_its_first_section() -> None:
+    body = "\n\n".join(sentence(f"b{n}x", 20) for n in range(2))
+    text = (f"25/10/95 Peter <poe@example.org>\n\nSome notes on modems\n\nSetup\n-----\n\n{body}\n"
+            f"\nDialling\n--------\n\n{body}\n")
+    doc = TextParser().parse("modems.txt", text.encode(), budget(max_tokens=60, min_tokens=4))
+    first = doc.chunks[0]
+    # a date and a title above the first heading are no section of their own
+    assert (first.heading_path, first.start_line) == (("Setup",), 1)
+    assert first.content.startswith("25/10/95 Peter") and "Some notes on modems" in first.content
+    assert ("Dialling",) in [c.heading_path for c in doc.chunks[1:]]
+    long_intro = "\n\n".join(sentence(f"i{n}x", 20) for n in range(4))
+    doc = TextParser().parse("x.txt", f"{long_intro}\n\nSetup\n-----\n\n{body}\n".encode(),
+                             budget(max_tokens=60, min_tokens=4))
+    assert doc.chunks[0].heading_path == ()  # an introduction of its own stays one
+
+
 def test_text_parser_rejects_invalid_utf8_and_accepts_empty_files() -> None:
     with pytest.raises(ParseError, match="not valid UTF-8"):
         TextParser().parse("a.txt", b"caf\xe9", budget())

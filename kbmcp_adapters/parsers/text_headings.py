@@ -1,0 +1,122 @@
+"""The headings of a plain-text file: numbered titles, underlined titles and titles boxed
+between rules (decision 0056, sixth addendum).
+
+Plain text has no heading syntax, but the documents people keep as ``.txt`` mark their
+sections the same few ways: an FAQ's ``4.10. How do I ...?`` and ``3.2<TAB>Compilation
+Problems``, a release note's title underlined with ``===`` or ``---``, a manual's section
+name between two lines of dashes. A heading is a heading whatever the folder: the text
+parser cuts its chunks at them and carries them as each chunk's heading trail, as the
+Markdown parser does with ``#``.
+
+What is not a heading stays prose, so the rules ask for what a list item or a sentence
+lacks: a title line stands alone (a blank line, a rule or the file's start above it; a
+blank line, an underline or the end below it, after at most ``MAX_CONTINUATION`` indented
+lines that continue it), is short, starts with no lower-case letter and ends with no
+sentence stop. Numbered titles count only in a file that numbers at least ``MIN_NUMBERED``
+of them and at least one with two levels (``1.2``): a README's ``1. Install`` ``2. Run``
+steps have one level and stay a list.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from kbmcp_adapters.parsers.sections import Heading
+
+__all__ = ["text_headings"]
+
+#: The longest line that may be a title (characters, white space collapsed).
+MAX_TITLE = 80
+#: The fewest numbered titles that make a file's numbering its headings.
+MIN_NUMBERED = 3
+#: The most indented lines that may continue a numbered title (lsof's long questions).
+MAX_CONTINUATION = 2
+
+_NUMBERED = re.compile(r"^(\d+(?:\.\d+)*)\.?[ \t]+(\S.*?)\s*$")
+_RULE = re.compile(r"^\s*([=\-~*#_])\1{2,}\s*$")
+_UNDERLINE_LEVEL = {"=": 1, "-": 2, "~": 3}
+_STOP = (".", ",", ";", ":")
+_SPACE = re.compile(r"\s+")
+
+
+def _blank(lines: Sequence[str], i: int) -> bool:
+    return i >= len(lines) or not lines[i].strip()
+
+
+def _rule(lines: Sequence[str], i: int) -> bool:
+    return 0 <= i < len(lines) and bool(_RULE.match(lines[i]))
+
+
+def _title_text(text: str) -> str | None:
+    """``text`` collapsed when it reads as a title: short, not opening in lower case, not
+    ending like a sentence or a lead-in; else None."""
+    text = _SPACE.sub(" ", text).strip()
+    if not text or len(text) > MAX_TITLE or text[0].islower() or text.endswith(_STOP):
+        return None
+    return text
+
+
+def _stands_alone(lines: Sequence[str], i: int) -> bool:
+    """Line ``i`` opens a block: the file's start, a blank line or a rule above it."""
+    return i == 0 or _blank(lines, i - 1) or _rule(lines, i - 1)
+
+
+def _underlined(lines: Sequence[str], i: int) -> Heading | None:
+    """Line ``i`` underlined by a rule about its length, or boxed between two rules."""
+    if _blank(lines, i) or _rule(lines, i) or not _rule(lines, i + 1):
+        return None
+    text = _title_text(lines[i])
+    if text is None or not _stands_alone(lines, i):
+        return None
+    mark = lines[i + 1].strip()
+    boxed = _rule(lines, i - 1)
+    if not boxed and not len(text) / 2 <= len(mark) <= len(text) * 3 / 2 + 2:
+        return None
+    return Heading(i, 2, _UNDERLINE_LEVEL.get(mark[0], 2), text)
+
+
+def _numbered(lines: Sequence[str], i: int) -> tuple[Heading, bool] | None:
+    """A numbered title at line ``i`` (with its indented continuation lines), and whether
+    its number has two levels or more; its level is the number's depth, trailing zeros
+    left out (``1.0`` is a first-level title, as ``1.`` is)."""
+    match = _NUMBERED.match(lines[i])
+    if match is None or not _stands_alone(lines, i):
+        return None
+    end = i
+    while (end + 1 < len(lines) and end - i < MAX_CONTINUATION and not _blank(lines, end + 1)
+           and lines[end + 1][:1] in (" ", "\t") and not _rule(lines, end + 1)):
+        end += 1
+    if not (_blank(lines, end + 1) or _rule(lines, end + 1)):
+        return None
+    text = _title_text(" ".join([match.group(2), *lines[i + 1:end + 1]]))
+    if text is None:
+        return None
+    parts = match.group(1).split(".")
+    while len(parts) > 1 and parts[-1] == "0":
+        parts.pop()
+    return Heading(i, end - i + 1, len(parts), text), "." in match.group(1)
+
+
+def text_headings(lines: Sequence[str]) -> list[Heading]:
+    """The headings of a plain-text file's ``lines`` (0-based), in order."""
+    found: list[Heading] = []
+    numbered: list[Heading] = []
+    two_levels = False
+    i = 0
+    while i < len(lines):
+        head = _underlined(lines, i)
+        if head is not None:
+            found.append(head)
+            i += 2
+            continue
+        counted = _numbered(lines, i)
+        if counted is not None:
+            numbered.append(counted[0])
+            two_levels = two_levels or counted[1]
+            i += counted[0].lines
+            continue
+        i += 1
+    if len(numbered) >= MIN_NUMBERED and two_levels:
+        found = sorted([*found, *numbered], key=lambda h: h.line)
+    return found

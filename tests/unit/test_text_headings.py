@@ -1,0 +1,59 @@
+"""A plain-text file's headings: numbered, underlined and boxed titles, and the lines that
+only look like them (decision 0056, sixth addendum)."""
+
+from __future__ import annotations
+
+from kbmcp_adapters.parsers.text_headings import text_headings
+
+FAQ = """\
+                Frequently Asked Questions about frobnicate
+
+1. GENERAL
+
+1.1. How do I pronounce frobnicate?
+
+  Like it is written.
+
+1.2. Why does frobnicate get signal 17 on an old kernel
+     that has no threads?
+
+  Your system has been broken into.
+
+2.0\tBuilding Problems
+
+2.1\tWhere are the header files?
+
+  In the development package.
+"""
+
+
+def titles(text: str) -> list[tuple[int, int, int, str]]:
+    return [(h.line + 1, h.lines, h.level, h.text) for h in text_headings(text.split("\n"))]
+
+
+def test_a_numbered_faq_has_its_questions_and_sections_as_headings() -> None:
+    assert titles(FAQ) == [
+        (3, 1, 1, "GENERAL"),
+        (5, 1, 2, "How do I pronounce frobnicate?"),
+        (9, 2, 2, "Why does frobnicate get signal 17 on an old kernel that has no threads?"),
+        (14, 1, 1, "Building Problems"),  # 2.0 is a first-level title
+        (16, 1, 2, "Where are the header files?"),
+    ]
+
+
+def test_underlined_and_boxed_titles_are_headings() -> None:
+    text = ("Release Notes\n=============\n\nIntro.\n\nFixes since v1.0\n----------------\n\n"
+            " * a fix.\n\n" + "-" * 72 + "\n3. Valgrind aborts unexpectedly\n" + "-" * 72
+            + "\n\nBody.\n")
+    assert titles(text) == [(1, 2, 1, "Release Notes"), (6, 2, 2, "Fixes since v1.0"),
+                            (12, 2, 2, "3. Valgrind aborts unexpectedly")]
+
+
+def test_a_list_of_steps_and_sentences_stay_prose() -> None:
+    steps = "Install:\n\n1. Download the tarball\n\n2. Unpack it\n\n3. Run make\n"
+    assert titles(steps) == []  # one level of numbers: a list, not a numbering of sections
+    prose = ("Intro.\n\n1. Usage\n\n1.1. the first thing is lower case\n\n"
+             "1.2. This one ends like a sentence.\n\n1.3. Followed at once\nby more prose\n\n"
+             "2.1 A short rule under a long line of text that goes on\n---\n")
+    assert titles(prose) == []
+    assert titles("A paragraph line\nThat ends here\n--------------\n") == []  # not alone
