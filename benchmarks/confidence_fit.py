@@ -29,14 +29,18 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import math
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from benchmarks.confidence_sets import WORK, prepare
-from kbmcp_core.confidence import NEAR_FULL_CHUNKS, NEAR_MIN_CHUNKS, UNSEEN_MIN_CHUNKS
+from kbmcp_core.confidence import (
+    NEAR_FULL_CHUNKS,
+    NEAR_MIN_CHUNKS,
+    UNSEEN_MIN_CHUNKS,
+    near_bar,
+)
 
 #: The most of a folder's answerable questions a fit may flag (the issue's goal: 10 %).
 MAX_ANSWERABLE = 0.10
@@ -113,21 +117,12 @@ def low(row: Row, p: Params) -> bool:
     if sims[0] < p["similarity"] or sims[0] - lead_to < p["lead"]:
         return True
     near = row.get("near")
-    if near is not None and near < near_bar(row.get("chunks", 0), p["near"], p["near_chunks"]):
+    full = p["near_chunks"]  # the share reached at this size, from 0 at NEAR_RISE of it
+    bar = near_bar(row.get("chunks", 0), p["near"], full * NEAR_RISE, full) if full else p["near"]
+    if near is not None and near < bar:
         return True
     return bool(row.get("unseen") and row.get("chunks", 0) >= UNSEEN_MIN_CHUNKS
                 and sims[0] < p["unseen"])
-
-
-def near_bar(chunks: int, share: float, full: float) -> float:
-    """``kbmcp_core.confidence.near_bar`` with the share ``share`` reached at ``full``
-    chunks (0: at every size), from 0 at ``NEAR_RISE`` of it."""
-    if not full:
-        return share
-    start = full * NEAR_RISE
-    if chunks <= start:
-        return 0.0
-    return share * min(1.0, math.log(chunks / start) / math.log(full / start))
 
 
 def rates(rows: Iterable[Row], p: Params) -> tuple[float | None, float | None, int, int]:

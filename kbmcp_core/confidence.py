@@ -191,15 +191,16 @@ def near_share(statistics: KeywordStatistics, nearest: Sequence[StoredChunk]) ->
     return best
 
 
-def near_bar(chunks: int) -> float:
+def near_bar(chunks: float, share: float = NEAR_SHARE, start: float = NEAR_MIN_CHUNKS,
+             full: float = NEAR_FULL_CHUNKS) -> float:
     """The share of the question's held words under which its nearest chunks say "not
-    here", in a folder of ``chunks`` chunks: 0 up to ``NEAR_MIN_CHUNKS``, ``NEAR_SHARE``
-    from ``NEAR_FULL_CHUNKS``, and in between in proportion to the log of the size (a
-    document of d chunks added to a folder of c moves it by about 0.2 × d / c)."""
-    if chunks <= NEAR_MIN_CHUNKS:
+    here", in a folder of ``chunks`` chunks: 0 up to ``start`` (``NEAR_MIN_CHUNKS``),
+    ``share`` from ``full`` (``NEAR_FULL_CHUNKS``), and in between in proportion to the
+    log of the size (a document of d chunks added to a folder of c moves the shipped bar
+    by about 0.2 × d / c). The fit (``benchmarks.confidence_fit``) passes its own."""
+    if chunks <= start:
         return 0.0
-    rise = math.log(chunks / NEAR_MIN_CHUNKS) / math.log(NEAR_FULL_CHUNKS / NEAR_MIN_CHUNKS)
-    return NEAR_SHARE * min(1.0, rise)
+    return share * min(1.0, math.log(chunks / start) / math.log(full / start))
 
 
 def evidence(*, hits: int, vector: Sequence[tuple[int, float]] | None,
