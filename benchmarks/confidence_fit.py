@@ -19,8 +19,9 @@ thresholds that flag at most ``MAX_ANSWERABLE`` of every training folder's answe
 questions, the one whose worst training folder flags the most no-answer questions (ties:
 the best mean margin) wins. The size a folder needs for a word none of its chunks holds
 to count (``UNSEEN_MIN_CHUNKS``) is not on the grid (decision 0056, addendum: fitted, it followed
-whichever folders were in); the size from which the nearest chunks' share of the question's
-words counts (``NEAR_MIN_CHUNKS``) is, with the share (fifth addendum).
+whichever folders were in); the nearest chunks' share of the question's words is, with the
+size at which its bar reaches that share (``NEAR_FULL_CHUNKS``: the bar rises from 0 at 0.3
+of it, ``NEAR_MIN_CHUNKS``, in proportion to the log of the folder's size; sixth addendum).
 """
 
 from __future__ import annotations
@@ -34,7 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.confidence_sets import WORK, prepare
-from kbmcp_core.confidence import UNSEEN_MIN_CHUNKS
+from kbmcp_core.confidence import (
+    NEAR_FULL_CHUNKS,
+    NEAR_MIN_CHUNKS,
+    UNSEEN_MIN_CHUNKS,
+    near_bar,
+)
 
 #: The most of a folder's answerable questions a fit may flag (the issue's goal: 10 %).
 MAX_ANSWERABLE = 0.10
@@ -55,9 +61,13 @@ GRID: dict[str, list[float]] = {
     # low when the best of the nearest chunks holds less than this share of the question's
     # held words (0 = off; off first, so that a tie leaves it off) ...
     "near": [0.0, 0.2, 0.25, 0.3],
-    # ... in a folder of at least this many chunks (fifth addendum)
-    "near_chunks": [0, 300, 1000],
+    # ... reached in a folder of this many chunks, from 0 at 0.3 of it, rising with the log
+    # of the size (0: in every folder; sixth addendum: a ramp, not a step at a size)
+    "near_chunks": [0, 300, 600, 1000, 2000],
 }
+#: Where the nearest chunks' bar starts rising, as a share of where it is full (the shipped
+#: 300 of 1,000 chunks).
+NEAR_RISE = NEAR_MIN_CHUNKS / NEAR_FULL_CHUNKS
 Row = dict[str, Any]
 Params = dict[str, float]
 
@@ -107,7 +117,9 @@ def low(row: Row, p: Params) -> bool:
     if sims[0] < p["similarity"] or sims[0] - lead_to < p["lead"]:
         return True
     near = row.get("near")
-    if near is not None and row.get("chunks", 0) >= p["near_chunks"] and near < p["near"]:
+    full = p["near_chunks"]  # the share reached at this size, from 0 at NEAR_RISE of it
+    bar = near_bar(row.get("chunks", 0), p["near"], full * NEAR_RISE, full) if full else p["near"]
+    if near is not None and near < bar:
         return True
     return bool(row.get("unseen") and row.get("chunks", 0) >= UNSEEN_MIN_CHUNKS
                 and sims[0] < p["unseen"])

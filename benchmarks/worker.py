@@ -180,14 +180,14 @@ def index(kb: str) -> dict[str, Any]:
 def embed_only(kb: str) -> dict[str, Any]:
     """The floor of a full index: embed exactly the chunk texts the index holds, in one call
     to the same embedder (same model, batch size, threads), the model already loaded."""
-    from kbmcp_core.models import vector_text_of, whole_text_of
+    from kbmcp_core.models import vector_text_of
 
     base, store, _vectors, embedder = _parts(kb)
     chunks = store.get_chunks(store.chunk_ids())
     ordered = sorted(chunks.values(), key=lambda c: (c.document_path, c.start_line or 0, c.id))
-    # what the run embeds: each distinct chunk text once, given to the model as its prose
-    texts = list({whole_text_of(c.heading_path, c.content):
-                  vector_text_of(c.heading_path, c.content) for c in ordered}.values())
+    # what the run embeds: each distinct text once, its folders, trail and prose (0056)
+    texts = list(dict.fromkeys(vector_text_of(c.heading_path, c.content, c.document_path)
+                               for c in ordered))
     started = time.perf_counter()
     embedder.embed_documents(["warm up the model"])
     load = time.perf_counter() - started

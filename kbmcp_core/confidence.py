@@ -30,14 +30,16 @@ The decision (decision 0028, refitted across folders in decision 0056):
   changes (decision 0056, addendum). A small folder lacks everyday words by chance (a handbook of
   a hundred chunks has no "fever" or "keycard" although it answers the question), so
   the test waits for a folder large enough that a missing word means a missing subject;
-  Also low, in a folder of at least ``NEAR_MIN_CHUNKS`` chunks, when the best of the
-  ``NEAR_DEPTH`` chunks nearest by meaning holds less than ``NEAR_SHARE`` of the
-  question's words the index holds, each weighed by how few chunks hold it
-  (``near_share``; decision 0056, fifth addendum): a question about a program a folder
-  mentions in passing (Valgrind, systemd in gdb's and GnuPG's release notes) finds chunks
-  about its other words, none naming the program. Fixed by the index and the vector
-  leg's best chunks, not by ``limit``; a small folder's paraphrased questions name words
-  held elsewhere, so the test waits for a folder of that size;
+  Also low when the best of the ``NEAR_DEPTH`` chunks nearest by meaning holds less than
+  ``near_bar(chunks)`` of the question's words the index holds, each weighed by how few
+  chunks hold it (``near_share``; decision 0056, fifth addendum): a question about a
+  program a folder mentions in passing (Valgrind, systemd in gdb's and GnuPG's release
+  notes) finds chunks about its other words, none naming the program. Fixed by the index
+  and the vector leg's best chunks, not by ``limit``; a small folder's paraphrased
+  questions name words held elsewhere, so the bar is 0 up to ``NEAR_MIN_CHUNKS`` chunks
+  and rises with the folder's size to ``NEAR_SHARE`` at ``NEAR_FULL_CHUNKS``, smoothly,
+  so that an added document does not flip a folder from never flagged to flagged (sixth
+  addendum);
 * when the model cannot read the query (Japanese for an English model) or did not run
   (``lexical`` mode), only keywords can judge: low when nothing matched at all;
 * in ``vector`` mode (no keywords at all) only the best similarity counts: without
@@ -91,11 +93,14 @@ UNSEEN_MIN_CHUNKS = 1000
 #: (fitted across folders, decision 0056, addendum: a question a large folder answers
 #: reads close to its answer even when it uses a word the folder does not).
 UNSEEN_SIMILARITY = 0.60
-#: A folder with at least this many chunks: the test of the question's words in its nearest
-#: chunks applies (decision 0056, fifth addendum: on the grid 0, 300 and 1,000, fitted
-#: across folders; in the in-repo handbook's 114 chunks paraphrased questions' words are
-#: held elsewhere, never in the answer).
+#: The test of the question's words in its nearest chunks starts in a folder of this many
+#: chunks (decision 0056, fifth addendum: in the in-repo handbook's 114 chunks paraphrased
+#: questions' words are held elsewhere, never in the answer) ...
 NEAR_MIN_CHUNKS = 300
+#: ... and its bar rises with the log of the folder's size to ``NEAR_SHARE`` at this many,
+#: so that one added document moves it by a little, never across a step (sixth addendum:
+#: the ramp's end on the grid 300, 600, 1,000, 2,000, fitted across folders).
+NEAR_FULL_CHUNKS = 1000
 #: ... low when the best of the ``NEAR_DEPTH`` nearest chunks holds less than this share of
 #: the question's held words, weighed by rarity (fitted on 0.2, 0.25 and 0.3).
 NEAR_SHARE = 0.25
@@ -186,6 +191,18 @@ def near_share(statistics: KeywordStatistics, nearest: Sequence[StoredChunk]) ->
     return best
 
 
+def near_bar(chunks: float, share: float = NEAR_SHARE, start: float = NEAR_MIN_CHUNKS,
+             full: float = NEAR_FULL_CHUNKS) -> float:
+    """The share of the question's held words under which its nearest chunks say "not
+    here", in a folder of ``chunks`` chunks: 0 up to ``start`` (``NEAR_MIN_CHUNKS``),
+    ``share`` from ``full`` (``NEAR_FULL_CHUNKS``), and in between in proportion to the
+    log of the size (a document of d chunks added to a folder of c moves the shipped bar
+    by about 0.2 × d / c). The fit (``benchmarks.confidence_fit``) passes its own."""
+    if chunks <= start:
+        return 0.0
+    return share * min(1.0, math.log(chunks / start) / math.log(full / start))
+
+
 def evidence(*, hits: int, vector: Sequence[tuple[int, float]] | None,
              chunks: Mapping[int, StoredChunk],
              lexical: Sequence[tuple[int, float]] | None, readable: float,
@@ -239,6 +256,6 @@ def low_confidence(*, hits: int, similarities: Sequence[float] | None,
                else FLOOR_SIMILARITY)
     if best < MIN_SIMILARITY or best - lead_to < MIN_LEAD:
         return True
-    if near is not None and chunks >= NEAR_MIN_CHUNKS and near < NEAR_SHARE:
+    if near is not None and near < near_bar(chunks):
         return True
     return unseen > 0 and chunks >= UNSEEN_MIN_CHUNKS and best < UNSEEN_SIMILARITY

@@ -52,6 +52,7 @@ from kbmcp_core.meta_keys import (
 )
 from kbmcp_core.models import (
     EMBED_TEXT,
+    EMBED_TEXT_UNPLACED,
     FAIL_PARSE,
     INDEX_CAP_BYTES,
     SKIP_NO_TEXT,
@@ -63,8 +64,8 @@ from kbmcp_core.models import (
     RunSummary,
     Vector,
     extension_of,
+    place_of,
     vector_text_of,
-    whole_text_of,
 )
 from kbmcp_core.offer import topic_of
 from kbmcp_core.ports import (
@@ -285,8 +286,9 @@ class IndexRun:
         if self.force:
             d.vectors.reset()
             self._record_model()
-        if d.store.get_meta(META_EMBED_TEXT) != EMBED_TEXT:
-            self._renew_vectors()
+        mark = d.store.get_meta(META_EMBED_TEXT)
+        if mark != EMBED_TEXT:
+            self._renew_vectors(mark)
         repair = self._needs_repair()
         if repair:
             self._repair()
@@ -448,9 +450,11 @@ class IndexRun:
         self._report("vectors", 0, len(todo), "")
         for start in range(0, len(todo), step):
             found = d.store.get_chunks(todo[start : start + step])
-            # keyed by the chunk's hash (its whole text), embedded from its prose
-            rows = [(c.id, text_hash(whole_text_of(c.heading_path, c.content)),
-                     vector_text_of(c.heading_path, c.content)) for c in found.values()]
+            # embedded from its place and prose; two chunks share a model run only when
+            # that text is the same (the same words in two documents: two places)
+            texts = {c.id: vector_text_of(c.heading_path, c.content, c.document_path)
+                     for c in found.values()}
+            rows = [(cid, text_hash(t), t) for cid, t in texts.items()]
             docs = {doc.path: labels_of(doc) for doc in
                     d.store.documents({c.document_path for c in found.values()})}
             try:
@@ -533,16 +537,24 @@ class IndexRun:
             self._vectors_written = True  # their rows rewritten: ``compact`` folds them
         return True
 
-    def _renew_vectors(self) -> None:
+    def _renew_vectors(self, mark: str | None) -> None:
         """The stored vectors were made from other text than ``vector_text_of`` gives now
-        (an index from before decision 0020): drop them all, so that this run's phase two
-        embeds every chunk again; keyword search goes on meanwhile. The mark that says
-        which text the vectors come from is written only after they are dropped, so a run
-        killed in between drops them again."""
+        (an index from before decision 0020, or before each chunk was read under its
+        folders: 0056, sixth addendum): drop them all, so that this run's phase two embeds
+        every chunk again; keyword search goes on meanwhile. An index of 0020's text whose
+        documents all sit at the top of the folder already has the vectors today's text
+        gives (no folder to add): it only gets the new mark. The mark that says which text
+        the vectors come from is written only after they are dropped, so a run killed in
+        between drops them again."""
         d = self.deps
-        if d.store.indexed_states() and not self.force:
-            log.info("the text given to the model changed (code blocks are left out): "
-                     "every chunk is embedded again; keyword search works meanwhile")
+        paths = d.store.indexed_states()
+        if mark == EMBED_TEXT_UNPLACED and not any(place_of(p) for p in paths):
+            d.store.set_meta(META_EMBED_TEXT, EMBED_TEXT)
+            return
+        if paths and not self.force:
+            log.info("the text given to the model changed (its document's folders lead "
+                     "each chunk): every chunk is embedded again; keyword search works "
+                     "meanwhile")
             d.store.set_meta(META_IN_PROGRESS, d.clock.now_iso())
             d.vectors.reset()
         d.store.set_meta(META_EMBED_TEXT, EMBED_TEXT)

@@ -363,8 +363,12 @@ def extension_of(path: str) -> str:
 
 
 #: What ``vector_text_of`` gives the model, recorded in the index: an index whose vectors
-#: were made from other text has them all re-embedded by its next run (decision 0020).
-EMBED_TEXT = "prose-1"
+#: were made from other text has them all re-embedded by its next run (decisions 0020
+#: and 0056, sixth addendum: the folders a document sits in lead its chunks' text).
+EMBED_TEXT = "prose-folder-1"
+#: The text decision 0020 gave the model: the same as ``EMBED_TEXT`` for a document at the
+#: top of the folder (it has no place), so such an index keeps its vectors.
+EMBED_TEXT_UNPLACED = "prose-1"
 #: Fenced code blocks, and lines that are nothing but one inline code span (a command).
 _FENCED = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]{0,3}\1[^\n]*$|\Z)",
                      re.S | re.M)
@@ -391,11 +395,27 @@ def whole_text_of(heading_path: tuple[str, ...], content: str) -> str:
     return f"{trail}\n{content}" if trail else content
 
 
-def vector_text_of(heading_path: tuple[str, ...], content: str) -> str:
-    """Heading trail plus the body's prose (``prose_of``): what the embedding model is
-    given for a chunk. Two chunks with the same ``whole_text_of`` have the same one, so a
-    vector reused by its hash (``ChunkRecord.text_hash``) is still the right vector."""
-    return whole_text_of(heading_path, prose_of(content))
+def place_of(path: str) -> str:
+    """Where a document sits, as the model reads it ahead of each of its chunks: the
+    folders of its path (``gdb/NEWS.txt`` → ``gdb``, ``lsof/00FAQ.txt`` → ``lsof``), which
+    often name its subject where its text does not; "" for a file at the top (decision
+    0056, fourth and sixth addenda: the file's own name, tried too, cost some folders
+    their first hits)."""
+    return path.rsplit("/", 1)[0] if "/" in path else ""
+
+
+def vector_text_of(heading_path: tuple[str, ...], content: str, path: str = "") -> str:
+    """The document's place (``place_of(path)``, when it has one), the heading trail and
+    the body's prose (``prose_of``): what the embedding model is given for a chunk. The
+    text shown, cited and hashed (``whole_text_of``) leaves the place out, and so do the
+    paragraphs a search reads (``passages``: they choose among one document's parts,
+    which share it). A vector reused by its hash (``ChunkRecord.text_hash``) comes from a
+    chunk of the same text: a renamed document keeps its vectors, and a chunk whose text
+    another folder already holds gets that chunk's vector (decision 0056, sixth
+    addendum)."""
+    place = place_of(path)
+    trail = (place, *heading_path) if place else heading_path
+    return whole_text_of(trail, prose_of(content))
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from kbmcp_core.confidence import (
     NEAR_DEPTH,
+    NEAR_FULL_CHUNKS,
     NEAR_MIN_CHUNKS,
+    NEAR_SHARE,
     evidence,
     is_low,
+    near_bar,
     near_share,
 )
 from kbmcp_core.keyword_pool import KeywordStatistics
@@ -78,6 +81,27 @@ def test_the_share_is_the_nearest_chunks_whatever_the_page_and_an_added_document
     answer = notes("* gdb can download separate debug info from a debuginfod server.")
     assert not found(DEBUGINFOD_COUNTS, answer, candidates=300)
     assert not found(DEBUGINFOD_COUNTS, answer, folder=CHUNKS + 1)
+
+
+def test_a_document_added_where_the_size_was_a_step_changes_no_flag() -> None:
+    """The bar rises with the folder's size (decision 0056, sixth addendum): a folder just
+    under 300 chunks that gains a two-chunk document is not flipped from never flagged to
+    flagging every question whose nearest chunks hold under a quarter of its words."""
+    passing = notes("* Implemented tracing of the memfd_secret syscall.\n"
+                    "* Fixed a hang when the tracee writes to a pipe.")
+    assert (found(SYSTEMD_COUNTS, passing, folder=NEAR_MIN_CHUNKS - 1)
+            == found(SYSTEMD_COUNTS, passing, folder=NEAR_MIN_CHUNKS + 1))
+    # ... and, in a folder large enough, the question is still caught
+    assert found(SYSTEMD_COUNTS, passing, folder=NEAR_FULL_CHUNKS)
+
+
+def test_the_bar_moves_a_little_with_each_document() -> None:
+    sizes = range(NEAR_MIN_CHUNKS - 50, 3 * NEAR_FULL_CHUNKS)
+    assert [near_bar(c) for c in sizes] == sorted(near_bar(c) for c in sizes)
+    # a document of five chunks moves it by under 0.005, wherever the folder stands
+    assert max(near_bar(c + 5) - near_bar(c) for c in sizes) < 0.005
+    assert near_bar(NEAR_MIN_CHUNKS) == 0.0
+    assert near_bar(NEAR_FULL_CHUNKS) == near_bar(10 * NEAR_FULL_CHUNKS) == NEAR_SHARE
 
 
 def test_near_share_weighs_rare_words_most_and_reads_title_and_heading_trail() -> None:
