@@ -38,6 +38,9 @@ _RULE = re.compile(r"^\s*([=\-~*#_])\1{2,}\s*$")
 _UNDERLINE_LEVEL = {"=": 1, "-": 2, "~": 3}
 _STOP = (".", ",", ";", ":")
 _SPACE = re.compile(r"\s+")
+#: What a documentation generator leaves after a title in its text output: a link mark
+#: (Sphinx's ``¶``), not part of the title's words.
+_MARKS = "¶"
 
 
 def _blank(lines: Sequence[str], i: int) -> bool:
@@ -50,8 +53,8 @@ def _rule(lines: Sequence[str], i: int) -> bool:
 
 def _title_text(text: str) -> str | None:
     """``text`` collapsed when it reads as a title: short, not opening in lower case, not
-    ending like a sentence or a lead-in; else None."""
-    text = _SPACE.sub(" ", text).strip()
+    ending like a sentence or a lead-in; else None. A trailing link mark is left out."""
+    text = _SPACE.sub(" ", text).strip().rstrip(_MARKS).rstrip()
     if not text or len(text) > MAX_TITLE or text[0].islower() or text.endswith(_STOP):
         return None
     return text

@@ -57,3 +57,8 @@ def test_a_list_of_steps_and_sentences_stay_prose() -> None:
              "2.1 A short rule under a long line of text that goes on\n---\n")
     assert titles(prose) == []
     assert titles("A paragraph line\nThat ends here\n--------------\n") == []  # not alone
+
+
+def test_a_generated_manual_s_link_marks_are_not_part_of_its_titles() -> None:
+    text = "Python Policy\n=============\n\nAbstract\u00b6\n---------\n\nThe policy.\n"
+    assert titles(text) == [(1, 2, 1, "Python Policy"), (4, 2, 2, "Abstract")]
