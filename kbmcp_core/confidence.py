@@ -74,8 +74,10 @@ MIN_LEAD = 0.08
 LEAD_RANK = 10
 #: What the ``LEAD_RANK``-th document counts as when the candidates hold fewer documents
 #: (what a question's nearest unrelated page scores; fitted with the unseen-word test,
-#: decision 0056, addendum: 0 before).
-FLOOR_SIMILARITY = 0.25
+#: decision 0056, addendum: 0 before, then 0.25; 0 again in the refit on text headings and
+#: folder-read vectors, seventh addendum: a folder of ten files compared with 0.25 flagged
+#: 6 of the Debian FAQs' 127 answerable questions, with 0 two).
+FLOOR_SIMILARITY = 0.0
 #: At or above this lexical relevance (0–1) the words of the query clearly occur in a chunk.
 #: Refitted on eight folders (decision 0056): 0.20 before, which let a question about
 #: Subversion or Mercurial pass on git's release notes (they name both, answer neither).
@@ -102,8 +104,9 @@ NEAR_MIN_CHUNKS = 300
 #: the ramp's end on the grid 300, 600, 1,000, 2,000, fitted across folders).
 NEAR_FULL_CHUNKS = 1000
 #: ... low when the best of the ``NEAR_DEPTH`` nearest chunks holds less than this share of
-#: the question's held words, weighed by rarity (fitted on 0.2, 0.25 and 0.3).
-NEAR_SHARE = 0.25
+#: the question's held words, weighed by rarity (fitted on 0.2, 0.25 and 0.3: 0.25, then
+#: 0.2 in the refit on text headings and folder-read vectors, seventh addendum).
+NEAR_SHARE = 0.2
 #: How many chunks nearest by meaning (the vector leg's best) that test reads.
 NEAR_DEPTH = 10
 #: How many candidates of each leg, best first by the leg's own score, the evidence reads:
