@@ -22,12 +22,12 @@ from kbmcp_adapters.store.lexical import Terms, compile_query, quote
 from kbmcp_adapters.store.ranking import (
     _document_frequencies,
     _fts_leg,
-    _scratch_holders,
     bm25_idf,
     bm25_score,
     coverage_shares,
     substring_leg,
 )
+from kbmcp_adapters.store.scratch_fts import holders
 from kbmcp_adapters.store.tables import FTS_GRAMS, FTS_WORDS
 from kbmcp_core.keyword_pool import KeywordHit, KeywordStatistics, holding_of
 
@@ -117,8 +117,8 @@ def _rescored(conn: Connection, table: str, match: Terms, coverage: Sequence[str
         rows = conn.execute(
             text(f"SELECT rowid, title, heading, body FROM {table} "
                  "WHERE rowid IN (SELECT value FROM json_each(:ids))"), {"ids": ids}).all()
-        holders = _scratch_holders(table, coverage, [tuple(row) for row in rows])
+        held = holders(table, coverage, [tuple(row) for row in rows])
         shares = coverage_shares(pooled.chunks, holding_of(pooled.holding, table, coverage),
-                                 holders, weight)
+                                 held, weight)
     return [KeywordHit(cid, table, weight[cid], 1.0 if shares is None else shares[cid])
             for cid, _ in leg]
