@@ -14,7 +14,8 @@ the index are then the ones the filter does not hold, and the narrowed leg finds
 ids, read and matched on their own rows. A sample of the matches by id would not do:
 chunk ids grow with the order chunks were first indexed (decision 0004), so the highest
 ids are the last folder indexed. For the same reason a filtered leg scored on a sample
-keeps the filter's matches with the highest ids (``floor_within``), not the index's.
+scores the matches of a run of the filter's own chunks (``sample_within``), not the
+index's matches with the highest ids.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from sqlalchemy.engine import Connection
 from kbmcp_adapters.store.scratch_fts import holders
 from kbmcp_adapters.store.tables import JOIN_DOCUMENTS, PATH_FILTER
 
-__all__ = ["SAMPLE", "Within", "counts_within", "floor_within", "kept_rows", "read_within"]
+__all__ = ["SAMPLE", "Within", "counts_within", "kept_rows", "read_within", "sample_within"]
 
 #: The filter's chunks read to tell how many of them hold each word.
 SAMPLE = 1_000
@@ -98,13 +99,18 @@ def counts_within(conn: Connection, table: str, df: Mapping[str, int], within: W
     return out
 
 
-def floor_within(within: Within, held: int, budget: int) -> int | None:
-    """The lowest chunk id of a sample of ``budget`` of the ``held`` matches an expression
-    has in ``within`` (None: no more than ``budget``): the id above which that share of the
-    filter's chunks lies, the matches being spread over them as the sample's were. Nothing
-    is read: walking the matches from the highest id down to count ``budget`` kept ones
-    cost as much as scoring them."""
+def sample_within(within: Within, held: int, budget: int) -> Within | None:
+    """The filter's chunks a sample of ``budget`` of the ``held`` matches an expression
+    has in ``within`` is scored on (None: no more than ``budget``, score them all): as
+    large a share of the filter's chunks, the run of them by id that spans the fewest
+    ids, so the matches of other chunks walked past on the way are fewest (a folder's
+    chunks lie together by id, the later folders' above them; decision 0004). The
+    matches are taken to be spread over the filter's chunks as the sample's were."""
     ids = within.sorted_ids
     if held <= budget or not ids:
         return None
-    return ids[max(0, len(ids) - math.ceil(len(ids) * budget / held))]
+    size = min(len(ids), math.ceil(len(ids) * budget / held))
+    step = max(1, size // 8)
+    starts = range(0, len(ids) - size + 1, step)
+    first = min(starts, key=lambda i: ids[i + size - 1] - ids[i])
+    return Within.of(ids[first:first + size])

@@ -31,11 +31,11 @@ from kbmcp_adapters.store.keyword_budget import (
 from kbmcp_adapters.store.keyword_filter import (
     Within,
     counts_within,
-    floor_within,
     kept_rows,
     read_within,
+    sample_within,
 )
-from kbmcp_adapters.store.lexical import LexicalQuery, compile_query, quote
+from kbmcp_adapters.store.lexical import LexicalQuery, Terms, compile_query, quote
 from kbmcp_adapters.store.scratch_fts import holders, tokens
 from kbmcp_adapters.store.tables import FTS_GRAMS, FTS_WORDS, JOIN_DOCUMENTS, PATH_FILTER
 from kbmcp_core.keyword_pool import KeywordHit
@@ -96,11 +96,12 @@ def _words_leg(conn: Connection, compiled: LexicalQuery, limit: int,
     whole query's expression while its words hold fewer matches together (or the index
     fewer chunks), else its rarest words' (``keyword_budget.narrow``; decision 0058). Under
     a filter only the filter's rows are scored, so the words are counted in the filter
-    (``keyword_filter.counts_within``) and a sample is the filter's matches with the
-    highest ids; when the narrower expression finds fewer than ``limit`` there, the whole
-    query is scored on such a sample instead."""
+    (``keyword_filter.counts_within``) and a sample is the matches of a run of the
+    filter's chunks (``keyword_filter.sample_within``); when the narrower expression finds
+    fewer than ``limit`` there, the whole query is scored on such a sample instead."""
     assert compiled.words is not None
     match, expression, floor, narrowed = compiled.word_match, compiled.words, None, None
+    scored = within  # the chunks scored: the filter's, or a run of them (a sample)
     df: dict[str, int] = {}
     try:
         rows = row_count(conn, FTS_WORDS)
@@ -111,33 +112,46 @@ def _words_leg(conn: Connection, compiled: LexicalQuery, limit: int,
             df = {w: counts.get(token, 0) for w, token in single.items()}
             total = rows[0]
             if within is not None and sum(df.values()) > KEYWORD_BUDGET:
-                within = read_within(conn, within) if isinstance(within, str) else within
+                within = scored = read_within(conn, within) if isinstance(within, str) else within
                 total = len(within)
                 if total > KEYWORD_BUDGET:
                     df = counts_within(conn, FTS_WORDS, df, within)
             narrowed = narrow(match, df, total, limit, KEYWORD_BUDGET)
             if narrowed is not None:
                 expression = narrowed.terms.fts5() or expression
-                if narrowed.sampled:
-                    floor = _floor(conn, expression, within, df, narrowed.terms.all)
+                if narrowed.sampled and isinstance(within, Within):
+                    words = narrowed.terms.all
+                    scored = _sample(conn, within, df, words, words[:-1])
+                elif narrowed.sampled:
+                    floor = sample_floor(conn, FTS_WORDS, expression, KEYWORD_BUDGET)
     except OperationalError as exc:  # below head (no vocabulary table): the whole query
         if "no such table" not in str(exc.orig):
             raise
-    leg = _fts_leg(conn, FTS_WORDS, expression, limit, within, floor)
+    leg = _fts_leg(conn, FTS_WORDS, expression, limit, scored, floor)
     if narrowed is not None and isinstance(within, Within) and len(leg) < limit:
-        leg = _fts_leg(conn, FTS_WORDS, compiled.words, limit, within,
-                       _floor(conn, compiled.words, within, df, match.optional))
+        kept = narrowed.terms.all[:-1] if narrowed.sampled else narrowed.terms.all
+        whole = _sample(conn, within, df, match.optional, kept)
+        leg = _fts_leg(conn, FTS_WORDS, compiled.words, limit, whole)
     return leg
 
 
-def _floor(conn: Connection, expression: str, within: str | Within | None,
-           df: dict[str, int], words: Sequence[str]) -> int | None:
-    """The lowest chunk id scored when ``expression`` is scored on a sample: its
-    ``KEYWORD_BUDGET`` matches with the highest ids; under a filter, the filter's
-    (``keyword_filter.floor_within``, from its words' counts ``df`` there)."""
-    if isinstance(within, Within):
-        return floor_within(within, sum(df.get(w, 0) for w in words), KEYWORD_BUDGET)
-    return sample_floor(conn, FTS_WORDS, expression, KEYWORD_BUDGET)
+def _sample(conn: Connection, within: Within, df: dict[str, int], words: Sequence[str],
+            rare: Sequence[str]) -> Within:
+    """The filter's chunks ``words`` are scored on when their matches there are over
+    ``KEYWORD_BUDGET`` (``df``: each word's count in the filter): a run of the filter's
+    chunks holding about the budget of them (``keyword_filter.sample_within``), and every
+    chunk holding one of the ``rare`` words, which the budget holds whole (a rare word
+    weighs most: its matches are never left out of the sample)."""
+    run = sample_within(within, sum(df.get(w, 0) for w in words), KEYWORD_BUDGET)
+    if run is None:
+        return within
+    if not rare:
+        return run
+    kept, params = kept_rows(within, f"{FTS_WORDS}.rowid")
+    held = conn.execute(text(f"SELECT {FTS_WORDS}.rowid FROM {FTS_WORDS} WHERE {FTS_WORDS} "
+                             f"MATCH :e AND {kept}"),
+                        {"e": Terms((), tuple(rare)).fts5()} | params).scalars()
+    return Within.of(sorted({*run.sorted_ids, *(int(cid) for cid in held)}))
 
 
 def merge(legs: Sequence[Sequence[tuple[int, float]]], limit: int) -> list[tuple[int, float]]:
