@@ -10,8 +10,9 @@ filter while the index is unchanged; ``read_within`` makes one from a list of pa
 The keyword budget (``keyword_budget.narrow``) needs each word's matches *inside* the
 filter: a word can be common in the index and absent from a folder (the rarest words of
 the index are then the ones the filter does not hold, and the narrowed leg finds nothing).
-``counts_within`` estimates them on ``SAMPLE`` of the filter's chunks spread over their
-ids, read and matched on their own rows. A sample of the matches by id would not do:
+``counts_within`` counts a rare word's matches there, and estimates a common word's on
+``SAMPLE`` of the filter's chunks spread over their ids, read and matched on their own
+rows. A sample of the matches by id would not do:
 chunk ids grow with the order chunks were first indexed (decision 0004), so the highest
 ids are the last folder indexed. For the same reason a filtered leg scored on a sample
 scores the matches of a run of the filter's own chunks (``sample_within``), not the
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
+from kbmcp_adapters.store.lexical import quote
 from kbmcp_adapters.store.scratch_fts import holders
 from kbmcp_adapters.store.tables import JOIN_DOCUMENTS, PATH_FILTER
 
@@ -76,14 +78,21 @@ def kept_rows(within: str | Within, column: str = "id") -> tuple[str, dict[str, 
             f"WHERE {PATH_FILTER})", {"paths": within})
 
 
-def counts_within(conn: Connection, table: str, df: Mapping[str, int], within: Within
-                  ) -> dict[str, int]:
+def counts_within(conn: Connection, table: str, df: Mapping[str, int], within: Within,
+                  exact_below: int) -> dict[str, int]:
     """How many chunks of ``within`` hold each word of ``df`` (its count in the whole
-    ``table``), estimated on ``SAMPLE`` of them spread evenly over their ids: each sampled
-    chunk's own row read and matched on its own (``scratch_fts.holders``, as the coverage
-    weight reads its candidates). A word no chunk of the index holds is held by none."""
-    words = [w for w, n in df.items() if n > 0]
+    ``table``): counted match by match for a word of at most ``exact_below`` chunks (a
+    rare word's few matches in a filter are what a search for it wants), else estimated
+    on ``SAMPLE`` of the filter's chunks spread evenly over their ids, each sampled
+    chunk's own row matched on its own (``scratch_fts.holders``, as the coverage weight
+    reads its candidates)."""
     out = dict.fromkeys(df, 0)
+    kept, params = kept_rows(within, f"{table}.rowid")
+    count = text(f"SELECT count(*) FROM {table} WHERE {table} MATCH :w AND {kept}")
+    for word, n in df.items():
+        if 0 < n <= exact_below:
+            out[word] = int(conn.execute(count, {"w": quote(word)} | params).scalar_one())
+    words = [w for w, n in df.items() if n > exact_below]
     if not words or not len(within):
         return out
     ids = within.sorted_ids

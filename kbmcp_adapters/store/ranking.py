@@ -35,6 +35,7 @@ from kbmcp_adapters.store.keyword_filter import (
     read_within,
     sample_within,
 )
+from kbmcp_adapters.store.keyword_groups import top_by_groups
 from kbmcp_adapters.store.lexical import LexicalQuery, Terms, compile_query, quote
 from kbmcp_adapters.store.scratch_fts import holders, tokens
 from kbmcp_adapters.store.tables import FTS_GRAMS, FTS_WORDS, JOIN_DOCUMENTS, PATH_FILTER
@@ -115,7 +116,12 @@ def _words_leg(conn: Connection, compiled: LexicalQuery, limit: int,
                 within = scored = read_within(conn, within) if isinstance(within, str) else within
                 total = len(within)
                 if total > KEYWORD_BUDGET:
-                    df = counts_within(conn, FTS_WORDS, df, within)
+                    index_df, df = df, counts_within(conn, FTS_WORDS, df, within, KEYWORD_BUDGET)
+                    if sum(df.values()) > KEYWORD_BUDGET and len(df) == len(match.optional):
+                        exact = _groups(conn, match.optional, index_df, rows[0], df, limit,
+                                        within)
+                        if exact is not None:
+                            return exact
             narrowed = narrow(match, df, total, limit, KEYWORD_BUDGET)
             if narrowed is not None:
                 expression = narrowed.terms.fts5() or expression
@@ -133,6 +139,16 @@ def _words_leg(conn: Connection, compiled: LexicalQuery, limit: int,
         whole = _sample(conn, within, df, match.optional, kept)
         leg = _fts_leg(conn, FTS_WORDS, compiled.words, limit, whole)
     return leg
+
+
+def _groups(conn: Connection, words: Sequence[str], index_df: dict[str, int], rows: int,
+            held: dict[str, int], limit: int, within: Within) -> list[tuple[int, float]] | None:
+    """The whole query's best ``limit`` in the filter, group by group
+    (``keyword_groups.top_by_groups``; None when it would take too many groups)."""
+    idf = {w: bm25_idf(rows, index_df[w]) for w in words}
+    return top_by_groups(words, idf, held, limit,
+                         lambda expression, n: _fts_leg(conn, FTS_WORDS, expression, n, within),
+                         KEYWORD_BUDGET)
 
 
 def _sample(conn: Connection, within: Within, df: dict[str, int], words: Sequence[str],

@@ -87,6 +87,30 @@ def test_over_the_budget_a_filter_still_gets_its_best_hits(
         assert all("harbor" in chunk.content for chunk in chunks.values())
 
 
+@pytest.mark.parametrize("query", ["runner harbor", "harbor runner lantern",
+                                   "runner harbor lantern beacon"])
+def test_over_the_budget_a_filtered_leg_is_still_the_whole_querys(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, query: str) -> None:
+    """200 notes, 40 of them in ``kept/``: there 20 hold "runner" and 12 "harbor", over a
+    budget of 30 together. They are scored group by group (the notes holding both words,
+    then those holding only "harbor", until no note holding only "runner" could place):
+    the same hits, order and scores as the whole query scored on every match there."""
+    monkeypatch.setattr(ranking, "KEYWORD_BUDGET", 30)
+    with SqlIndexStore(f"sqlite:///{tmp_path / 'index.db'}", create=True) as store:
+        for n in range(200):
+            kept = n < 40
+            body = " ".join(w for w, holds in (
+                ("runner", n % 2 == 0 if kept else n % 4 == 0),
+                ("harbor " * (1 + n % 4), n < 12 if kept else n % 16 == 0),
+                ("lantern", not kept and n % 3 == 0)) if holds)
+            store.write_document(_doc(f"{'kept' if kept else 'other'}/{n:03d}.md", n),
+                                 [_chunk(n + 1, f"the note {body} part {n}")])
+        paths = store.matching_paths(DocumentFilter(path_globs=("kept/**",)))
+        found = store.lexical_search(query, 10, paths)
+        assert len(found) == 10
+        assert found == _whole_query(store, query, 10, paths)
+
+
 def test_over_the_budget_a_filter_holding_only_common_words_gets_as_many_hits(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every note holds "runner": the filter's 40 matches are over a budget of 30, so a
