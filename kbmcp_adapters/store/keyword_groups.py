@@ -11,8 +11,10 @@ in falling ``UB`` order, each only for its own best ``limit``, and stops when th
 ``limit``-th best score found is at least every remaining group's bound: the best
 ``limit`` of the whole query in the filter, exactly, having scored the chunks holding
 most of the query (``AND`` finds them without walking every match of the filter).
-It gives up (None) past ``MAX_GROUPS`` group queries or at a group that may hold more
-than the keyword budget, and the leg takes its budget (a sample).
+Two things keep it within the keyword budget, and are then no longer exact: a group
+that may hold more matches than the budget is scored on a sample of the filter's
+chunks (``ranking`` gives the leg), and after ``MAX_GROUPS`` groups the best found stand,
+filled up from the whole query on such a sample when fewer than asked.
 """
 
 from __future__ import annotations
@@ -27,26 +29,30 @@ __all__ = ["K1_PLUS_ONE", "MAX_GROUPS", "MAX_WORDS", "top_by_groups"]
 
 #: FTS5's bm25() ``k1`` (1.2) plus one: a word's share of a score stays below its IDF times it.
 K1_PLUS_ONE = 2.2
-#: Most words a query may have for its groups to be counted (2 ** words - 1 groups).
+#: Most words a query may have for its groups to be counted (2 ** words - 1 groups);
+#: past it the whole query is scored (on a sample past the budget).
 MAX_WORDS = 6
-#: Most groups scored before the leg falls back on its budget.
+#: Most groups scored; the best found then stand.
 MAX_GROUPS = 4
 
-#: (FTS5 expression, limit) -> the best ``limit`` of its matches in the filter, scored.
-Leg = Callable[[str, int], list[tuple[int, float]]]
+#: (FTS5 expression, limit, most chunks of the filter it may match) -> the best ``limit``
+#: of its matches in the filter, scored (on a sample of them past the keyword budget).
+Leg = Callable[[str, int, int], list[tuple[int, float]]]
 
 
 def top_by_groups(words: Sequence[str], idf: Mapping[str, float], held: Mapping[str, int],
-                  limit: int, leg: Leg, budget: int) -> list[tuple[int, float]] | None:
-    """The best ``limit`` chunks of ``words`` OR-ed, by BM25 (``leg`` scores a group's
-    expression in the filter), or None past ``MAX_GROUPS`` groups or a group that may
-    hold more than ``budget`` chunks (the fewest chunks of the filter one of its words
-    holds). ``idf``: each word's IDF as FTS5 computes it; ``held``: about how many chunks
-    of the filter hold each word (a group with a word none holds is not asked; such a
-    word's share of a score is left out of the groups' scores)."""
+                  limit: int, leg: Leg, whole: str) -> list[tuple[int, float]]:
+    """The best ``limit`` chunks of ``words`` OR-ed (the expression ``whole``), by BM25:
+    ``leg`` scores each group's expression in the filter. ``idf``: each word's IDF as
+    FTS5 computes it; ``held``: about how many chunks of the filter hold each word (a
+    group with a word none holds is not asked). After ``MAX_GROUPS`` groups, if fewer
+    than ``limit`` were found, the best of ``whole`` fill them (every score the whole
+    query's own, so they compare)."""
     present = [w for w in words if held.get(w, 0) > 0]
-    if not present or len(present) > MAX_WORDS:
-        return None if len(present) > MAX_WORDS else []
+    if not present:
+        return []
+    if len(present) > MAX_WORDS:
+        return leg(whole, limit, sum(held[w] for w in present))
     groups = sorted((frozenset(s) for n in range(len(present), 0, -1)
                      for s in itertools.combinations(present, n)),
                     key=lambda s: (-sum(idf[w] for w in s), sorted(s)))
@@ -55,18 +61,28 @@ def top_by_groups(words: Sequence[str], idf: Mapping[str, float], held: Mapping[
         bound = K1_PLUS_ONE * sum(idf[w] for w in group)
         if len(best) >= limit and bound <= best[0][0]:
             break  # the groups left are sorted by bound: none can enter
-        if asked == MAX_GROUPS or min(held[w] for w in group) > budget:
-            return None
+        if asked == MAX_GROUPS:
+            if len(best) < limit:
+                _keep(best, leg(whole, limit, sum(held[w] for w in present)), limit)
+            break
         others = [quote(w) for w in present if w not in group]
         # the group's words in the query's order: BM25's sum adds them as the whole
         # query's does, to the last bit
         expression = "(" + " AND ".join(quote(w) for w in present if w in group) + ")"
         if others:
             expression += " NOT (" + " OR ".join(others) + ")"
-        for cid, score in leg(expression, limit):
-            item = (score, -cid)
-            if len(best) < limit:
-                heapq.heappush(best, item)
-            elif item > best[0]:
-                heapq.heapreplace(best, item)
+        _keep(best, leg(expression, limit, min(held[w] for w in group)), limit)
     return [(-negative, score) for score, negative in sorted(best, reverse=True)]
+
+
+def _keep(best: list[tuple[float, int]], found: list[tuple[int, float]], limit: int) -> None:
+    """``found`` into the heap of the ``limit`` best, each chunk once."""
+    seen = {-negative for _, negative in best}
+    for cid, score in found:
+        if cid in seen:
+            continue
+        item = (score, -cid)
+        if len(best) < limit:
+            heapq.heappush(best, item)
+        elif item > best[0]:
+            heapq.heapreplace(best, item)

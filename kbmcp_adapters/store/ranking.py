@@ -36,7 +36,7 @@ from kbmcp_adapters.store.keyword_filter import (
     sample_within,
 )
 from kbmcp_adapters.store.keyword_groups import top_by_groups
-from kbmcp_adapters.store.lexical import LexicalQuery, Terms, compile_query, quote
+from kbmcp_adapters.store.lexical import LexicalQuery, compile_query, quote
 from kbmcp_adapters.store.scratch_fts import holders, tokens
 from kbmcp_adapters.store.tables import FTS_GRAMS, FTS_WORDS, JOIN_DOCUMENTS, PATH_FILTER
 from kbmcp_core.keyword_pool import KeywordHit
@@ -95,15 +95,12 @@ def _words_leg(conn: Connection, compiled: LexicalQuery, limit: int,
                within: str | Within | None) -> list[tuple[int, float]]:
     """BM25 on the word index, within ``keyword_budget.KEYWORD_BUDGET`` scored matches: the
     whole query's expression while its words hold fewer matches together (or the index
-    fewer chunks), else its rarest words' (``keyword_budget.narrow``; decision 0058). Under
-    a filter only the filter's rows are scored, so the words are counted in the filter
-    (``keyword_filter.counts_within``) and a sample is the matches of a run of the
-    filter's chunks (``keyword_filter.sample_within``); when the narrower expression finds
-    fewer than ``limit`` there, the whole query is scored on such a sample instead."""
+    fewer chunks), else its rarest words' (``keyword_budget.narrow``; decision 0058).
+    Under a filter keeping more chunks than the budget, the words are counted in the
+    filter (``keyword_filter.counts_within``) and, when they hold more matches there than
+    the budget, the whole query's best are found group by group (``_groups``)."""
     assert compiled.words is not None
-    match, expression, floor, narrowed = compiled.word_match, compiled.words, None, None
-    scored = within  # the chunks scored: the filter's, or a run of them (a sample)
-    df: dict[str, int] = {}
+    match, expression, floor = compiled.word_match, compiled.words, None
     try:
         rows = row_count(conn, FTS_WORDS)
         if rows is not None and rows[0] > KEYWORD_BUDGET and not match.required:
@@ -111,63 +108,42 @@ def _words_leg(conn: Connection, compiled: LexicalQuery, limit: int,
             single = {w: t[0] for w, t in cut.items() if len(t) == 1}
             counts = token_counts(conn, FTS_WORDS, sorted(set(single.values())))
             df = {w: counts.get(token, 0) for w, token in single.items()}
-            total = rows[0]
-            if within is not None and sum(df.values()) > KEYWORD_BUDGET:
-                within = scored = read_within(conn, within) if isinstance(within, str) else within
-                total = len(within)
-                if total > KEYWORD_BUDGET:
-                    index_df, df = df, counts_within(conn, FTS_WORDS, df, within, KEYWORD_BUDGET)
-                    if sum(df.values()) > KEYWORD_BUDGET and len(df) == len(match.optional):
-                        exact = _groups(conn, match.optional, index_df, rows[0], df, limit,
-                                        within)
-                        if exact is not None:
-                            return exact
-            narrowed = narrow(match, df, total, limit, KEYWORD_BUDGET)
+            if within is not None:
+                if sum(df.values()) <= KEYWORD_BUDGET or len(df) < len(match.optional):
+                    return _fts_leg(conn, FTS_WORDS, expression, limit, within)
+                within = read_within(conn, within) if isinstance(within, str) else within
+                if len(within) > KEYWORD_BUDGET:
+                    held = counts_within(conn, FTS_WORDS, df, within, KEYWORD_BUDGET)
+                    if sum(held.values()) > KEYWORD_BUDGET:
+                        return _groups(conn, compiled.words, match.optional, df, rows[0],
+                                       held, limit, within)
+                return _fts_leg(conn, FTS_WORDS, expression, limit, within)
+            narrowed = narrow(match, df, rows[0], limit, KEYWORD_BUDGET)
             if narrowed is not None:
                 expression = narrowed.terms.fts5() or expression
-                if narrowed.sampled and isinstance(within, Within):
-                    words = narrowed.terms.all
-                    scored = _sample(conn, within, df, words, words[:-1])
-                elif narrowed.sampled:
+                if narrowed.sampled:
                     floor = sample_floor(conn, FTS_WORDS, expression, KEYWORD_BUDGET)
     except OperationalError as exc:  # below head (no vocabulary table): the whole query
         if "no such table" not in str(exc.orig):
             raise
-    leg = _fts_leg(conn, FTS_WORDS, expression, limit, scored, floor)
-    if narrowed is not None and isinstance(within, Within) and len(leg) < limit:
-        kept = narrowed.terms.all[:-1] if narrowed.sampled else narrowed.terms.all
-        whole = _sample(conn, within, df, match.optional, kept)
-        leg = _fts_leg(conn, FTS_WORDS, compiled.words, limit, whole)
-    return leg
+    return _fts_leg(conn, FTS_WORDS, expression, limit, within, floor)
 
 
-def _groups(conn: Connection, words: Sequence[str], index_df: dict[str, int], rows: int,
-            held: dict[str, int], limit: int, within: Within) -> list[tuple[int, float]] | None:
+def _groups(conn: Connection, whole: str, words: Sequence[str], df: dict[str, int],
+            rows: int, held: dict[str, int], limit: int, within: Within
+            ) -> list[tuple[int, float]]:
     """The whole query's best ``limit`` in the filter, group by group
-    (``keyword_groups.top_by_groups``; None when it would take too many groups)."""
-    idf = {w: bm25_idf(rows, index_df[w]) for w in words}
-    return top_by_groups(words, idf, held, limit,
-                         lambda expression, n: _fts_leg(conn, FTS_WORDS, expression, n, within),
-                         KEYWORD_BUDGET)
+    (``keyword_groups.top_by_groups``; ``df``: each word's chunks in the index, ``held``
+    in the filter), each group that may hold more matches there than the budget scored
+    on a run of the filter's chunks holding about the budget of them
+    (``keyword_filter.sample_within``)."""
 
+    def leg(expression: str, n: int, size: int) -> list[tuple[int, float]]:
+        scored = sample_within(within, size, KEYWORD_BUDGET) or within
+        return _fts_leg(conn, FTS_WORDS, expression, n, scored)
 
-def _sample(conn: Connection, within: Within, df: dict[str, int], words: Sequence[str],
-            rare: Sequence[str]) -> Within:
-    """The filter's chunks ``words`` are scored on when their matches there are over
-    ``KEYWORD_BUDGET`` (``df``: each word's count in the filter): a run of the filter's
-    chunks holding about the budget of them (``keyword_filter.sample_within``), and every
-    chunk holding one of the ``rare`` words, which the budget holds whole (a rare word
-    weighs most: its matches are never left out of the sample)."""
-    run = sample_within(within, sum(df.get(w, 0) for w in words), KEYWORD_BUDGET)
-    if run is None:
-        return within
-    if not rare:
-        return run
-    kept, params = kept_rows(within, f"{FTS_WORDS}.rowid")
-    held = conn.execute(text(f"SELECT {FTS_WORDS}.rowid FROM {FTS_WORDS} WHERE {FTS_WORDS} "
-                             f"MATCH :e AND {kept}"),
-                        {"e": Terms((), tuple(rare)).fts5()} | params).scalars()
-    return Within.of(sorted({*run.sorted_ids, *(int(cid) for cid in held)}))
+    idf = {w: bm25_idf(rows, df[w]) for w in words}
+    return top_by_groups(words, idf, held, limit, leg, whole)
 
 
 def merge(legs: Sequence[Sequence[tuple[int, float]]], limit: int) -> list[tuple[int, float]]:

@@ -25,15 +25,22 @@ def _chunks(seed: int, idf: dict[str, float]) -> dict[int, dict[str, float]]:
     return out
 
 
-def _leg(chunks: dict[int, dict[str, float]], asked: list[str]) -> keyword_groups.Leg:
-    """Scores a group's expression as FTS5 would: the chunks holding exactly its words."""
+WHOLE = '"alpha" OR "beta" OR "gamma"'
 
-    def leg(expression: str, limit: int) -> list[tuple[int, float]]:
+
+def _leg(chunks: dict[int, dict[str, float]], asked: list[str]) -> keyword_groups.Leg:
+    """Scores an expression as FTS5 would: a group, the chunks holding exactly its words;
+    the whole query, every chunk holding one."""
+
+    def leg(expression: str, limit: int, _size: int) -> list[tuple[int, float]]:
         asked.append(expression)
-        group = set(re.findall(r'"(\w+)"', expression.split(" NOT ")[0]))
-        present = set(re.findall(r'"(\w+)"', expression))
-        kept = [(cid, sum(parts.values())) for cid, parts in chunks.items()
-                if group <= set(parts) and not (present - group) & set(parts)]
+        if expression == WHOLE:
+            kept = [(cid, sum(parts.values())) for cid, parts in chunks.items() if parts]
+        else:
+            group = set(re.findall(r'"(\w+)"', expression.split(" NOT ")[0]))
+            present = set(re.findall(r'"(\w+)"', expression))
+            kept = [(cid, sum(parts.values())) for cid, parts in chunks.items()
+                    if group <= set(parts) and not (present - group) & set(parts)]
         return sorted(kept, key=lambda item: (-item[1], item[0]))[:limit]
 
     return leg
@@ -47,17 +54,21 @@ def test_the_groups_give_the_whole_querys_best_in_its_order(seed: int) -> None:
                    key=lambda item: (-item[1], item[0]))[:10]
     asked: list[str] = []
     found = top_by_groups(WORDS, idf, dict.fromkeys(WORDS, 100), 10, _leg(chunks, asked),
-                          300)
+                          WHOLE)
     assert found == whole
     assert asked[0] == '("alpha" AND "beta" AND "gamma")'  # the largest bound first
     assert len(asked) <= keyword_groups.MAX_GROUPS
 
 
-def test_past_the_most_groups_it_gives_up(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_past_the_most_groups_the_whole_query_fills_the_best(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(keyword_groups, "MAX_GROUPS", 1)
     idf = dict.fromkeys(WORDS, 1.0)
-    chunks = {1: {"alpha": 2.0}, 2: {"beta": 2.1}}  # no chunk holds all three
-    assert top_by_groups(WORDS, idf, dict.fromkeys(WORDS, 1), 10, _leg(chunks, []), 9) is None
+    chunks = {1: {"alpha": 2.0}, 2: {"beta": 2.1}, 3: {}}  # no chunk holds all three
+    asked: list[str] = []
+    found = top_by_groups(WORDS, idf, dict.fromkeys(WORDS, 1), 10, _leg(chunks, asked), WHOLE)
+    assert found == [(2, 2.1), (1, 2.0)]
+    assert asked == ['("alpha" AND "beta" AND "gamma")', WHOLE]
 
 
 def test_a_word_the_filter_does_not_hold_is_not_asked() -> None:
@@ -65,15 +76,6 @@ def test_a_word_the_filter_does_not_hold_is_not_asked() -> None:
     chunks = {1: {"beta": 2.0, "gamma": 0.1}, 2: {"beta": 1.0}}
     asked: list[str] = []
     found = top_by_groups(WORDS, idf, {"alpha": 0, "beta": 5, "gamma": 5}, 2,
-                          _leg(chunks, asked), 9)
+                          _leg(chunks, asked), WHOLE)
     assert found == [(1, 2.1), (2, 1.0)]
     assert all("alpha" not in expression for expression in asked)
-
-
-def test_a_group_that_may_hold_more_than_the_budget_gives_up() -> None:
-    idf = {"alpha": 3.0, "beta": 1.0, "gamma": 0.2}
-    chunks = {1: {"alpha": 2.0, "beta": 1.0, "gamma": 0.1}}
-    held = {"alpha": 500, "beta": 500, "gamma": 50}
-    asked: list[str] = []
-    assert top_by_groups(WORDS, idf, held, 10, _leg(chunks, asked), 100) is None
-    assert asked == ['("alpha" AND "beta" AND "gamma")']  # held by at most 50: asked
