@@ -16,10 +16,11 @@ expression:
   matches only: those with the highest chunk ids (a chunk's id is a hash, so a spread
   sample of the folder, not its newest files).
 
-Under a filter only the filter's rows are scored, so ``ranking`` counts the words in the
-filter (``keyword_filter.counts_within``). Below the budget, which every folder of fewer
-than ``KEYWORD_BUDGET`` chunks is, the leg is exactly the one before: the same SQL, the
-same hits and scores. ``any_match`` tells
+Under a filter keeping more chunks than the budget, ``ranking`` counts the words in the
+filter (``keyword_filter.counts_within``) and finds the whole query's best there group by
+group (``keyword_groups``) instead of narrowing. Below the budget, which every folder of
+fewer than ``KEYWORD_BUDGET`` chunks is, the leg is exactly the one before: the same SQL,
+the same hits and scores. ``any_match`` tells
 whether an expression finds anything without scoring (the keyword statistics'
 ``found``).
 """

@@ -7,16 +7,15 @@ the leg reads it: the chunk ids as the JSON list SQL checks each match against (
 through the documents table on every query). ``filters.FilterCache`` keeps one per
 filter while the index is unchanged; ``read_within`` makes one from a list of paths.
 
-The keyword budget (``keyword_budget.narrow``) needs each word's matches *inside* the
-filter: a word can be common in the index and absent from a folder (the rarest words of
-the index are then the ones the filter does not hold, and the narrowed leg finds nothing).
-``counts_within`` counts a rare word's matches there, and estimates a common word's on
-``SAMPLE`` of the filter's chunks spread over their ids, read and matched on their own
-rows. A sample of the matches by id would not do:
-chunk ids grow with the order chunks were first indexed (decision 0004), so the highest
-ids are the last folder indexed. For the same reason a filtered leg scored on a sample
-scores the matches of a run of the filter's own chunks (``sample_within``), not the
-index's matches with the highest ids.
+The budget needs each word's matches *inside* the filter: a word can be common in the
+index and absent from a folder (narrowed to the index's rarest words, a leg found
+nothing there). ``counts_within`` counts a rare word's matches there, and estimates a
+common word's on ``SAMPLE`` of the filter's chunks spread over their ids, read and
+matched on their own rows (``keyword_groups`` then finds the whole query's best). A
+sample of the matches by id would not do: chunk ids grow with the order chunks were
+first indexed (decision 0004), so the highest ids are the last folder indexed. For the
+same reason a group past the budget is scored on a run of the filter's own chunks
+(``sample_within``), not on the index's matches with the highest ids.
 """
 
 from __future__ import annotations
