@@ -12,7 +12,7 @@ time is not what is measured. Each part runs in a fresh child (its own peak RSS)
 
 The ``million`` step of ``benchmarks.run`` (opt-in); alone:
 ``python -m benchmarks.million WORK [--files N] [--stores sqlite,pg_s3] [--quick]
-[--parts search,paired,recall,incremental] [--real-model]``.
+[--parts search,paired,keywords,recall,incremental] [--real-model]``.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ RECALL_LIMIT = 0.95
 INCREMENTAL_LIMIT = 2.0
 STORES = ("sqlite", "pg_s3")
 #: the parts of a store's measurement after its index, in order (``--parts`` picks some)
-PARTS = ("search", "paired", "recall", "incremental")
+PARTS = ("search", "paired", "keywords", "recall", "incremental")
 #: every child ends by this (a million chunks on two busy cores take a while)
 CHILD_TIMEOUT_S = 6 * 3600.0
 
@@ -196,6 +196,11 @@ def measure_store(kb: Path, kind: str, *, quick: bool, reuse: bool = False,
             elif part == "paired":
                 say(f"{kind}: filtered searches by the chunks' labels and by ids, paired")
                 keep("paired", _child("paired", config=cfg, queries=n, warmup=WARMUP).data)
+            elif part == "keywords":
+                if kind == "sqlite":  # the budget of decision 0058 is SQLite's
+                    say(f"{kind}: filtered keyword legs within the budget and exact, paired")
+                    keep("keywords", _child("keywords", config=cfg, queries=n,
+                                            warmup=WARMUP).data)
             elif part == "recall":
                 say(f"{kind}: recall@10 of the approximate index against exact search")
                 keep("recall", _child("recall", config=cfg, queries=n).data)
@@ -254,6 +259,7 @@ def rows(result: Any) -> list[Row]:
                 f"{ms(old['p95_s'])} -> {ms(new['p95_s'])}",
                 f"p50 {ms(old['p50_s'])} -> {ms(new['p50_s'])}, paired in one process; same "
                 f"hits {got['paired']['same_hits'][variant]} of {new['n']}"))
+        out += _keyword_rows(got.get("keywords"))
         rec = got.get("recall")
         if rec is not None:
             out += _recall_rows(rec)
@@ -266,6 +272,25 @@ def rows(result: Any) -> list[Row]:
             f"{inc['run']['cpu_s']:.0f} / {inc['floor']['cpu_s']:.0f} CPU s; wall "
             f"{inc['run']['wall_s']:.0f} / {inc['floor']['wall_s']:.0f} s",
             f"<= {INCREMENTAL_LIMIT}x", verdict(inc["cpu_ratio"] <= INCREMENTAL_LIMIT)))
+    return out
+
+
+def _keyword_rows(got: dict[str, Any] | None) -> list[Row]:
+    """Each filter's keyword leg within its budget against the exact one (``keywords``)."""
+    if got is None:
+        return []
+    out = []
+    stats, recall = got["variants"], got["recall_at_10"]
+    for variant in got["filters"]:
+        for part in ("leg", "hybrid"):
+            new, old = stats[f"{variant} {part} budget"], stats[f"{variant} {part} exact"]
+            found = recall.get(f"{variant} {part}")
+            out.append(Row(
+                f"    {variant}: {'keyword leg' if part == 'leg' else 'hybrid'} p95, exact "
+                "-> budget", f"{ms(old['p95_s'])} -> {ms(new['p95_s'])}",
+                f"p50 {ms(old['p50_s'])} -> {ms(new['p50_s'])}; recall@10 of exact "
+                f"{'-' if found is None else f'{found:.3f}'}", f">= {RECALL_LIMIT}",
+                verdict(found is not None and found >= RECALL_LIMIT)))
     return out
 
 

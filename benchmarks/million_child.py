@@ -1,8 +1,8 @@
 """The children of ``benchmarks.million``: ``python -m benchmarks.million_child TASK JSON``
-with TASK ``index``, ``search`` or ``recall``, each on the index one config file names,
-with the stand-in embedder (or, with ``KB_BENCH_REAL_MODEL=1``, the real model: the one
-run that checks the stand-in changes nothing else); the numbers go back through
-``measure.write_result``."""
+with TASK ``index``, ``search``, ``paired``, ``keywords`` or ``recall``, each on the index
+one config file names, with the stand-in embedder (or, with ``KB_BENCH_REAL_MODEL=1``, the
+real model: the one run that checks the stand-in changes nothing else); the numbers go back
+through ``measure.write_result``."""
 
 from __future__ import annotations
 
@@ -153,6 +153,57 @@ def paired(config: str, queries: int, warmup: int) -> dict[str, Any]:
             "same_hits": same, "queries": queries, "filters": variants}
 
 
+def keywords(config: str, queries: int, warmup: int, k: int = 10) -> dict[str, Any]:
+    """Each filtered search with SQLite's keyword leg within its budget and with the whole
+    query scored on every match the filter keeps (the budget lifted: the exact leg), in
+    turn in one process (which goes first alternates): the keyword leg alone (its pool
+    of 100) and the hybrid search through the facade, p50/p95 each way, and the budgeted
+    one's recall@k of the exact one's hits (decision 0058's addendum "the keyword leg
+    under a filter"). The first search of each filter, which reads the filter, is timed
+    apart (``first_s``)."""
+    from benchmarks.corpus import queries as make_queries
+    from kbmcp_adapters.store import ranking
+    from kbmcp_core.search_request import SearchDefaults, SearchRequest, resolve
+
+    kb, store, _vectors, _embedder = _parts(config)
+    budget = ranking.KEYWORD_BUDGET
+    ways = {"budget": budget, "exact": 1 << 62}
+    variants = {name: spec for name, spec in filters().items() if spec}
+    texts = make_queries(queries + warmup, seed=59)
+    samples: dict[str, list[float]] = {}
+    found: dict[str, list[float]] = {}
+    first: dict[str, float] = {}
+    for name, spec in variants.items():
+        started = time.perf_counter()
+        paths = store.matching_paths(resolve(SearchRequest.of("x", **spec),
+                                             SearchDefaults()).documents)
+        first[name] = time.perf_counter() - started
+        for i, q in enumerate(texts):
+            got: dict[str, tuple[list[int], list[int]]] = {}
+            for way in (list(ways) if i % 2 == 0 else list(ways)[::-1]):
+                ranking.KEYWORD_BUDGET = ways[way]
+                started = time.perf_counter()
+                leg = [cid for cid, _ in store.lexical_search(q, 100, paths)]
+                middle = time.perf_counter()
+                hits = [h.chunk_id for h in kb.search(q, **spec).results]
+                ended = time.perf_counter()
+                got[way] = (leg[:k], hits)
+                if i >= warmup:
+                    samples.setdefault(f"{name} leg {way}", []).append(middle - started)
+                    samples.setdefault(f"{name} hybrid {way}", []).append(ended - middle)
+            if i >= warmup:
+                for part, n in (("leg", 0), ("hybrid", 1)):
+                    exact = got["exact"][n]
+                    if exact:
+                        found.setdefault(f"{name} {part}", []).append(
+                            len(set(got["budget"][n]) & set(exact)) / len(exact))
+    ranking.KEYWORD_BUDGET = budget
+    kb.close()
+    return {"variants": {key: _stats(s) for key, s in samples.items()},
+            "recall_at_10": {key: statistics.fmean(v) for key, v in found.items()},
+            "first_s": first, "queries": queries, "filters": variants}
+
+
 def _stats(samples: list[float]) -> dict[str, Any]:
     return {"n": len(samples), "p50_s": statistics.median(samples),
             "p95_s": percentile(sorted(samples), 95)}
@@ -233,7 +284,8 @@ def recall(config: str, queries: int, k: int = 10) -> dict[str, Any]:
 
 
 TASKS: dict[str, Callable[..., dict[str, Any]]] = {
-    "index": index, "search": search, "recall": recall, "paired": paired}
+    "index": index, "search": search, "recall": recall, "paired": paired,
+    "keywords": keywords}
 
 
 def main(argv: list[str]) -> None:

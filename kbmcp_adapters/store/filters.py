@@ -7,7 +7,9 @@ Python: a glob becomes an anchored regular expression (``glob_regex``) and ``low
 folds case (the database's locale decides for letters outside ASCII).
 
 ``FilterCache`` keeps the answers of recent filters on a SQLite index for as long as
-nothing was committed to it, so a search repeating a filter does not evaluate it again.
+nothing was committed to it, so a search repeating a filter does not evaluate it again,
+and the keyword leg reads the filter's chunk ids (``keyword_filter.Within``) instead of
+its paths.
 """
 
 from __future__ import annotations
@@ -15,33 +17,50 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import re
 import sqlite3
 import threading
+from array import array
 from collections import OrderedDict
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from kbmcp_adapters.store import field_rows
+from kbmcp_adapters.store.keyword_filter import Within
 from kbmcp_core.models import DocumentFilter
 
-__all__ = ["FilterCache", "Kept", "glob_regex", "register_functions", "where"]
+__all__ = ["FilterCache", "Kept", "glob_regex", "prefix_bounds", "register_functions", "where"]
 
 #: A ``FilterCache`` holds at most this many chunk ids over all its filters (the least
-#: recently used filters go first); a filter keeping more is not kept.
-CACHE_MAX_IDS = 200_000
+#: recently used filters go first); a filter keeping more is not kept. About 28 bytes an
+#: id (8 in the array, about 20 as the keyword leg's JSON): a folder, a tag and a year of
+#: a million chunks held together (decision 0058's addendum on the keyword leg).
+CACHE_MAX_IDS = 500_000
 #: ... and at most this many filters.
 CACHE_MAX_FILTERS = 32
 
 
 @dataclass(frozen=True, slots=True)
 class Kept:
-    """What one filter keeps: document paths and their chunk ids (ascending)."""
+    """What one filter keeps: document paths, and their chunks as the keyword leg reads
+    them (``within``: the ids ascending, in an array of 8 bytes an id, and as JSON)."""
 
     paths: frozenset[str]
-    chunk_ids: tuple[int, ...]
+    within: Within
+
+    @property
+    def chunk_ids(self) -> Sequence[int]:
+        return self.within.sorted_ids
+
+    @classmethod
+    def read(cls, paths: str, chunk_ids: str) -> Kept:
+        """From the JSON lists SQLite made (``json_group_array``): the paths, and the chunk
+        ids ascending."""
+        ids = array("q", json.loads(chunk_ids))
+        return cls(frozenset(json.loads(paths)), Within(chunk_ids, ids))
 
 
 class FilterCache:
@@ -96,12 +115,20 @@ class FilterCache:
                 self._by_filter.move_to_end(spec)
             return found
 
-    def chunk_ids(self, paths: Collection[str], generation: object) -> tuple[int, ...] | None:
+    def chunk_ids(self, paths: Collection[str], generation: object) -> Sequence[int] | None:
         """The chunk ids of ``paths`` when they are what a kept filter kept."""
         key = paths if isinstance(paths, frozenset) else frozenset(paths)
         with self._lock:
             found = self._by_paths.get(key) if generation == self._generation else None
             return None if found is None else found.chunk_ids
+
+    def within(self, paths: Collection[str], generation: object) -> Within | None:
+        """The chunks of ``paths`` as the keyword leg reads them, when they are what a kept
+        filter kept."""
+        key = paths if isinstance(paths, frozenset) else frozenset(paths)
+        with self._lock:
+            found = self._by_paths.get(key) if generation == self._generation else None
+            return None if found is None else found.within
 
     def keep(self, spec: DocumentFilter, generation: object, kept: Kept) -> None:
         if generation is None or len(kept.chunk_ids) > self._max_ids:
@@ -165,12 +192,21 @@ def where(spec: DocumentFilter, postgresql: bool) -> tuple[str, dict[str, object
     clauses: list[str] = []
     lower = "lower({})" if postgresql else _SQLITE_LOWER
 
-    def glob(i: str, pattern: str) -> str:
+    def glob(i: str, pattern: str, ranged: bool = False) -> str:
         params[i] = glob_regex(pattern) if postgresql else pattern
-        return f"documents.path ~ :{i}" if postgresql else f"kb_fnmatch(documents.path, :{i})"
+        if postgresql:
+            return f"documents.path ~ :{i}"
+        test = f"kb_fnmatch(documents.path, :{i})"
+        bounds = prefix_bounds(pattern) if ranged else None
+        if bounds is None:
+            return test
+        # the paths under the glob's literal start, read from the unique index on path:
+        # the glob tested on those rows only, not on every document (0058's addendum)
+        params[f"{i}_low"], params[f"{i}_high"] = bounds
+        return f"(documents.path >= :{i}_low AND documents.path < :{i}_high AND {test})"
 
     if spec.includes:
-        tests = [glob(f"g{n}", g) for n, g in enumerate(spec.includes)]
+        tests = [glob(f"g{n}", g, ranged=True) for n, g in enumerate(spec.includes)]
         clauses.append("(" + " OR ".join(tests) + ")")
     clauses += [f"NOT {glob(f'x{n}', g)}" for n, g in enumerate(spec.excludes)]
     if postgresql:
@@ -215,6 +251,19 @@ def where(spec: DocumentFilter, postgresql: bool) -> tuple[str, dict[str, object
             clauses.append(f"{value_sql} = {target}")
     clauses += field_rows.where(spec, params)
     return " AND ".join(clauses) or "1 = 1", params
+
+
+def prefix_bounds(pattern: str) -> tuple[str, str] | None:
+    """(low, high): every path ``pattern`` matches is at least low and below high (SQLite
+    compares text by its UTF-8 bytes, which order as the code points do); None when the
+    glob starts with a wildcard or no bound follows its literal start."""
+    start = re.split(r"[*?\[]", pattern, maxsplit=1)[0]
+    if not start:
+        return None
+    last = ord(start[-1]) + 1
+    if last > 0x10FFFF or 0xD800 <= last <= 0xDFFF:
+        return None
+    return start, start[:-1] + chr(last)
 
 
 def _likeable(tag: str) -> bool:

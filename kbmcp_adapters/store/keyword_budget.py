@@ -16,10 +16,11 @@ expression:
   matches only: those with the highest chunk ids (a chunk's id is a hash, so a spread
   sample of the folder, not its newest files).
 
-Under a filter only the filter's rows are scored, so ``ranking`` scales the counts by
-the filter's share of the documents. Below the budget, which every folder of fewer than
-``KEYWORD_BUDGET`` chunks is, the leg is exactly the one before: the same SQL, the same
-hits and scores. ``any_match`` tells
+Under a filter keeping more chunks than the budget, ``ranking`` counts the words in the
+filter (``keyword_filter.counts_within``) and finds the whole query's best there group by
+group (``keyword_groups``) instead of narrowing. Below the budget, which every folder of
+fewer than ``KEYWORD_BUDGET`` chunks is, the leg is exactly the one before: the same SQL,
+the same hits and scores. ``any_match`` tells
 whether an expression finds anything without scoring (the keyword statistics'
 ``found``).
 """
@@ -35,8 +36,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import OperationalError
 
+from kbmcp_adapters.store.keyword_filter import kept_rows
 from kbmcp_adapters.store.lexical import Terms, quote
-from kbmcp_adapters.store.tables import JOIN_DOCUMENTS, PATH_FILTER
 
 __all__ = ["KEYWORD_BUDGET", "Narrowed", "TermCounts", "any_match", "narrow", "row_count",
            "held_counts", "match_counts", "sample_floor", "token_counts"]
@@ -169,9 +170,9 @@ def any_match(conn: Connection, table: str, expression: str, paths: str | None) 
     sql = f"SELECT {table}.rowid AS id FROM {table} WHERE {table} MATCH :expression"
     params: dict[str, object] = {"expression": expression}
     if paths is not None:
-        sql = (f"SELECT id FROM ({sql}) AS matched WHERE +id IN "
-               f"(SELECT chunks.id FROM chunks {JOIN_DOCUMENTS} WHERE {PATH_FILTER})")
-        params["paths"] = paths
+        kept, more = kept_rows(paths)
+        sql = f"SELECT id FROM ({sql}) AS matched WHERE {kept}"
+        params |= more
     try:
         return conn.execute(text(sql + " LIMIT 1"), params).first() is not None
     except OperationalError as exc:

@@ -17,17 +17,17 @@ from collections.abc import Sequence
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from kbmcp_adapters.store.keyword_budget import any_match
+from kbmcp_adapters.store.keyword_budget import any_match, row_count
 from kbmcp_adapters.store.lexical import Terms, compile_query, quote
 from kbmcp_adapters.store.ranking import (
     _document_frequencies,
     _fts_leg,
-    _scratch_holders,
     bm25_idf,
     bm25_score,
     coverage_shares,
     substring_leg,
 )
+from kbmcp_adapters.store.scratch_fts import holders
 from kbmcp_adapters.store.tables import FTS_GRAMS, FTS_WORDS
 from kbmcp_core.keyword_pool import KeywordHit, KeywordStatistics, holding_of
 
@@ -45,6 +45,11 @@ def _phrases(match: Terms) -> list[str]:
 
 
 def _chunks(conn: Connection) -> int:
+    """The index's chunks: the rows of the word table (one a chunk), from its averages
+    record; counting ``chunks`` reads a million index entries at a million chunks."""
+    counted = row_count(conn, FTS_WORDS)
+    if counted is not None:
+        return counted[0]
     return int(conn.execute(text("SELECT count(*) FROM chunks")).scalar_one() or 0)
 
 
@@ -117,8 +122,8 @@ def _rescored(conn: Connection, table: str, match: Terms, coverage: Sequence[str
         rows = conn.execute(
             text(f"SELECT rowid, title, heading, body FROM {table} "
                  "WHERE rowid IN (SELECT value FROM json_each(:ids))"), {"ids": ids}).all()
-        holders = _scratch_holders(table, coverage, [tuple(row) for row in rows])
+        held = holders(table, coverage, [tuple(row) for row in rows])
         shares = coverage_shares(pooled.chunks, holding_of(pooled.holding, table, coverage),
-                                 holders, weight)
+                                 held, weight)
     return [KeywordHit(cid, table, weight[cid], 1.0 if shares is None else shares[cid])
             for cid, _ in leg]

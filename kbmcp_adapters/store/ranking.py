@@ -9,15 +9,11 @@ SQL the store runs.
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import math
-import sqlite3
-import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
@@ -32,7 +28,16 @@ from kbmcp_adapters.store.keyword_budget import (
     sample_floor,
     token_counts,
 )
+from kbmcp_adapters.store.keyword_filter import (
+    Within,
+    counts_within,
+    kept_rows,
+    read_within,
+    sample_within,
+)
+from kbmcp_adapters.store.keyword_groups import top_by_groups
 from kbmcp_adapters.store.lexical import LexicalQuery, compile_query, quote
+from kbmcp_adapters.store.scratch_fts import holders, tokens
 from kbmcp_adapters.store.tables import FTS_GRAMS, FTS_WORDS, JOIN_DOCUMENTS, PATH_FILTER
 from kbmcp_core.keyword_pool import KeywordHit
 
@@ -61,12 +66,14 @@ def bm25_score(table: str) -> str:
     return f"-bm25({table}, {', '.join(str(w) for w in BM25_WEIGHTS)})"
 
 
-def rank(conn: Connection, query: str, limit: int, paths: str | None) -> list[tuple[int, float]]:
+def rank(conn: Connection, query: str, limit: int, within: str | Within | None
+         ) -> list[tuple[int, float]]:
     """BM25 on the word index; for a query with CJK text, BM25 on the trigram index
     alone (its Latin words join as substrings); the trigram index also when the words
     find nothing; a substring scan for CJK runs too short for trigrams.
 
-    ``paths`` is a JSON list of document paths restricting the search, or None. Scores
+    ``within`` restricts the search to some documents' chunks (``keyword_filter``: their
+    ids, or a JSON list of their paths), or is None. Scores
     are relevance in (0, 1]: BM25 relative to the query's best, weighed by how much of
     the query the chunk covers (see ``_weigh_by_coverage``); a chunk found by several
     legs keeps its highest score.
@@ -74,49 +81,69 @@ def rank(conn: Connection, query: str, limit: int, paths: str | None) -> list[tu
     compiled = compile_query(query)
     legs: list[list[tuple[int, float]]] = []
     if compiled.words and not compiled.has_cjk:
-        leg = _words_leg(conn, compiled, limit, paths)
+        leg = _words_leg(conn, compiled, limit, within)
         legs.append(_weigh_by_coverage(conn, FTS_WORDS, compiled.word_coverage, leg))
     if compiled.grams and (compiled.has_cjk or not any(legs)):
-        leg = _fts_leg(conn, FTS_GRAMS, compiled.grams, limit, paths)
+        leg = _fts_leg(conn, FTS_GRAMS, compiled.grams, limit, within)
         legs.append(_weigh_by_coverage(conn, FTS_GRAMS, compiled.gram_coverage, leg))
     if compiled.short_runs and not compiled.grams:
-        legs.append(substring_leg(conn, compiled.short_runs, limit, paths))
+        legs.append(substring_leg(conn, compiled.short_runs, limit, within))
     return merge(legs, limit)
 
 
-def _words_leg(conn: Connection, compiled: LexicalQuery, limit: int, paths: str | None
-               ) -> list[tuple[int, float]]:
+def _words_leg(conn: Connection, compiled: LexicalQuery, limit: int,
+               within: str | Within | None) -> list[tuple[int, float]]:
     """BM25 on the word index, within ``keyword_budget.KEYWORD_BUDGET`` scored matches: the
     whole query's expression while its words hold fewer matches together (or the index
-    fewer chunks), else its rarest words' (``keyword_budget.narrow``; decision 0058). Under
-    a filter only the filter's rows are scored, so each word's count is taken in the
-    filter's share of the documents, and a sample is that much wider."""
+    fewer chunks), else its rarest words' (``keyword_budget.narrow``; decision 0058).
+    Under a filter keeping more chunks than the budget, the words are counted in the
+    filter (``keyword_filter.counts_within``) and, when they hold more matches there than
+    the budget, the whole query's best are found group by group (``_groups``)."""
     assert compiled.words is not None
     match, expression, floor = compiled.word_match, compiled.words, None
     try:
         rows = row_count(conn, FTS_WORDS)
         if rows is not None and rows[0] > KEYWORD_BUDGET and not match.required:
-            share = 1.0 if paths is None else _share(conn, paths)
-            tokens = {w: _tokens(FTS_WORDS, w) for w in match.optional}
-            single = {w: t[0] for w, t in tokens.items() if len(t) == 1}
+            cut = {w: tokens(FTS_WORDS, w) for w in match.optional}
+            single = {w: t[0] for w, t in cut.items() if len(t) == 1}
             counts = token_counts(conn, FTS_WORDS, sorted(set(single.values())))
-            df = {w: math.ceil(counts.get(token, 0) * share) for w, token in single.items()}
-            narrowed = narrow(match, df, math.ceil(rows[0] * share), limit, KEYWORD_BUDGET)
+            df = {w: counts.get(token, 0) for w, token in single.items()}
+            if within is not None:
+                if sum(df.values()) <= KEYWORD_BUDGET or len(df) < len(match.optional):
+                    return _fts_leg(conn, FTS_WORDS, expression, limit, within)
+                within = read_within(conn, within) if isinstance(within, str) else within
+                if len(within) > KEYWORD_BUDGET:
+                    held = counts_within(conn, FTS_WORDS, df, within, KEYWORD_BUDGET)
+                    if sum(held.values()) > KEYWORD_BUDGET:
+                        return _groups(conn, compiled.words, match.optional, df, rows[0],
+                                       held, limit, within)
+                return _fts_leg(conn, FTS_WORDS, expression, limit, within)
+            narrowed = narrow(match, df, rows[0], limit, KEYWORD_BUDGET)
             if narrowed is not None:
                 expression = narrowed.terms.fts5() or expression
                 if narrowed.sampled:
-                    floor = sample_floor(conn, FTS_WORDS, expression,
-                                         math.ceil(KEYWORD_BUDGET / max(share, 1e-9)))
+                    floor = sample_floor(conn, FTS_WORDS, expression, KEYWORD_BUDGET)
     except OperationalError as exc:  # below head (no vocabulary table): the whole query
         if "no such table" not in str(exc.orig):
             raise
-    return _fts_leg(conn, FTS_WORDS, expression, limit, paths, floor)
+    return _fts_leg(conn, FTS_WORDS, expression, limit, within, floor)
 
 
-def _share(conn: Connection, paths: str) -> float:
-    """The share of the index's documents the ``paths`` filter keeps."""
-    documents = int(conn.execute(text("SELECT count(*) FROM documents")).scalar_one() or 1)
-    return min(1.0, len(json.loads(paths)) / documents)
+def _groups(conn: Connection, whole: str, words: Sequence[str], df: dict[str, int],
+            rows: int, held: dict[str, int], limit: int, within: Within
+            ) -> list[tuple[int, float]]:
+    """The whole query's best ``limit`` in the filter, group by group
+    (``keyword_groups.top_by_groups``; ``df``: each word's chunks in the index, ``held``
+    in the filter), each group that may hold more matches there than the budget scored
+    on a run of the filter's chunks holding about the budget of them
+    (``keyword_filter.sample_within``)."""
+
+    def leg(expression: str, n: int, size: int) -> list[tuple[int, float]]:
+        scored = sample_within(within, size, KEYWORD_BUDGET) or within
+        return _fts_leg(conn, FTS_WORDS, expression, n, scored)
+
+    idf = {w: bm25_idf(rows, df[w]) for w in words}
+    return top_by_groups(words, idf, held, limit, leg, whole)
 
 
 def merge(legs: Sequence[Sequence[tuple[int, float]]], limit: int) -> list[tuple[int, float]]:
@@ -219,9 +246,12 @@ def _weigh_by_coverage(
     on the whole table, for the cost of a few dozen rows."""
     if not leg or len(terms) < 2:
         return relative(leg)
-    # every chunk has one row in each lexical table; counting chunks reads a small b-tree,
-    # counting an FTS5 table scans it (18 ms at 8k chunks)
-    total = int(conn.execute(text("SELECT count(*) FROM chunks")).scalar_one() or 1)
+    # every chunk has one row in each lexical table: their number is the first varint of
+    # the table's averages record (``row_count``); counting chunks reads a b-tree of a
+    # million entries at a million chunks (about 10 ms), counting the FTS5 table scans it
+    counted = row_count(conn, table)
+    total = (counted[0] if counted is not None else
+             int(conn.execute(text("SELECT count(*) FROM chunks")).scalar_one())) or 1
     candidates = [cid for cid, _ in leg]
     try:
         df = _document_frequencies(conn, table, terms)
@@ -235,8 +265,8 @@ def _weigh_by_coverage(
             return relative(leg)
         # an index opened below head (no vocabulary table): read the postings
         return _weigh_by_postings(conn, table, [quote(t) for t in terms], leg, total)
-    holders = _scratch_holders(table, terms, [tuple(row) for row in rows])
-    return weigh_by_coverage(leg, total, df, holders)
+    held = holders(table, terms, [tuple(row) for row in rows])
+    return weigh_by_coverage(leg, total, df, held)
 
 
 def _document_frequencies(conn: Connection, table: str, terms: Sequence[str], *,
@@ -244,14 +274,14 @@ def _document_frequencies(conn: Connection, table: str, terms: Sequence[str], *,
     """How many rows of ``table`` hold each term, as ``MATCH '"term"'`` would count them.
     ``presence``: a term of several tokens counts 1 when some row holds it, not how many
     (``held_counts``); a single token's count is read from the vocabulary either way."""
-    tokens = [_tokens(table, term) for term in terms]
-    single = sorted({t[0] for t in tokens if len(t) == 1})
+    cut = [tokens(table, term) for term in terms]
+    single = sorted({t[0] for t in cut if len(t) == 1})
     counts = token_counts(conn, table, single) if single else {}
-    several = [term for term, t in zip(terms, tokens, strict=True) if len(t) > 1]
+    several = [term for term, t in zip(terms, cut, strict=True) if len(t) > 1]
     count_several = held_counts if presence else match_counts
     matched = count_several(conn, table, several) if several else {}
     df: list[int] = []
-    for term, its_tokens in zip(terms, tokens, strict=True):
+    for term, its_tokens in zip(terms, cut, strict=True):
         if len(its_tokens) == 1:
             df.append(counts.get(its_tokens[0], 0))
         elif not its_tokens:
@@ -259,64 +289,6 @@ def _document_frequencies(conn: Connection, table: str, terms: Sequence[str], *,
         else:
             df.append(matched[term])
     return df
-
-
-#: The tokenizers of the FTS5 tables (migration 0001); the scratch tables must match.
-TOKENIZERS = {FTS_WORDS: "porter unicode61 remove_diacritics 2", FTS_GRAMS: "trigram"}
-
-
-class _Scratch(threading.local):
-    """One in-memory SQLite database per thread with empty twins of the FTS5 tables."""
-
-    conn: sqlite3.Connection | None = None
-
-
-_scratch = _Scratch()
-
-
-def _scratch_conn() -> sqlite3.Connection:
-    conn = _scratch.conn
-    if conn is None:
-        conn = sqlite3.connect(":memory:", isolation_level=None)
-        for table, tokenizer in TOKENIZERS.items():
-            conn.execute(f"CREATE VIRTUAL TABLE {table} USING fts5(title, heading, body, "
-                         f"tokenize = '{tokenizer}')")
-            conn.execute(f"CREATE VIRTUAL TABLE {table}_tokens USING fts5vocab({table}, instance)")
-        _scratch.conn = conn
-    return conn
-
-
-@functools.lru_cache(maxsize=4096)
-def _tokens(table: str, term: str) -> tuple[str, ...]:
-    """The distinct tokens FTS5 ``table``'s tokenizer makes of ``term`` (nothing is kept)."""
-    conn = _scratch_conn()
-    conn.execute("BEGIN")
-    try:
-        conn.execute(f"INSERT INTO {table}(rowid, title, heading, body) VALUES (1, '', '', ?)",
-                     (term,))
-        found = conn.execute(f"SELECT DISTINCT term FROM {table}_tokens").fetchall()
-    finally:
-        conn.execute("ROLLBACK")
-    return tuple(sorted(str(t) for (t,) in found))
-
-
-def _scratch_holders(table: str, terms: Sequence[str],
-                     rows: Sequence[tuple[Any, ...]]) -> list[set[int]]:
-    """For each term, which of ``rows`` (rowid, title, heading, body) it matches."""
-    conn = _scratch_conn()
-    conn.execute("BEGIN")
-    try:
-        conn.executemany(
-            f"INSERT INTO {table}(rowid, title, heading, body) VALUES (?, ?, ?, ?)", rows)
-        return [
-            {int(r) for (r,) in conn.execute(
-                f"SELECT rowid FROM {table} WHERE {table} MATCH ?", (quote(term),))}
-            for term in terms
-        ]
-    except sqlite3.OperationalError:
-        return [set() for _ in terms]
-    finally:
-        conn.execute("ROLLBACK")
 
 
 def _weigh_by_postings(
@@ -345,24 +317,25 @@ def _weigh_by_postings(
 
 
 def _fts_leg(
-    conn: Connection, table: str, expression: str, limit: int, paths: str | None,
+    conn: Connection, table: str, expression: str, limit: int, within: str | Within | None,
     floor: int | None = None,
 ) -> list[tuple[int, float]]:
-    """(chunk id, BM25 relevance) best first; see ``BM25_WEIGHTS``. ``floor``: only the
-    matches of at least that chunk id (a sample of them, ``keyword_budget``)."""
+    """(chunk id, BM25 relevance) best first; see ``BM25_WEIGHTS``. ``within``: only the
+    matches of those chunks (``keyword_filter.kept_rows``); ``floor``: only the matches of
+    at least that chunk id (a sample of them, ``keyword_budget``)."""
     sql = (f"SELECT {table}.rowid AS id, {bm25_score(table)} AS score FROM {table} "
            f"WHERE {table} MATCH :expression")
     params: dict[str, object] = {"expression": expression, "limit": limit}
     if floor is not None:
         sql += f" AND {table}.rowid >= :floor"
         params["floor"] = floor
-    if paths is not None:
-        # the allowed chunk ids as a list the matches are checked against ("+id": never an
-        # FTS5 rowid lookup per id); BM25 is then scored only for the rows kept, so a
-        # filtered search costs less than an unfiltered one (0019)
-        sql = (f"SELECT id, score FROM ({sql}) AS matched WHERE +id IN "
-               f"(SELECT chunks.id FROM chunks {JOIN_DOCUMENTS} WHERE {PATH_FILTER})")
-        params["paths"] = paths
+    if within is not None:
+        # the allowed chunk ids as a list the matches are checked against; BM25 is then
+        # scored only for the rows kept, so a filtered search costs less than an
+        # unfiltered one (0019)
+        kept, more = kept_rows(within)
+        sql = f"SELECT id, score FROM ({sql}) AS matched WHERE {kept}"
+        params |= more
     try:
         rows = conn.execute(text(sql + " ORDER BY score DESC, id LIMIT :limit"), params).all()
     except OperationalError as exc:
@@ -379,7 +352,7 @@ def substring_leg(
     conn: Connection,
     runs: Sequence[str],
     limit: int,
-    paths: str | None,
+    paths: str | Within | None,
     *,
     find: str = "instr",
     path_filter: str = PATH_FILTER,
@@ -387,7 +360,7 @@ def substring_leg(
     """Chunks containing the most of ``runs`` (CJK runs too short for trigrams).
 
     ``find`` is the dialect's ``instr(haystack, needle)`` (PostgreSQL: ``strpos``) and
-    ``path_filter`` its SQL for the ``:paths`` JSON list."""
+    ``path_filter`` its SQL for the ``:paths`` JSON list (a ``Within``: by chunk id)."""
     haystack = (
         "documents.title || ' ' || coalesce(chunks.heading, '') || ' ' "
         "|| coalesce(chunks.content, '')"
@@ -399,7 +372,10 @@ def substring_leg(
     params: dict[str, object] = {f"run{i}": run for i, run in enumerate(runs)}
     params["limit"] = limit
     where = ""
-    if paths is not None:
+    if isinstance(paths, Within):
+        where = " WHERE chunks.id IN (SELECT value FROM json_each(:ids))"
+        params["ids"] = paths.ids
+    elif paths is not None:
         where = f" WHERE {path_filter}"
         params["paths"] = paths
     sql = (

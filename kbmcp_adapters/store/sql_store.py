@@ -32,6 +32,7 @@ from kbmcp_adapters.store import (
 )
 from kbmcp_adapters.store.alembic_runner import head_revision, open_at_revision, schema_revision
 from kbmcp_adapters.store.engine import make_engine, translated
+from kbmcp_adapters.store.keyword_filter import Within
 from kbmcp_adapters.store.ranking import rank
 from kbmcp_adapters.store.tables import (
     FTS_TABLES,
@@ -87,7 +88,9 @@ UNREFERENCED_CONVERSIONS = ("DELETE FROM converted_text WHERE content_hash NOT I
                             "(SELECT content_hash FROM documents)")
 
 
-Ranker = Callable[[Connection, str, int, "str | None"], list[tuple[int, float]]]
+#: (conn, query, limit, what the leg is kept to: None, a JSON list of paths, or on SQLite
+#: a ``keyword_filter.Within``)
+Ranker = Callable[..., list[tuple[int, float]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +105,7 @@ class Dialect:
     path_filter: str
     #: INSERT with ON CONFLICT DO UPDATE
     insert: Callable[..., Any]
-    #: (chunk id, relevance in (0, 1]) best first, for (conn, query, limit, paths)
+    #: (chunk id, relevance in (0, 1]) best first, for (conn, query, limit, within)
     rank: Ranker
     #: the keyword counts of (conn, query, paths), and the legs scored on pooled ones
     statistics: Callable[..., KeywordStatistics]
@@ -540,8 +543,9 @@ class SqlIndexStore:
         """The filters as one SQL condition on ``documents`` (see ``filters.where``).
 
         On a SQLite index this process may write, the kept paths and their chunk ids are
-        read in one query and kept until the next commit (``filters.FilterCache``): the
-        same filter again, and ``chunk_ids_for`` of what it returned, read nothing."""
+        read (as JSON lists SQLite makes, no row by row) and kept until the next commit
+        (``filters.FilterCache``): the same filter again, ``chunk_ids_for`` of what it
+        returned, and a keyword leg kept to it, read nothing."""
         generation = self._filters.generation()
         if (kept := self._filters.kept(spec, generation)) is not None:
             return set(kept.paths)
@@ -552,11 +556,14 @@ class SqlIndexStore:
             if generation is None:
                 rows = conn.execute(text(f"SELECT path FROM documents WHERE {condition}"), params)
                 return {str(path) for path in rows.scalars()}
-            pairs = conn.execute(text(
-                "SELECT documents.path, chunks.id FROM documents LEFT JOIN chunks "
-                f"ON chunks.document_id = documents.id WHERE {condition}"), params).all()
-        found = filters.Kept(frozenset(str(path) for path, _ in pairs),
-                             tuple(sorted(int(cid) for _, cid in pairs if cid is not None)))
+            paths, documents = conn.execute(text(
+                "SELECT json_group_array(path), json_group_array(id) FROM documents "
+                f"WHERE {condition}"), params).one()
+            ids = conn.execute(text(
+                "SELECT json_group_array(id) FROM (SELECT id FROM chunks WHERE document_id IN "
+                "(SELECT value FROM json_each(:documents)) ORDER BY id)"),
+                {"documents": documents}).scalar_one()
+        found = filters.Kept.read(paths, ids)
         self._filters.keep(spec, generation, found)
         return set(found.paths)
 
@@ -614,7 +621,16 @@ class SqlIndexStore:
         if limit <= 0 or not query.strip() or (document_paths is not None and not document_paths):
             return []
         with self._read() as conn:
-            return self._dialect.rank(conn, query, limit, _paths_json(document_paths))
+            return self._dialect.rank(conn, query, limit, self._within(document_paths))
+
+    def _within(self, document_paths: Collection[str] | None) -> str | Within | None:
+        """What a keyword leg is kept to: on SQLite the chunk ids a kept filter found for
+        ``document_paths`` (``filters.FilterCache.within``), else their paths as JSON."""
+        if document_paths is not None and self._dialect is SQLITE:
+            found = self._filters.within(document_paths, self._filters.generation())
+            if found is not None:
+                return found
+        return _paths_json(document_paths)
 
     def keyword_statistics(self, query: str, document_paths: Collection[str] | None = None,
                            *, presence: bool = False) -> KeywordStatistics:

@@ -160,3 +160,28 @@ def test_tags_with_pattern_characters_and_the_kelvin_sign_filter_exactly(
             assert store.matching_paths(spec) == expected, wanted
         assert store.matching_paths(DocumentFilter(tags_any=("k9",))) == {"c.md"}
         assert store.matching_paths(DocumentFilter(tags_any=("50%_off",))) == {"a.md"}
+
+
+TRICKY = ("a.md", "a/x.md", "a/b/y.md", "a0.md", "ab/x.md", "A/x.md", "a/\U0010ffff.md",
+          "é/x.md", "éa/x.md", "ê/x.md", "\ud7ff/x.md", "x/a/z.md")
+
+
+@pytest.mark.parametrize("glob", ["a/**", "a/*", "a*", "é/**", "\ud7ff/*", "\ud7ff*", "x/a/*",
+                                  "a/\U0010ffff*", "a/b/*.md", "?/x.md", "[aé]/*"])
+def test_a_glob_read_from_the_path_index_keeps_what_fnmatch_keeps(tmp_path: Path,
+                                                                  glob: str) -> None:
+    # a glob's literal start bounds the paths read from the index on path (0058's addendum
+    # "the keyword leg under a filter"); the bounds must never leave a matching path out
+    import fnmatch
+
+    with SqlIndexStore(f"sqlite:///{tmp_path / 'index.db'}", create=True) as store:
+        for n, path in enumerate(TRICKY):
+            doc = DocumentRecord(path=path, title=path, content_hash=str(n), size_bytes=1,
+                                 date=None, topic=None, category=None, tags=(), metadata={},
+                                 last_indexed="x")
+            store.write_document(doc, [ChunkRecord(n + 1, 0, "H", ("H",), f"text {n}",
+                                                   str(n), 1, 1, None)])
+        expected = {p for p in TRICKY if fnmatch.fnmatchcase(p, glob)}
+        assert store.matching_paths(DocumentFilter(path_globs=(glob,))) == expected
+        assert store.matching_paths(DocumentFilter(path_globs=(glob, "x/*"))) == expected | {
+            p for p in TRICKY if p.startswith("x/")}

@@ -72,3 +72,17 @@ def test_the_paired_filtered_searches_print_before_and_after_in_one_row() -> Non
     paired = [r for r in rows if "by ids -> by labels" in r.name]
     assert len(paired) == 1 and "folder" in paired[0].name
     assert "same hits 29 of 30" in paired[0].spread
+
+
+def test_the_filtered_keyword_leg_prints_exact_then_budget_with_its_recall() -> None:
+    got = _store(900, 0.120, 0.97, 1.5)
+    stats = {"n": 20, "p50_s": 0.1, "p95_s": 0.2}
+    got["keywords"] = {
+        "filters": {"folder": {"path_globs": ["a/**"]}},
+        "variants": {f"folder {part} {way}": stats for part in ("leg", "hybrid")
+                     for way in ("budget", "exact")},
+        "recall_at_10": {"folder leg": 0.9, "folder hybrid": 0.99}}
+    rows = million.rows({"files": 222_500, "sqlite": got})
+    legs = [r for r in rows if "exact -> budget" in r.name]
+    assert [r.result for r in legs] == ["MISS", "PASS"]
+    assert "recall@10 of exact 0.990" in legs[1].spread
