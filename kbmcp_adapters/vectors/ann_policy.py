@@ -22,6 +22,7 @@ __all__ = [
     "ANN_REFINE",
     "ANN_RETRAIN_GROWTH",
     "Plan",
+    "filtered_probes",
     "index_name",
     "partitions",
     "plan",
@@ -95,16 +96,18 @@ def train(table: Table, column: str, dimension: int) -> None:
              time.monotonic() - started)
 
 
-def probed(builder: LanceVectorQueryBuilder, table: Table, refine: int = ANN_REFINE
-           ) -> LanceVectorQueryBuilder:
+def probed(builder: LanceVectorQueryBuilder, table: Table, refine: int = ANN_REFINE,
+           passing: int | None = None) -> LanceVectorQueryBuilder:
     """The query set to use the table's index, if it has one: probe a share of the
     partitions and re-rank ``refine`` × k candidates by their exact distance (``ANN_REFINE``:
     recall@10 >= 0.95 of exact search, 0019; a widened filtered search re-ranks fewer,
-    ``nearest.POST_FILTER_REFINE``)."""
+    ``nearest.POST_FILTER_REFINE``). ``passing``: the rows a prefilter keeps
+    (``filtered_probes``)."""
     trained = trained_rows(table)
     if trained is None:
         return builder
-    return builder.nprobes(probes(trained)).refine_factor(refine)
+    wide = probes(trained) if passing is None else filtered_probes(trained, passing)
+    return builder.nprobes(wide).refine_factor(refine)
 
 
 def index_name(rows: int) -> str:
@@ -131,6 +134,19 @@ def probes(trained: int) -> int:
     share = math.ceil(ANN_PROBE_SHARE * parts)
     within = math.ceil(ANN_PROBED_ROWS * parts / max(1, trained))
     return max(ANN_MIN_PROBES, min(share, within))
+
+
+def filtered_probes(trained: int, passing: int) -> int:
+    """Partitions a query probes under a prefilter that keeps ``passing`` rows: as many as
+    scan about the rows an unfiltered query scans among those that pass, so every partition
+    while they are no more (a folder of a tenth of 100,000 rows), fewer for a filter that
+    keeps most of a large table. The partitions nearest the query need not hold a filter's
+    rows: a folder about one subject is a cluster of its own, and probed as an unfiltered
+    search the real model's folder filter at 100k chunks found 0.875 of exact search's ten,
+    0.993 probing every partition (decision 0058, the real-model run); the prefilter keeps
+    the scan to the passing rows' codes."""
+    parts, unfiltered = partitions(trained), probes(trained)
+    return min(parts, max(unfiltered, math.ceil(unfiltered * trained / max(1, passing))))
 
 
 def sub_vectors(dimension: int) -> int:

@@ -357,12 +357,13 @@ class LanceVectorStore:
             if limit <= 0:
                 return []
             test = label_columns.predicate(where)
-            if self._passing(table, version, test) <= self._exact_max_ids(rows):
+            passing = self._passing(table, version, test)
+            if passing <= self._exact_max_ids(rows):
                 # few chunks pass: exact over their vectors, kept as a list of ids' are
                 found = self._kept.nearest((version, test), query, limit,
                                            lambda: read_where(table, test, self._dimension))
                 return in_order(found)[:limit]
-            return in_order(labelled(table, query, limit, test))
+            return in_order(labelled(table, query, limit, test, passing))
 
     def _passing(self, table: Table, version: int, test: str) -> int:
         """How many rows pass ``test`` (their label columns' indexes read once per table

@@ -126,18 +126,19 @@ def post_filtered(table: Table, query: npt.NDArray[np.float32], limit: int,
 
 
 def labelled(table: Table, query: npt.NDArray[np.float32], limit: int,
-             predicate: str) -> list[tuple[int, float]]:
+             predicate: str, passing: int) -> list[tuple[int, float]]:
     """The ``limit`` rows nearest ``query`` whose labels pass ``predicate`` (SQL on the
-    label columns, ``labels.predicate``): LanceDB's prefilter reads the columns' scalar
-    indexes, then searches the rows they keep (on the approximate index when the table
-    has one, probed as an unfiltered search; exact below it)."""
+    label columns, ``labels.predicate``; ``passing`` rows do): LanceDB's prefilter reads
+    the columns' scalar indexes, then searches the rows they keep (on the approximate
+    index when the table has one, probed wide enough to scan them,
+    ``ann_policy.filtered_probes``; exact below it)."""
     builder = _query(table, query, limit).where(predicate, prefilter=True)
-    return _hits(ann_policy.probed(builder, table))
+    return _hits(ann_policy.probed(builder, table, passing=passing))
 
 
 def prefiltered(table: Table, query: npt.NDArray[np.float32], limit: int,
                 allowed: list[int]) -> list[tuple[int, float]]:
     """The ``limit`` allowed rows nearest ``query``, the ids filtering LanceDB's search
-    before it ranks (approximate on an index, as an unfiltered search)."""
+    before it ranks (approximate on an index, probed wide enough to scan them)."""
     builder = _query(table, query, limit).where(id_filter(allowed), prefilter=True)
-    return _hits(ann_policy.probed(builder, table))
+    return _hits(ann_policy.probed(builder, table, passing=len(allowed)))
