@@ -44,6 +44,8 @@ __all__ = ["Budgeted", "chunks", "counts", "snapshot", "within"]
 _COUNTS = TermCounts()
 #: Kept under these names beside the words (no word starts with a NUL).
 _CHUNKS, _DOCUMENTS = "\x00chunks", "\x00documents"
+#: A word's chunks by the planner's statistics, kept under its text after this.
+_ESTIMATE = "\x00estimate:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,25 +66,62 @@ def snapshot(conn: Connection) -> bytes:
                .scalar_one()).encode()
 
 
-def counts(conn: Connection, terms: Sequence[str], test: str) -> tuple[int, dict[str, int]]:
+def counts(conn: Connection, terms: Sequence[str], test: str, cap: int | None = None
+           ) -> tuple[int, dict[str, int]]:
     """(chunks in the index, chunks holding each of ``terms``): ``test`` formats the
-    condition on term ``:t{i}``; each count is one look-up of the word in the GIN index,
-    made once per snapshot."""
+    condition on term ``:t{i}``. Each count is one look-up of the word in the GIN index and
+    a visit of the rows it finds, made once per snapshot. With ``cap``, a word is counted
+    up to ``cap`` rows only, and one the planner's statistics put at twice that or more
+    (its share of the rows ANALYZE sampled) is not counted: a word at or past the cap
+    holds what those statistics say, never less than ``cap``."""
     stamp = snapshot(conn)
     where = (str(conn.engine.url), PG_LEXICAL)
-    known = _COUNTS.known(where, stamp, [_CHUNKS, *terms])
-    missing = [t for t in dict.fromkeys(terms) if t not in known]
-    selects = [f"(SELECT count(*) FROM {PG_LEXICAL} AS lx WHERE {test.format(i=i)})"
-               for i in range(len(missing))]
+    known = _COUNTS.known(where, stamp, [_CHUNKS, *terms, *(_ESTIMATE + t for t in terms)])
     if _CHUNKS not in known:
-        selects.append("(SELECT count(*) FROM chunks)")
-    if selects:
-        row = conn.execute(text("SELECT " + ", ".join(selects)),
-                           {f"t{i}": t for i, t in enumerate(missing)}).one()
-        found = dict(zip([*missing, _CHUNKS][:len(row)], (int(n) for n in row), strict=True))
+        known[_CHUNKS] = int(conn.execute(text("SELECT count(*) FROM chunks")).scalar_one())
+        _COUNTS.keep(where, stamp, {_CHUNKS: known[_CHUNKS]})
+    total = known[_CHUNKS]
+    # a word kept as -n holds at least n rows (it was counted up to a cap of n)
+    missing = [t for t in dict.fromkeys(terms)
+               if t not in known or (known[t] < 0 and (cap is None or -known[t] < cap))]
+    if cap is not None and any(_ESTIMATE + t not in known for t in missing):
+        estimated = _estimates(conn, missing, total)
+        known |= {_ESTIMATE + t: estimated.get(t, 0) for t in missing}
+        _COUNTS.keep(where, stamp, {_ESTIMATE + t: known[_ESTIMATE + t] for t in missing})
+    found: dict[str, int] = {}
+    if cap is not None:  # clearly past the cap by the statistics: not counted
+        found = {t: -cap for t in missing if known[_ESTIMATE + t] >= 2 * cap}
+        missing = [t for t in missing if t not in found]
+    if missing:
+        row = conn.execute(text("SELECT " + ", ".join(
+            _counted(test.format(i=i), cap) for i in range(len(missing)))),
+            {"cap": cap, **{f"t{i}": t for i, t in enumerate(missing)}}).one()
+        found |= {t: -int(n) if cap is not None and n >= cap else int(n)
+                  for t, n in zip(missing, row, strict=True)}
+    if found:
         _COUNTS.keep(where, stamp, found)
         known |= found
-    return known[_CHUNKS], {t: known[t] for t in terms}
+    return total, {t: known[t] if known[t] >= 0 else max(-known[t], known.get(_ESTIMATE + t, 0))
+                   for t in terms}
+
+
+def _counted(test: str, cap: int | None) -> str:
+    if cap is None:
+        return f"(SELECT count(*) FROM {PG_LEXICAL} AS lx WHERE {test})"
+    return f"(SELECT count(*) FROM (SELECT 1 FROM {PG_LEXICAL} AS lx WHERE {test} LIMIT :cap) AS n)"
+
+
+def _estimates(conn: Connection, terms: Sequence[str], total: int) -> dict[str, int]:
+    """The chunks holding each word by the planner's statistics of ``lexical.words``
+    (the share of ANALYZE's sample holding its rarest lexeme; none for a word not among
+    the most common): used only for a word past the budget, to order it and weigh it."""
+    found = conn.execute(text(
+        "SELECT w.t, min(s.f) FROM unnest(CAST(:terms AS text[])) AS w(t), pg_stats AS p, "
+        "unnest(CAST(CAST(p.most_common_elems AS text) AS text[]), p.most_common_elem_freqs) "
+        "AS s(e, f) WHERE p.schemaname = current_schema() AND p.tablename = :table "
+        "AND p.attname = 'words' AND s.e = ANY(tsvector_to_array(to_tsvector('english', w.t))) "
+        "GROUP BY w.t"), {"terms": list(terms), "table": PG_LEXICAL}).all()
+    return {str(t): round(float(f) * total) for t, f in found}
 
 
 def chunks(conn: Connection) -> int:
@@ -106,10 +145,12 @@ def within(conn: Connection, match: Terms, terms: Sequence[str], limit: int,
     coverage) within ``KEYWORD_BUDGET`` scored matches: ``keyword_budget.narrow`` on the
     counts, scaled by the filter's share of the documents under ``paths``."""
     budget = keyword_budget.KEYWORD_BUDGET
-    total, df = counts(conn, terms, test)
+    total = chunks(conn)
     if total <= budget or match.required:
-        return Budgeted(total, df)
+        return Budgeted(total, counts(conn, terms, test)[1])
     share = 1.0 if paths is None else min(1.0, len(json.loads(paths)) / max(_documents(conn), 1))
+    # exact up to the count that would put a word past the budget in the filter's share
+    total, df = counts(conn, terms, test, math.ceil(budget / share) + 1)
     narrowed = narrow(match, {w: math.ceil(df[w] * share) for w in match.optional},
                       math.ceil(total * share), limit, budget)
     if narrowed is None:

@@ -30,7 +30,7 @@ from sqlalchemy.engine import Connection
 
 from kbmcp_adapters.store import pg_budget
 from kbmcp_adapters.store.lexical import Terms, compile_query
-from kbmcp_adapters.store.pg_grams import GRAMS, grams_leg
+from kbmcp_adapters.store.pg_grams import GRAMS, grams_leg, held
 from kbmcp_adapters.store.ranking import (
     BM25_WEIGHTS,
     Scored,
@@ -94,15 +94,16 @@ def statistics(conn: Connection, query: str, paths: str | None, *,
     holding each term of each leg (as the leg counts them), and whether the word leg
     matched a chunk among ``paths`` (else the trigram leg stands in, as in ``rank``).
     The words' counts are the word leg's own (``pg_budget.counts``, kept per snapshot).
-    ``presence`` asks for less: a substring term counts 1 when some chunk holds it (the
-    trigram index finds the first; counting them scanned every text of the table)."""
+    ``presence`` asks for less: a term held by some chunk may count 1 (or the planner's
+    estimate) however many hold it: a word's first match, and for a substring the trigram
+    index's first candidate (counting them scanned every text of the table)."""
     compiled = compile_query(query)
     holding: dict[tuple[str, str], int] = {}
     found: set[str] = set()
     terms: list[str] = []
     if compiled.word_match and not compiled.has_cjk:
         terms = _terms_of(compiled.word_match, compiled.word_coverage)
-    total, df = pg_budget.counts(conn, terms, _WORD_TEST)
+    total, df = pg_budget.counts(conn, terms, _WORD_TEST, 1 if presence else None)
     if terms:
         holding.update(((WORDS, t), df[t]) for t in terms)
         match = compiled.word_match
@@ -187,12 +188,14 @@ def _frequencies(conn: Connection, terms: Sequence[str], test: str,
 def _held(conn: Connection, terms: Sequence[str], test: str,
           params: dict[str, object], narrow: str = "") -> list[int]:
     """1 for each substring term some row holds (among those ``narrow`` keeps), else 0:
-    the trigram index of ``HAYSTACK`` finds a first candidate, ``test`` decides."""
-    narrowed = f" AND {narrow}" if narrow else ""
+    from the postings where they answer (``pg_grams.held``), else the first row ``test``
+    finds in the texts."""
     params.update({f"p{i}": _like(t) for i, t in enumerate(terms)})
-    held = ", ".join(f"EXISTS (SELECT 1 FROM {PG_LEXICAL} AS lx WHERE {HAYSTACK} ILIKE :p{i} "
-                     f"AND {test.format(i=i)}{narrowed})" for i in range(len(terms)))
-    return [int(bool(h)) for h in conn.execute(text(f"SELECT {held}"), params).one()]
+    texts = [f"EXISTS (SELECT 1 FROM {PG_LEXICAL} AS lx WHERE {test.format(i=i)}"
+             f"{f' AND {narrow}' if narrow else ''})" for i in range(len(terms))]
+    posted = [None if narrow else held(t, i) for i, t in enumerate(terms)]
+    found = ", ".join(p or t for p, t in zip(posted, texts, strict=True))
+    return [int(bool(h)) for h in conn.execute(text(f"SELECT {found}"), params).one()]
 
 
 def _counts(pooled: KeywordStatistics | None, leg: str, terms: Sequence[str],
