@@ -149,8 +149,7 @@ def within(conn: Connection, match: Terms, terms: Sequence[str], limit: int,
     if total <= budget or match.required:
         return Budgeted(total, counts(conn, terms, test)[1])
     share = 1.0 if paths is None else min(1.0, len(json.loads(paths)) / max(_documents(conn), 1))
-    # exact up to the count that would put a word past the budget in the filter's share
-    total, df = counts(conn, terms, test, math.ceil(budget / share) + 1)
+    df = _fitting(conn, terms, test, math.ceil(budget / share))
     narrowed = narrow(match, {w: math.ceil(df[w] * share) for w in match.optional},
                       math.ceil(total * share), limit, budget)
     if narrowed is None:
@@ -158,6 +157,35 @@ def within(conn: Connection, match: Terms, terms: Sequence[str], limit: int,
     floor = (_floor(conn, narrowed, terms, test, math.ceil(budget / max(share, 1e-9)))
              if narrowed.sampled else None)
     return Budgeted(total, df, narrowed.terms, floor)
+
+
+def _fitting(conn: Connection, terms: Sequence[str], test: str, room: int) -> dict[str, int]:
+    """The chunks holding each term, counted exactly as far as ``narrow`` needs: rarest
+    first by what is known (a kept count, else the planner's statistics, which list only
+    the common words), each word up to what is left of ``room`` matches; a word that does
+    not fit holds at least that (or what the statistics say), and one they put at twice
+    that or more is not counted. So a query whose words fit in the budget together is
+    counted exactly, and a common word costs at most the budget's rows, once per
+    snapshot."""
+    # each word's kept count, else its estimate (a first match at most is read here)
+    estimated = counts(conn, terms, test, 1)[1]
+    stamp, where = snapshot(conn), (str(conn.engine.url), PG_LEXICAL)
+    kept = _COUNTS.known(where, stamp, list(terms))
+    held = 0
+    out: dict[str, int] = {}
+    for t in sorted(dict.fromkeys(terms), key=lambda t: (estimated[t], t)):
+        left = room - held
+        n = kept.get(t)
+        if (n is None or (n < 0 and -n <= left)) and estimated[t] < 2 * (left + 1):
+            n = int(conn.execute(text(f"SELECT {_counted(test.format(i=0), left + 1)}"),
+                                 {"t0": t, "cap": left + 1}).scalar_one())
+            n = -n if n > left else n
+            _COUNTS.keep(where, stamp, {t: n})
+        if n is not None and 0 <= n <= left:
+            out[t], held = n, held + n
+        else:  # past what is left: at least that
+            out[t] = max(abs(n or 0), left + 1, estimated[t])
+    return out
 
 
 def _floor(conn: Connection, narrowed: Narrowed, terms: Sequence[str], test: str,
