@@ -7,7 +7,9 @@ plain text, never tsquery syntax) or as an escaped ``ILIKE`` substring. The legs
 ``ranking.rank`` and share its math:
 
 * words: Okapi BM25 weights per term (FTS5's IDF over this table's document frequencies)
-  times ``ts_rank`` of that term with the column weights of ``BM25_WEIGHTS``;
+  times ``ts_rank`` of that term with the column weights of ``BM25_WEIGHTS``, within
+  SQLite's budget of scored matches (``pg_budget``: the counts kept per snapshot, the
+  rarest words past it);
 * grams: BM25 computed from substring counts per column, as FTS5's trigram table counts
   them (trigram hits weighted title 2, heading 3, body 1); read from the postings of
   migration 0006 (``pg_grams``, decision 0040) unless the query has a quoted term;

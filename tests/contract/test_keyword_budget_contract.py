@@ -38,7 +38,7 @@ def _doc(d: int) -> DocumentRecord:
 
 def _write(store: IndexStore, documents: int = 60) -> None:
     """60 notes of two chunks (120): every chunk holds the common words, every 10th note
-    "lantern" (12 chunks), every 7th otherwise "harbor" (14)."""
+    "lantern" (12 chunks), every 7th otherwise "harbor" (16)."""
     for d in range(documents):
         rare = " lantern" if d % 10 == 0 else (" harbor" if d % 7 == 0 else "")
         chunks = [ChunkRecord(d * 10 + o + 1, o, "Heading", ("Heading",),
@@ -56,7 +56,7 @@ def _budget(monkeypatch: pytest.MonkeyPatch, budget: int) -> None:
 @pytest.mark.parametrize("limit", [3, 50])
 def test_within_the_budget_the_leg_is_the_whole_querys(
         store: IndexStore, monkeypatch: pytest.MonkeyPatch, limit: int) -> None:
-    """120 chunks, a budget of 30: the words of these queries hold at most 26 matches, so
+    """120 chunks, a budget of 30: the words of these queries hold at most 28 matches, so
     the leg is the one an unbounded budget gives: the same hits, order and scores."""
     _budget(monkeypatch, 10**9)
     whole = {q: store.lexical_search(q, limit) for q in WITHIN}
