@@ -23,7 +23,8 @@ def store(pg_url: str) -> Iterator[SqlIndexStore]:
         yield opened
 
 
-def _counted_words(store: SqlIndexStore, query: str, limit: int) -> tuple[list[str], list]:
+def _counted_words(store: SqlIndexStore, query: str, limit: int
+                   ) -> tuple[list[str], list[tuple[int, float]]]:
     counted: list[str] = []
 
     def seen(_c: object, _cur: object, sql: str, params: object, *_a: object) -> None:
