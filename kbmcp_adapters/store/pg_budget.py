@@ -38,7 +38,7 @@ from kbmcp_adapters.store.keyword_budget import Narrowed, TermCounts, narrow
 from kbmcp_adapters.store.lexical import Terms
 from kbmcp_adapters.store.tables import PG_LEXICAL
 
-__all__ = ["Budgeted", "chunks", "counts", "snapshot", "within"]
+__all__ = ["Budgeted", "chunks", "counts", "estimates", "snapshot", "within"]
 
 #: Each word's chunks, the index's chunks and documents, per (store, table) and snapshot.
 _COUNTS = TermCounts()
@@ -84,12 +84,12 @@ def counts(conn: Connection, terms: Sequence[str], test: str, cap: int | None = 
     # a word kept as -n holds at least n rows (it was counted up to a cap of n)
     missing = [t for t in dict.fromkeys(terms)
                if t not in known or (known[t] < 0 and (cap is None or -known[t] < cap))]
-    if cap is not None and any(_ESTIMATE + t not in known for t in missing):
-        estimated = _estimates(conn, missing, total)
-        known |= {_ESTIMATE + t: estimated.get(t, 0) for t in missing}
-        _COUNTS.keep(where, stamp, {_ESTIMATE + t: known[_ESTIMATE + t] for t in missing})
+    # the statistics only stand in for what would cost rows to count: a first match is
+    # read (``cap`` 1: whether a word is held is always what this snapshot holds)
+    if cap is not None and cap > 1:
+        known |= {_ESTIMATE + t: n for t, n in estimates(conn, missing, total).items()}
     found: dict[str, int] = {}
-    if cap is not None:  # clearly past the cap by the statistics: not counted
+    if cap is not None and cap > 1:  # clearly past the cap by the statistics: not counted
         found = {t: -cap for t in missing if known[_ESTIMATE + t] >= 2 * cap}
         missing = [t for t in missing if t not in found]
     if missing:
@@ -111,10 +111,23 @@ def _counted(test: str, cap: int | None) -> str:
     return f"(SELECT count(*) FROM (SELECT 1 FROM {PG_LEXICAL} AS lx WHERE {test} LIMIT :cap) AS n)"
 
 
-def _estimates(conn: Connection, terms: Sequence[str], total: int) -> dict[str, int]:
+def estimates(conn: Connection, terms: Sequence[str], total: int) -> dict[str, int]:
     """The chunks holding each word by the planner's statistics of ``lexical.words``
-    (the share of ANALYZE's sample holding its rarest lexeme; none for a word not among
-    the most common): used only for a word past the budget, to order it and weigh it."""
+    (the share of ANALYZE's sample holding its rarest lexeme; 0 for a word not among the
+    most common), kept per snapshot: they order the words and stand in for a word past
+    the budget, never for whether a word is held."""
+    stamp, where = snapshot(conn), (str(conn.engine.url), PG_LEXICAL)
+    known = _COUNTS.known(where, stamp, [_ESTIMATE + t for t in terms])
+    missing = [t for t in dict.fromkeys(terms) if _ESTIMATE + t not in known]
+    if missing:
+        read = _estimated(conn, missing, total)
+        found = {_ESTIMATE + t: read.get(t, 0) for t in missing}
+        _COUNTS.keep(where, stamp, found)
+        known |= found
+    return {t: known[_ESTIMATE + t] for t in terms}
+
+
+def _estimated(conn: Connection, terms: Sequence[str], total: int) -> dict[str, int]:
     found = conn.execute(text(
         "SELECT w.t, min(s.f) FROM unnest(CAST(:terms AS text[])) AS w(t), pg_stats AS p, "
         "unnest(CAST(CAST(p.most_common_elems AS text) AS text[]), p.most_common_elem_freqs) "
@@ -167,10 +180,13 @@ def _fitting(conn: Connection, terms: Sequence[str], test: str, room: int) -> di
     that or more is not counted. So a query whose words fit in the budget together is
     counted exactly, and a common word costs at most the budget's rows, once per
     snapshot."""
-    # each word's kept count, else its estimate (a first match at most is read here)
-    estimated = counts(conn, terms, test, 1)[1]
+    # whether each word is held (a first match at most is read), and the statistics
+    total = counts(conn, terms, test, 1)[0]
+    guessed = estimates(conn, terms, total)
     stamp, where = snapshot(conn), (str(conn.engine.url), PG_LEXICAL)
     kept = _COUNTS.known(where, stamp, list(terms))
+    # a kept count, else at least what was counted, raised to the statistics' estimate
+    estimated = {t: k if (k := kept.get(t, -1)) >= 0 else max(-k, guessed[t]) for t in terms}
     held = 0
     out: dict[str, int] = {}
     for t in sorted(dict.fromkeys(terms), key=lambda t: (estimated[t], t)):

@@ -110,14 +110,14 @@ def statistics(conn: Connection, query: str, paths: str | None, *,
         holding.update(((WORDS, t), df[t]) for t in terms)
         match = compiled.word_match
         if paths is None and not match.required:
-            held = any(df[t] for t in match.optional)
+            matched = any(df[t] for t in match.optional)
         else:
             params: dict[str, object] = {f"t{i}": t for i, t in enumerate(terms)}
             source, restrict = _from(paths, params)
             where = _where(match, {t: i for i, t in enumerate(terms)}, _WORD_TEST)
-            held = conn.execute(text(f"SELECT 1 {source} WHERE {where}{restrict} LIMIT 1"),
-                                params).first() is not None
-        if held:
+            matched = conn.execute(text(f"SELECT 1 {source} WHERE {where}{restrict} LIMIT 1"),
+                                   params).first() is not None
+        if matched:
             found.add(WORDS)
     if compiled.gram_match:
         match = compiled.gram_match

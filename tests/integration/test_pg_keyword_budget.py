@@ -28,7 +28,8 @@ def _counted_words(store: SqlIndexStore, query: str, limit: int
     counted: list[str] = []
 
     def seen(_c: object, _cur: object, sql: str, params: object, *_a: object) -> None:
-        if "count(*)" in sql and "LIMIT" in sql and isinstance(params, dict):
+        # a count of more than a first match (whether a word is held is always read)
+        if "count(*)" in sql and isinstance(params, dict) and (params.get("cap") or 0) > 1:
             counted.extend(str(v) for k, v in params.items() if k.startswith("t"))
 
     event.listen(store._engine, "before_cursor_execute", seen)  # noqa: SLF001
