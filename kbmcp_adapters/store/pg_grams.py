@@ -26,12 +26,13 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from kbmcp_adapters.store.lexical import Terms
+from kbmcp_adapters.store.pg_budget import chunks
 from kbmcp_adapters.store.ranking import BM25_WEIGHTS, Scored
 from kbmcp_adapters.store.tables import JOIN_DOCUMENTS, PG_GRAMS, PG_PATH_FILTER, PG_WORDS
 from kbmcp_core.cjk import is_cjk
 from kbmcp_core.keyword_pool import KeywordStatistics, holding_of
 
-__all__ = ["GRAMS", "grams_leg", "is_gram", "is_word"]
+__all__ = ["GRAMS", "grams_leg", "held", "is_gram", "is_word"]
 
 #: Okapi BM25 constants, as FTS5 (and pg_lexical) use them.
 _K1, _B = 1.2, 0.75
@@ -86,6 +87,22 @@ def _worded(words: Sequence[tuple[int, str]], params: dict[str, object]) -> str:
             f"(SELECT id FROM {PG_GRAMS} WHERE gram = '')) AS s WHERE s.tf > 0")
 
 
+def held(term: str, i: int) -> str | None:
+    """SQL true when some row holds ``term`` (bound as ``:t{i}``, its ``ILIKE`` pattern as
+    ``:p{i}``), answered by the postings: a CJK trigram's own, a word's in the posted
+    tokens holding it (``lexical_words`` under its trigram index, then one posting), or
+    in the text of a row whose tokens were too long to post; None for a term the postings
+    do not answer (the caller tests the texts)."""
+    if is_gram(term):
+        return f"EXISTS (SELECT 1 FROM {PG_GRAMS} WHERE gram = :t{i})"
+    if not is_word(term):
+        return None
+    found = " OR ".join(f"strpos(lower(lx.{c}), :t{i}) > 0" for c in ("title", "heading", "body"))
+    return (f"(EXISTS (SELECT 1 FROM {PG_WORDS} AS w JOIN {PG_GRAMS} AS g ON g.gram = w.word "
+            f"WHERE w.word LIKE :p{i}) OR EXISTS (SELECT 1 FROM {PG_GRAMS} AS g JOIN lexical "
+            f"AS lx ON lx.id = g.id WHERE g.gram = '' AND ({found})))")
+
+
 def grams_leg(conn: Connection, match: Terms, coverage: Sequence[str], limit: int,
               paths: str | None, pooled: KeywordStatistics | None = None) -> Scored | None:
     """``pg_lexical._grams_leg`` from the postings, its BM25 on ``pooled`` counts when
@@ -98,7 +115,7 @@ def grams_leg(conn: Connection, match: Terms, coverage: Sequence[str], limit: in
         return None
     grams = [(i, t) for i, t in enumerate(terms) if is_gram(t)]
     words = [(i, t) for i, t in enumerate(terms) if not is_gram(t)]
-    total = int(conn.execute(text("SELECT count(*) FROM chunks")).scalar_one() or 0)
+    total = chunks(conn)
     params: dict[str, object] = {
         "grams": [t for _, t in grams], "numbers": [i for i, _ in grams],
         "total": total, "k1": _K1, "k1p1": _K1 + 1, "b": _B, "limit": limit,

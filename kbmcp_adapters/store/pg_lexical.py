@@ -7,7 +7,9 @@ plain text, never tsquery syntax) or as an escaped ``ILIKE`` substring. The legs
 ``ranking.rank`` and share its math:
 
 * words: Okapi BM25 weights per term (FTS5's IDF over this table's document frequencies)
-  times ``ts_rank`` of that term with the column weights of ``BM25_WEIGHTS``;
+  times ``ts_rank`` of that term with the column weights of ``BM25_WEIGHTS``, within
+  SQLite's budget of scored matches (``pg_budget``: the counts kept per snapshot, the
+  rarest words past it);
 * grams: BM25 computed from substring counts per column, as FTS5's trigram table counts
   them (trigram hits weighted title 2, heading 3, body 1); read from the postings of
   migration 0006 (``pg_grams``, decision 0040) unless the query has a quoted term;
@@ -28,8 +30,9 @@ from collections.abc import Callable, Sequence
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
+from kbmcp_adapters.store import pg_budget
 from kbmcp_adapters.store.lexical import Terms, compile_query
-from kbmcp_adapters.store.pg_grams import GRAMS, grams_leg
+from kbmcp_adapters.store.pg_grams import GRAMS, grams_leg, held
 from kbmcp_adapters.store.ranking import (
     BM25_WEIGHTS,
     Scored,
@@ -92,30 +95,37 @@ def statistics(conn: Connection, query: str, paths: str | None, *,
     """This store's counts for ``query`` (decision 0052): chunks in the index, the chunks
     holding each term of each leg (as the leg counts them), and whether the word leg
     matched a chunk among ``paths`` (else the trigram leg stands in, as in ``rank``).
-    ``presence`` asks for less (whether each term is held); one scan gives the counts
-    anyway, so they are what it gets."""
+    The words' counts are the word leg's own (``pg_budget.counts``, kept per snapshot).
+    ``presence`` asks for less: a term held by some chunk may count 1 (or the planner's
+    estimate) however many hold it: a word's first match, and for a substring the trigram
+    index's first candidate (counting them scanned every text of the table)."""
     compiled = compile_query(query)
     holding: dict[tuple[str, str], int] = {}
     found: set[str] = set()
-    total = _chunks(conn)
+    terms: list[str] = []
     if compiled.word_match and not compiled.has_cjk:
         terms = _terms_of(compiled.word_match, compiled.word_coverage)
-        params: dict[str, object] = {f"t{i}": t for i, t in enumerate(terms)}
-        holding.update(zip(((WORDS, t) for t in terms),
-                           _frequencies(conn, terms, _WORD_TEST, params), strict=True))
-        index = {t: i for i, t in enumerate(terms)}
-        source, restrict = _from(paths, params)
-        where = _where(compiled.word_match, index, _WORD_TEST)
-        if conn.execute(text(f"SELECT 1 {source} WHERE {where}{restrict} LIMIT 1"),
-                        params).first() is not None:
+    total, df = pg_budget.counts(conn, terms, _WORD_TEST, 1 if presence else None)
+    if terms:
+        holding.update(((WORDS, t), df[t]) for t in terms)
+        match = compiled.word_match
+        if paths is None and not match.required:
+            matched = any(df[t] for t in match.optional)
+        else:
+            params: dict[str, object] = {f"t{i}": t for i, t in enumerate(terms)}
+            source, restrict = _from(paths, params)
+            where = _where(match, {t: i for i, t in enumerate(terms)}, _WORD_TEST)
+            matched = conn.execute(text(f"SELECT 1 {source} WHERE {where}{restrict} LIMIT 1"),
+                                   params).first() is not None
+        if matched:
             found.add(WORDS)
     if compiled.gram_match:
         match = compiled.gram_match
         terms = [t.lower() for t in _terms_of(match, compiled.gram_coverage)]
         params = {f"t{i}": t for i, t in enumerate(terms)}
+        count = _held if presence else _frequencies
         holding.update(zip(((GRAMS, t) for t in terms),
-                           _frequencies(conn, terms, _GRAM_TEST, params, _narrow(match, terms,
-                                                                                 params)),
+                           count(conn, terms, _GRAM_TEST, params, _narrow(match, terms, params)),
                            strict=True))
     return KeywordStatistics(total, holding, frozenset(found))
 
@@ -140,7 +150,7 @@ def hits(conn: Connection, query: str, limit: int, paths: str | None,
 
 
 def _chunks(conn: Connection) -> int:
-    return int(conn.execute(text("SELECT count(*) FROM chunks")).scalar_one() or 0)
+    return pg_budget.chunks(conn)
 
 
 def _terms_of(match: Terms, coverage: Sequence[str]) -> list[str]:
@@ -177,6 +187,19 @@ def _frequencies(conn: Connection, terms: Sequence[str], test: str,
     return [int(n) for n in row]
 
 
+def _held(conn: Connection, terms: Sequence[str], test: str,
+          params: dict[str, object], narrow: str = "") -> list[int]:
+    """1 for each substring term some row holds (among those ``narrow`` keeps), else 0:
+    from the postings where they answer (``pg_grams.held``), else the first row ``test``
+    finds in the texts."""
+    params.update({f"p{i}": _like(t) for i, t in enumerate(terms)})
+    texts = [f"EXISTS (SELECT 1 FROM {PG_LEXICAL} AS lx WHERE {test.format(i=i)}"
+             f"{f' AND {narrow}' if narrow else ''})" for i in range(len(terms))]
+    posted = [None if narrow else held(t, i) for i, t in enumerate(terms)]
+    found = ", ".join(p or t for p, t in zip(posted, texts, strict=True))
+    return [int(bool(h)) for h in conn.execute(text(f"SELECT {found}"), params).one()]
+
+
 def _counts(pooled: KeywordStatistics | None, leg: str, terms: Sequence[str],
             own: Callable[[], list[int]], conn: Connection) -> tuple[int, list[int]]:
     """(chunks, chunks holding each term): the pooled counts when given, else the store's."""
@@ -185,19 +208,25 @@ def _counts(pooled: KeywordStatistics | None, leg: str, terms: Sequence[str],
     return _chunks(conn), own()
 
 
-def _leg(conn: Connection, terms: Sequence[str], coverage: Sequence[str], score_sql: str,
-         test: str, where: str, limit: int, paths: str | None,
-         params: dict[str, object], pooled: KeywordStatistics | None) -> Scored:
-    """Run one leg: rows matching ``where`` ranked by ``score_sql`` (a BM25 sum that reads
-    ``:idf{i}``), with which of the ``coverage`` terms each holds."""
-    total, df = _counts(pooled, WORDS, terms,
-                        lambda: _frequencies(conn, terms, test, params), conn)
+def _leg(conn: Connection, terms: Sequence[str], coverage: Sequence[str], scored: Sequence[int],
+         where: str, limit: int, paths: str | None, params: dict[str, object],
+         counted: tuple[int, Sequence[int]], floor: int | None = None) -> Scored:
+    """Run the word leg: rows matching ``where`` (of at least chunk id ``floor``) ranked
+    by the BM25 sum over the terms ``scored`` (indexes into ``terms``), with which of the
+    ``coverage`` terms each holds; ``counted``: (chunks, chunks holding each term)."""
+    total, df = counted
     params.update({f"idf{i}": bm25_idf(total, n) for i, n in enumerate(df)})
     params["limit"] = limit
     source, restrict = _from(paths, params)
+    if floor is not None:
+        restrict += " AND lx.id >= :floor"
+        params["floor"] = floor
+    score = " + ".join(
+        f"CAST(:idf{i} AS float8) * ts_rank('{_TS_WEIGHTS}', lx.words, "
+        f"{_WORD_QUERY.format(i=i)}, 1)" for i in scored)
     held = [terms.index(t) for t in coverage]
-    flags = "".join(f", ({test.format(i=i)}) AS h{i}" for i in held)
-    sql = (f"SELECT lx.id, ({score_sql}) AS score{flags} {source} WHERE {where}{restrict} "
+    flags = "".join(f", ({_WORD_TEST.format(i=i)}) AS h{i}" for i in held)
+    sql = (f"SELECT lx.id, ({score}) AS score{flags} {source} WHERE {where}{restrict} "
            "ORDER BY score DESC, lx.id LIMIT :limit")
     rows = conn.execute(text(sql), params).all()
     leg = [(int(row[0]), float(row[1])) for row in rows]
@@ -209,15 +238,23 @@ def _leg(conn: Connection, terms: Sequence[str], coverage: Sequence[str], score_
 
 def _words_leg(conn: Connection, match: Terms, coverage: Sequence[str], limit: int,
                paths: str | None, pooled: KeywordStatistics | None = None) -> Scored:
+    """BM25 (``ts_rank`` per term times its IDF) of the chunks holding the query's words,
+    within ``KEYWORD_BUDGET`` scored matches (``pg_budget.within``: the whole query below
+    it, else its rarest words, as SQLite's leg); on ``pooled`` counts, the whole query."""
     terms = _terms_of(match, coverage)
     index = {t: i for i, t in enumerate(terms)}
     params: dict[str, object] = {f"t{i}": t for i, t in enumerate(terms)}
-    score = " + ".join(
-        f"CAST(:idf{i} AS float8) * ts_rank('{_TS_WEIGHTS}', lx.words, "
-        f"{_WORD_QUERY.format(i=i)}, 1)" for i in range(len(terms))
-    )
-    return _leg(conn, terms, coverage, score, _WORD_TEST, _where(match, index, _WORD_TEST),
-                limit, paths, params, pooled)
+    if pooled is not None:
+        counted = pooled.chunks, holding_of(pooled.holding, WORDS, terms)
+        return _leg(conn, terms, coverage, range(len(terms)),
+                    _where(match, index, _WORD_TEST), limit, paths, params, counted)
+    plan = pg_budget.within(conn, match, terms, limit, paths, _WORD_TEST)
+    which: Sequence[int] = range(len(terms))
+    scored = match  # the whole query, as before the budget
+    if plan.terms is not None:
+        scored, which = plan.terms, [index[t] for t in plan.terms.all]
+    return _leg(conn, terms, coverage, which, _where(scored, index, _WORD_TEST), limit, paths,
+                params, (plan.total, [plan.df[t] for t in terms]), plan.floor)
 
 
 def _like(term: str) -> str:
