@@ -27,7 +27,7 @@ from typing import cast
 
 from kbmcp_core.chunk_labels import labels_of
 from kbmcp_core.errors import ConfigError, IndexNotFound, ModelMismatch, StoreError
-from kbmcp_core.index_run import text_hash
+from kbmcp_core.index_files import text_hash
 from kbmcp_core.meta_keys import (
     META_COPY,
     META_DIMENSION,

@@ -3,100 +3,70 @@
 Phase one ("text") parses every new or changed file and writes its rows (document, chunks,
 lexical rows) in transactions of many documents (all of a batch or none of it); vectors
 that can be reused by chunk hash are copied to the new chunks on the way. Once it ends
-the whole folder is searchable by keywords. Phase two ("vectors") embeds every chunk still
-without a vector, in batches. A run killed at any point leaves every stored document whole
-for the lexical leg; chunks still waiting for vectors are embedded by the next run, and
-vectors whose chunk is gone are removed (docs/decisions/0008 and 0017).
+the whole folder is searchable by keywords. Phase two ("vectors", ``index_vectors``)
+embeds every chunk still without a vector, in batches. A run killed at any point leaves
+every stored document whole for the lexical leg; chunks still waiting for vectors are
+embedded by the next run, and vectors whose chunk is gone are removed (docs/decisions/0008
+and 0017). What a run is given is ``index_deps``; how it reads one file, ``index_files``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import secrets
-import threading
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Literal
 
-from kbmcp_core.chunk_labels import ChunkLabels, labels_of
-from kbmcp_core.errors import (
-    EmbeddingRejected,
-    EmbeddingUnavailable,
-    EmbeddingUnreachable,
-    KbError,
-    ModelMismatch,
-    ParseError,
-    PathRefused,
-    VectorsUnreachable,
-    VectorsUnreadable,
-)
+from kbmcp_core.chunk_labels import labels_of
+from kbmcp_core.errors import KbError, PathRefused
 from kbmcp_core.field_index import sync_fields, with_fields
-from kbmcp_core.fields import Declared
+from kbmcp_core.index_deps import (
+    IndexDeps,
+    Phase,
+    Progress,
+    YieldTo,
+    check_model,
+    index_ready,
+    probe_model,
+)
+from kbmcp_core.index_files import (
+    ChunkIds,
+    conversions_to_fill,
+    fill_conversion,
+    index_file,
+    kept_conversion,
+    text_hash,
+)
 from kbmcp_core.index_plan import IndexPlan, hash_needed, plan
-from kbmcp_core.label_sync import label_all, relabel_document, relabel_kept
+from kbmcp_core.index_vectors import VectorSteps
+from kbmcp_core.label_sync import relabel_document, relabel_kept
 from kbmcp_core.meta_keys import (
     META_CONVERSIONS,
     META_COPY,
-    META_DIMENSION,
     META_EMBED_TEXT,
     META_IN_PROGRESS,
     META_LABELLED,
     META_LAST_RUN,
     META_MODEL,
-    META_PARSED_WITH,
     META_READY,
     META_VECTORS,
 )
 from kbmcp_core.models import (
     EMBED_TEXT,
-    EMBED_TEXT_UNPLACED,
     FAIL_PARSE,
-    INDEX_CAP_BYTES,
     SKIP_NO_TEXT,
     SKIP_OVERSIZE,
     SKIP_UNREADABLE,
     ChunkRecord,
     DocumentRecord,
-    ParsedDocument,
     RunSummary,
-    Vector,
-    extension_of,
-    place_of,
-    vector_text_of,
 )
-from kbmcp_core.offer import topic_of
-from kbmcp_core.ports import (
-    ChunkBudget,
-    Clock,
-    ConvertedText,
-    DocumentWrite,
-    Embedder,
-    FileSystem,
-    IndexMeta,
-    IndexWriter,
-    ParserRegistry,
-    Scanner,
-    VectorStore,
-)
-from kbmcp_core.reading import BINARY_FORMATS, conversion_of
+from kbmcp_core.parser_generations import record_parsers, stale_extensions
+from kbmcp_core.ports import ConvertedText, DocumentWrite
 
 log = logging.getLogger(__name__)
 
-#: "text": files parsed and written (phase one); "vectors": chunks embedded (phase two)
-Phase = Literal["text", "vectors"]
-#: ``progress(phase, done, total, item)``: ``item`` is the file just written in phase one,
-#: "" in phase two. Called once with ``done == 0`` when a phase starts.
-Progress = Callable[[Phase, int, int, str], None]
-#: ``yield_to()``: asked between two embedding calls of phase two (never before the first,
-#: so every run makes progress); True ends the run there, as a stopped run ends (0017).
-YieldTo = Callable[[], bool]
-
-#: In model batches: the chunks phase two hands to one embedding call (length-bucketed
-#: inside).
-FLUSH_BATCHES = 8
 #: The documents whose stored chunks (ids and hashes) phase one looks up at once, ahead of
 #: parsing them (one look-up a document was a tenth of an incremental run at a million).
 OLD_CHUNKS_AHEAD = 512
@@ -105,22 +75,6 @@ OLD_CHUNKS_AHEAD = 512
 #: lexical index writes a segment per transaction and merges them later: fewer, larger
 #: transactions cost less (0017).
 WRITE_BATCHES = 1024
-
-
-@dataclass(slots=True)
-class IndexDeps:
-    store: IndexWriter
-    vectors: VectorStore
-    embedder: Embedder
-    registry: ParserRegistry
-    fs: FileSystem
-    scanner: Scanner
-    clock: Clock
-    budget: ChunkBudget
-    #: the embedder's batch size; phase two embeds FLUSH_BATCHES of them per call
-    batch_size: int = 32
-    #: the ``[fields]`` declarations: the front-matter keys indexed for filtering
-    fields: Declared = ()
 
 
 @dataclass(slots=True)
@@ -135,100 +89,6 @@ class _Pending:
     #: the same id: their vector stays, their lexical rows too when the store finds them
     #: unchanged (decision 0058's second addendum)
     kept: frozenset[int] = frozenset()
-
-
-def content_hash(data: bytes) -> str:
-    """A file's hash: the sha256 of its bytes (``DocumentRecord.content_hash``)."""
-    return hashlib.sha256(data).hexdigest()
-
-
-def text_hash(text: str) -> str:
-    """The sha256 of a text; of a chunk's whole text, it is ``ChunkRecord.text_hash``."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-#: Chunk ids: milliseconds since 2025-01-01 at the start of the run, shifted left by
-#: ``_ID_SHIFT`` bits, plus a random offset, then counting up (docs/decisions/0004).
-_ID_EPOCH_MS = 1_735_689_600_000
-_ID_SHIFT = 20
-
-
-class ChunkIds:
-    """The ids of the chunks one run writes, chosen by the writer: increasing within the
-    run and from one run to the next. The lexical index stores each id as the difference
-    from the one before, so close ids keep it small and fast to write; random ids (which
-    older indexes hold) made it several times larger. Ids are never handed out twice: a
-    later run starts from a later millisecond, each of which has room for 2**20 ids."""
-
-    #: the last id any run of this process handed out (two runs may start in one ms)
-    _last = 0
-    _lock = threading.Lock()
-
-    def __init__(self) -> None:
-        now_ms = max(time.time_ns() // 1_000_000 - _ID_EPOCH_MS, 1)
-        self._start = (now_ms << _ID_SHIFT) + secrets.randbelow(1 << (_ID_SHIFT - 1))
-
-    def __call__(self) -> int:
-        with ChunkIds._lock:
-            issued = ChunkIds._last = max(ChunkIds._last + 1, self._start)
-            self._start = issued + 1
-        return issued
-
-
-def index_ready(store: IndexMeta) -> bool:
-    """Whether a run has read the whole folder into this index at least once (phase one
-    ended; vectors may still be missing, search then says so). An index from before the
-    ``ready_since`` mark counts as ready once a run recorded a model or a summary: one
-    left by a run that failed before writing anything has neither."""
-    ready = store.get_meta(META_READY)
-    if ready is None:
-        return (store.get_meta(META_MODEL) is not None
-                or store.get_meta(META_LAST_RUN) is not None)
-    return bool(ready)
-
-
-def check_model(store: IndexMeta, embedder: Embedder, force: bool) -> None:
-    """Refuse to mix vectors of two models in one index (``--force`` rebuilds)."""
-    indexed = store.get_meta(META_MODEL)
-    if indexed is not None and indexed != embedder.model_id and not force:
-        raise ModelMismatch(indexed, embedder.model_id)
-
-
-def index_file(deps: IndexDeps, path: str) -> tuple[DocumentRecord, ParsedDocument, bytes]:
-    """Read, hash and parse one file through the guarded reader: the bytes hashed are the
-    bytes parsed, read through one descriptor. For a file the walk did not hash (the plan
-    did not need it: a new or resized file) this is its only read. Raises KbError per file.
-    """
-    parser = deps.registry.parser_for(extension_of(path))
-    if parser is None:
-        raise ParseError(f"{path}: no parser for this extension")
-    with deps.fs.open_file(path) as handle:  # the same root-bound route as every read
-        data = handle.read(INDEX_CAP_BYTES)
-    if data is None:
-        raise PathRefused(path, "larger than the 50 MiB index cap")
-    parsed = parser.parse(path, data, deps.budget)
-    record = DocumentRecord(
-        path=path,
-        title=parsed.title,
-        content_hash=content_hash(data),
-        size_bytes=len(data),
-        date=parsed.date,
-        topic=parsed.topic or topic_of(path) or None,
-        category=parsed.category or (path.split("/")[0] if "/" in path else None),
-        tags=parsed.tags,
-        metadata=dict(parsed.metadata),
-        last_indexed=deps.clock.now_iso(),
-    )
-    return record, parsed, data
-
-
-def kept_conversion(record: DocumentRecord, parsed: ParsedDocument) -> ConvertedText | None:
-    """What the index keeps of a converted document's text, so that reads serve it instead
-    of converting the file again (decision 0023); None for the formats a read serves as
-    they are (Markdown, text), and for a parser that made no text."""
-    if parsed.text is None or extension_of(record.path) not in BINARY_FORMATS:
-        return None
-    return conversion_of(record.content_hash, parsed.text)
 
 
 class IndexRun:
@@ -254,11 +114,6 @@ class IndexRun:
         self.force = force
         self.prune_disabled = prune_disabled
         self.progress = progress
-        #: the watcher's "are file events waiting?"; such a run embeds one model batch
-        #: per call and may hand phase two over to the next run (0017)
-        self.yield_to = yield_to
-        #: chunks phase two left without vectors because ``yield_to`` said so
-        self.handed_over = 0
         self.summary = RunSummary()
         self._pending: list[_Pending] = []
         self._pending_texts = 0
@@ -270,8 +125,17 @@ class IndexRun:
         self._old_chunks: dict[str, list[tuple[int, str]]] = {}
         #: chunks phase one wrote without a vector, for phase two
         self._unembedded: list[int] = []
-        self._vectors_written = False
         self._ids = ChunkIds()
+        #: the checks, phase two and every vector write (``index_vectors``); given
+        #: ``yield_to``, the watcher's "are file events waiting?", phase two embeds one
+        #: model batch per call and may hand over to the next run (0017)
+        self.vector_side = VectorSteps(deps, self.summary, force=force, paths=self.paths,
+                                   warn=self._warn, report=self._report, yield_to=yield_to)
+
+    @property
+    def handed_over(self) -> int:
+        """The chunks phase two left without vectors because ``yield_to`` said so."""
+        return self.vector_side.handed_over
 
     # -- entry point -------------------------------------------------------
     def run(self) -> RunSummary:
@@ -285,19 +149,19 @@ class IndexRun:
             d.store.set_meta(META_READY, d.clock.now_iso() if index_ready(d.store) else "")
         if self.force:
             d.vectors.reset()
-            self._record_model()
+            self.vector_side.record_model()
         mark = d.store.get_meta(META_EMBED_TEXT)
         if mark != EMBED_TEXT:
-            self._renew_vectors(mark)
-        repair = self._needs_repair()
+            self.vector_side.renew(mark)
+        repair = self.vector_side.needs_repair()
         if repair:
-            self._repair()
-        labelled = self._labelled()
+            self.vector_side.repair()
+        labelled = self.vector_side.labelled()
         d.store.set_meta(META_IN_PROGRESS, d.clock.now_iso())
         sync_fields(d.store, d.fields, self._warn)  # [fields] changed: no file read, no model
         indexed = d.store.indexed_states()
         self._known = frozenset(indexed)
-        reparse = self._reparse_extensions(bool(indexed))
+        reparse = stale_extensions(d, has_rows=bool(indexed), force=self.force)
         if self.paths is not None:
             indexed = {p: s for p, s in indexed.items() if _within(p, self.paths)}
         # the walk reads and hashes only what the plan compares; every other file is read
@@ -330,13 +194,14 @@ class IndexRun:
         self._apply_cheap_actions(p)
         last = self._text_phase(p)
         if self.paths is None:  # every document of the folder now has this run's parsing
-            self._record_parsers()
+            record_parsers(d)
         listed = not any(r.path == "." for r in scan.refused)  # the root could be read
         if self.paths is None and listed and not d.store.get_meta(META_READY):
             d.store.set_meta(META_READY, d.clock.now_iso())  # keyword search covers it all
         if last is not None:  # said once the index is marked ready: a stop asked for on
             self._report("text", last[0], last[0], last[1])  # it leaves no phase one undone
-        self._vector_phase(repair)
+        unembedded, self._unembedded = self._unembedded, []
+        self.vector_side.embed_missing(unembedded, repair)
         if self.handed_over:
             # ended like a stopped run: `run_in_progress` stays set and the next run
             # embeds exactly the chunks still without a vector (0008, 0017)
@@ -344,7 +209,7 @@ class IndexRun:
             return self.summary
         if self.embedded is not None:
             self.embedded()
-        if self._vectors_written:
+        if self.vector_side.written:
             d.vectors.compact()
         self.summary.seconds = time.monotonic() - started
         d.store.set_meta(META_LAST_RUN, _json(self.summary.as_dict(), d.clock.now_iso()))
@@ -366,7 +231,8 @@ class IndexRun:
         is marked ready, since a report is where a stop takes effect."""
         work: list[tuple[str, str | None]] = [(path, None) for path in p.to_index]
         work += [(new, old) for old, new in p.renames]
-        fill = self._conversions_to_fill(p)  # older indexes: unchanged files, once (0023)
+        # older indexes: unchanged files, once (0023)
+        fill = conversions_to_fill(self.deps, p, whole_folder=self.paths is None)
         total = len(work) + len(fill)
         if total:
             self._report("text", 0, total, "")
@@ -382,7 +248,7 @@ class IndexRun:
             else:
                 self._report("text", done, total, path)
         for done, (path, digest) in enumerate(fill, start=len(work) + 1):
-            self._fill_conversion(path, digest)
+            fill_conversion(self.deps, path, digest)
             if done == total:
                 last = (total, path)
             else:
@@ -397,186 +263,11 @@ class IndexRun:
         paths = [path for path, replaces in work if replaces is None and path in self._known]
         self._old_chunks = self.deps.store.chunks_of(paths) if paths else {}
 
-    def _conversions_to_fill(self, p: IndexPlan) -> list[tuple[str, str]]:
-        """(path, content hash) of the unchanged converted documents whose text the index
-        does not keep: an index written before decision 0023. Asked once per index, by
-        the first whole-folder run that completes the text phase; a file that cannot be
-        kept then (it fails to convert, or its text holds a NUL) is converted by each
-        read instead of by every run."""
-        d = self.deps
-        if self.paths is not None or d.store.get_meta(META_CONVERSIONS):
-            return []
-        states = d.store.indexed_states()
-        wanted = {states[path].content_hash: path for path in p.unchanged
-                  if path in states and extension_of(path) in BINARY_FORMATS}
-        kept = d.store.converted_hashes(wanted)
-        return sorted((path, digest) for digest, path in wanted.items() if digest not in kept)
-
-    def _fill_conversion(self, path: str, digest: str) -> None:
-        """Keep the converted text of an unchanged document, read through the guarded
-        reader; bytes that no longer hash to ``digest`` are left to the next run."""
-        d = self.deps
-        parser = d.registry.parser_for(extension_of(path))
-        try:
-            with d.fs.open_file(path) as handle:
-                data = handle.read(INDEX_CAP_BYTES)
-            if parser is None or data is None or content_hash(data) != digest:
-                return
-            text = parser.extract_text(path, data)
-        except Exception as exc:  # a read converts it instead; the run goes on
-            log.info("%s: its text is not kept for reads (%s)", path, type(exc).__name__)
-            return
-        converted = conversion_of(digest, text)
-        if converted is not None:
-            d.store.keep_conversions([converted])
-
-    def _vector_phase(self, repair: bool) -> None:
-        """Phase two: embed every chunk that has no vector yet. After a run that did not
-        finish (``repair``) that includes the chunks it left without one."""
-        d = self.deps
-        fresh = len(self._unembedded)
-        todo = self._unembedded
-        if repair:  # this run's own chunks first: the file just saved gets its vectors soon
-            missing = d.store.chunk_ids() - d.vectors.ids()
-            todo = [c for c in todo if c in missing]
-            todo += sorted(missing.difference(todo))
-        self._unembedded = []
-        if not todo:
-            return
-        left_over = len(todo) - fresh
-        step = max(d.batch_size * FLUSH_BATCHES, 32)
-        if self.yield_to is not None:
-            step = max(d.batch_size, 1)  # a hand-over point after every model batch
-        self._report("vectors", 0, len(todo), "")
-        for start in range(0, len(todo), step):
-            found = d.store.get_chunks(todo[start : start + step])
-            # embedded from its place and prose; two chunks share a model run only when
-            # that text is the same (the same words in two documents: two places)
-            texts = {c.id: vector_text_of(c.heading_path, c.content, c.document_path)
-                     for c in found.values()}
-            rows = [(cid, text_hash(t), t) for cid, t in texts.items()]
-            docs = {doc.path: labels_of(doc) for doc in
-                    d.store.documents({c.document_path for c in found.values()})}
-            try:
-                self._write_vectors(rows, {}, {h: found[cid].document_path
-                                               for cid, h, _ in rows},
-                                    {c.id: docs[c.document_path] for c in found.values()})
-            except EmbeddingUnreachable as exc:  # ends as a stopped run ends (0008, 0037)
-                raise EmbeddingUnreachable(exc.detail, f"{exc}: the index run stopped; every "
-                                           "document is searchable by keywords, and the next "
-                                           "`kb-mcp index` embeds the chunks still without "
-                                           "vectors") from exc
-            self._report("vectors", min(start + step, len(todo)), len(todo), "")
-            if start + step < len(todo) and self.yield_to is not None and self.yield_to():
-                self.handed_over = len(todo) - (start + step)
-                log.info("phase two hands over to new changes; %d chunks wait for vectors",
-                         self.handed_over)
-                return
-        if repair and left_over > 0:
-            log.info("embedded %d chunks an interrupted run had left without vectors",
-                     left_over)
-
     def _report(self, phase: Phase, done: int, total: int, item: str) -> None:
         if self.progress is not None:
             self.progress(phase, done, total, item)
 
     # -- steps -------------------------------------------------------------
-    def _reparse_extensions(self, has_rows: bool) -> frozenset[str]:
-        """The enabled extensions whose parser changed what it makes of a file since the
-        rows were written (``META_PARSED_WITH``; all of them in an index from before that
-        mark): their unchanged documents are read again. Their chunks keep their vectors
-        wherever the text is the same (vectors are reused by chunk text)."""
-        d = self.deps
-        if not has_rows:  # a new index: whatever this run (or its resumption) writes is
-            self._record_parsers()  # made by today's parsers
-            return frozenset()
-        if self.force:
-            return frozenset()
-        stored = _parsed_with(d.store.get_meta(META_PARSED_WITH))
-        stale = frozenset(ext for ext, generation in d.registry.conversion_versions().items()
-                          if stored.get(ext) != generation)
-        if stale:
-            log.info("the conversion of %s changed since this index was built: those "
-                     "documents are read again (unchanged text keeps its vectors)",
-                     ", ".join(f".{ext}" for ext in sorted(stale)))
-        return stale
-
-    def _record_parsers(self) -> None:
-        """After a whole-folder text phase: which parser generation made the rows (kept
-        for extensions not enabled now, whose rows stay as an older parser made them)."""
-        d = self.deps
-        merged = {**_parsed_with(d.store.get_meta(META_PARSED_WITH)),
-                  **d.registry.conversion_versions()}
-        d.store.set_meta(META_PARSED_WITH, json.dumps(merged, sort_keys=True))
-
-    def _needs_repair(self) -> bool:
-        """Chunks without vectors, vectors without chunks or rows without owners can only
-        exist after a run that did not finish, a forced one, or a change to the stores
-        behind kb-mcp's back (a deleted ``index.db`` or ``vectors/``, damaged files).
-        The last shows as a vector fingerprint other than the one the last run recorded;
-        a clean, unchanged index is checked without opening the vector store at all."""
-        d = self.deps
-        if self.force or d.store.get_meta(META_IN_PROGRESS):
-            return True
-        current = d.vectors.fingerprint()
-        return current is None or current != d.store.get_meta(META_VECTORS)
-
-    def _labelled(self) -> bool:
-        """Whether every stored vector carries its chunk's labels as this run starts: known
-        from the mark the last run left (the vectors' fingerprint then, read without
-        opening them); else a whole-folder run makes it so, labelling the vectors written
-        without (an index from before labels: no chunk embedded; decision 0058's
-        addendum). A run of a few paths leaves that to the next whole-folder run."""
-        d = self.deps
-        known = d.store.get_meta(META_LABELLED)
-        if known and known == d.vectors.fingerprint():
-            return True
-        if self.paths is not None:
-            return False
-        if label_all(d.store, d.vectors):
-            self._vectors_written = True  # their rows rewritten: ``compact`` folds them
-        return True
-
-    def _renew_vectors(self, mark: str | None) -> None:
-        """The stored vectors were made from other text than ``vector_text_of`` gives now
-        (an index from before decision 0020, or before each chunk was read under its
-        folders: 0056, sixth addendum): drop them all, so that this run's phase two embeds
-        every chunk again; keyword search goes on meanwhile. An index of 0020's text whose
-        documents all sit at the top of the folder already has the vectors today's text
-        gives (no folder to add): it only gets the new mark. The mark that says which text
-        the vectors come from is written only after they are dropped, so a run killed in
-        between drops them again."""
-        d = self.deps
-        paths = d.store.indexed_states()
-        if mark == EMBED_TEXT_UNPLACED and not any(place_of(p) for p in paths):
-            d.store.set_meta(META_EMBED_TEXT, EMBED_TEXT)
-            return
-        if paths and not self.force:
-            log.info("the text given to the model changed (its document's folders lead "
-                     "each chunk): every chunk is embedded again; keyword search works "
-                     "meanwhile")
-            d.store.set_meta(META_IN_PROGRESS, d.clock.now_iso())
-            d.vectors.reset()
-        d.store.set_meta(META_EMBED_TEXT, EMBED_TEXT)
-
-    def _repair(self) -> None:
-        """Before the run: drop rows and vectors without owners (or every vector, when
-        they cannot be read); phase two gives the chunks their vectors after it."""
-        d = self.deps
-        d.store.prune_dangling()
-        try:
-            orphans = d.vectors.ids() - d.store.chunk_ids()
-        except VectorsUnreachable:
-            raise  # an object store that does not answer: the vectors there are fine
-        except VectorsUnreadable as exc:
-            self._warn(f"{exc.detail}: the stored vectors are unreadable and are rebuilt "
-                       "from the indexed chunks")
-            d.vectors.reset()
-            return
-        if orphans:
-            log.info("removing %d vectors whose chunk is gone", len(orphans))
-            d.vectors.delete(orphans)
-
     def _apply_cheap_actions(self, p: IndexPlan) -> None:
         d = self.deps
         if p.delete:
@@ -627,7 +318,7 @@ class IndexRun:
             # finds the old row and does both again
             before = d.store.documents([path])
             if relabel_document(d.store, d.vectors, before[0] if before else None, record):
-                self._vectors_written = True
+                self.vector_side.written = True
             d.store.update_document_metadata(record, converted)
             self.summary.updated += 1
             self.summary.metadata_only += 1
@@ -689,11 +380,11 @@ class IndexRun:
         if not self.force:  # looked up while the replaced chunks still exist
             known = d.store.chunk_hashes({c.text_hash for c in all_chunks})
         if d.store.get_meta(META_MODEL) is None:
-            self._record_model()
+            self.vector_side.record_model()
         # the kept chunks' labels first, as a metadata-only change does (0058)
         if relabel_kept(d.store, d.vectors, {p.record.path: (p.record, p.kept)
                                              for p in batch if p.kept}):
-            self._vectors_written = True
+            self.vector_side.written = True
         removed = d.store.write_documents(
             [DocumentWrite(p.record, p.chunks, p.replaces, p.converted) for p in batch])
         for p in batch:
@@ -717,67 +408,14 @@ class IndexRun:
                              [reusable[c.text_hash] for c, _ in reused],
                              [labels for _, labels in reused])
             self.summary.chunks_reused += len(reused)
-            self._vectors_written = True
+            self.vector_side.written = True
         self._unembedded += [c.id for c in all_chunks if c.text_hash not in reusable]
         if removed:
             d.vectors.delete(removed)
 
-    def _write_vectors(
-        self, chunks: list[tuple[int, str, str]], reusable: dict[str, Vector],
-        paths: dict[str, str], labels: Mapping[int, ChunkLabels],
-    ) -> None:
-        """Embed what cannot be reused (each distinct text once) and store every vector
-        with its chunk's ``labels``. A text an embedding service refuses gets none, with a
-        warning naming its document (``paths``: chunk hash -> path); its keyword rows stay
-        (decision 0037)."""
-        if not chunks:
-            return
-        texts = {h: t for _, h, t in chunks if h not in reusable}
-        embedded = 0
-        if texts:
-            got: list[Vector | None]
-            try:
-                got = list(self.deps.embedder.embed_documents(list(texts.values())))
-            except EmbeddingRejected as exc:
-                got = exc.vectors
-                hashes = list(texts)
-                for i, why in sorted(exc.reasons.items()):
-                    where = paths.get(hashes[i], "a document")
-                    self._warn(f"{where}: a chunk was left without a vector: the embedding "
-                               f"service refused it ({why}); keyword search finds it")
-            new = {h: v for h, v in zip(texts, got, strict=True) if v is not None}
-            embedded = len(new)
-            reusable = {**reusable, **new}
-        self.summary.chunks_embedded += embedded
-        self.summary.chunks_reused += len(chunks) - len(texts)
-        kept = [(cid, h) for cid, h, _ in chunks if h in reusable]
-        if kept:  # ids without a vector (this run's, or read as missing): appended (0045)
-            self.deps.vectors.append([cid for cid, _ in kept], [reusable[h] for _, h in kept],
-                                     [labels[cid] for cid, _ in kept])
-            self._vectors_written = True
-
-    def _record_model(self) -> None:
-        self.deps.store.set_meta(META_MODEL, self.deps.embedder.model_id)
-        self.deps.store.set_meta(META_DIMENSION, str(self.deps.embedder.dimension))
-
     def _warn(self, message: str) -> None:
         log.warning("%s", message)
         self.summary.warnings.append(message)
-
-
-def _parsed_with(raw: str | None) -> dict[str, int]:
-    """``META_PARSED_WITH`` as a mapping; absent or unreadable = nothing known."""
-    try:
-        value = json.loads(raw) if raw else {}
-    except ValueError:
-        return {}
-    if not isinstance(value, dict):
-        return {}
-    return {str(k): v for k, v in value.items() if isinstance(v, int)}
-
-
-def _json(summary: dict[str, object], finished_at: str) -> str:
-    return json.dumps({**summary, "finished_at": finished_at}, ensure_ascii=False)
 
 
 def _within(path: str, targets: Collection[str]) -> bool:
@@ -785,20 +423,8 @@ def _within(path: str, targets: Collection[str]) -> bool:
     return path in targets or any(path.startswith(t.rstrip("/") + "/") for t in targets)
 
 
-#: The text of the one request that proves a model answers before a rebuild empties anything.
-PROBE_TEXT = "kb-mcp checks that the embedding model answers"
-
-
-def probe_model(embedder: Embedder) -> None:
-    """One embedding call before ``--force`` empties the vectors: ``EmbeddingUnavailable``
-    (nothing emptied) when the model fails or its vectors are not of its declared
-    dimension (decision 0037)."""
-    vectors = embedder.embed_documents([PROBE_TEXT])
-    if len(vectors) != 1 or len(vectors[0]) != embedder.dimension:
-        size = len(vectors[0]) if vectors else 0
-        raise EmbeddingUnavailable(
-            f"embedding model {embedder.model_id!r} gave a vector of {size} dimensions, not "
-            f"{embedder.dimension}: nothing was rebuilt")
+def _json(summary: dict[str, object], finished_at: str) -> str:
+    return json.dumps({**summary, "finished_at": finished_at}, ensure_ascii=False)
 
 
 def run_index(
@@ -820,5 +446,4 @@ def run_index(
                     paths=paths, yield_to=yield_to).run()
 
 
-__all__ = ["ChunkIds", "IndexDeps", "IndexRun", "YieldTo", "check_model", "index_file",
-           "index_ready", "probe_model", "run_index"]
+__all__ = ["OLD_CHUNKS_AHEAD", "WRITE_BATCHES", "IndexRun", "run_index"]

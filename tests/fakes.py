@@ -14,7 +14,7 @@ from kbmcp_core.chunk_labels import ChunkLabels, LabelFilter
 from kbmcp_core.cjk import is_cjk
 from kbmcp_core.errors import NoSuchDocument, ParseError, StoreError, VectorsUnreadable
 from kbmcp_core.fields import FieldValue
-from kbmcp_core.index_run import IndexDeps
+from kbmcp_core.index_deps import IndexDeps
 from kbmcp_core.keyword_pool import KeywordHit, KeywordStatistics
 from kbmcp_core.meta_keys import META_DIMENSION, META_LAST_RUN, META_MODEL
 from kbmcp_core.models import (

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from kbmcp_adapters.app.side_by_side import ThreadedLegs
 from kbmcp_core.errors import IndexReadOnly
-from kbmcp_core.index_run import IndexDeps
+from kbmcp_core.index_deps import IndexDeps
 from kbmcp_core.ports import (
     ChunkBudget,
     Clock,

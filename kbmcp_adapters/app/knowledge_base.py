@@ -47,15 +47,8 @@ from kbmcp_core.errors import (
     StoreError,
 )
 from kbmcp_core.graph import ConnectionGraph, GraphBounds, build_graph
-from kbmcp_core.index_run import (
-    IndexRun,
-    Phase,
-    Progress,
-    YieldTo,
-    check_model,
-    index_ready,
-    probe_model,
-)
+from kbmcp_core.index_deps import Phase, Progress, YieldTo, check_model, index_ready, probe_model
+from kbmcp_core.index_run import IndexRun
 from kbmcp_core.models import DiskScan, IndexStats, RunSummary, StoredChunk, StoredDocument
 from kbmcp_core.offer import (
     OfferRules,

@@ -22,7 +22,7 @@ import anyio.to_thread
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 from kbmcp_adapters.live.watch_status import HEARTBEAT_S, write_status
 from kbmcp_adapters.live.watcher import SyncReport, Watcher
-from kbmcp_core.index_run import Progress
+from kbmcp_core.index_deps import Progress
 from kbmcp_core.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from watchfiles import Change
 
     from kbmcp_adapters.app.knowledge_base import KnowledgeBase
-    from kbmcp_core.index_run import Progress
+    from kbmcp_core.index_deps import Progress
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 from kbmcp_adapters.mcp_server.index_runs import IndexRunRecord, IndexRuns, Step
 from kbmcp_adapters.mcp_server.start_run import START_PURPOSE, StartRun
 from kbmcp_core.errors import IndexNotFound, IndexReadOnly, KbError, StoreError
-from kbmcp_core.index_run import Progress
+from kbmcp_core.index_deps import Progress
 from kbmcp_core.models import RunSummary
 from kbmcp_core.settings import Settings
 

@@ -17,7 +17,7 @@ from kbmcp_adapters.app import knowledge_base
 from kbmcp_adapters.app.config import build_settings
 from kbmcp_adapters.filesystem.local import LocalFileSystem, OpenedFile
 from kbmcp_adapters.mcp_server.runtime import KbRuntime
-from kbmcp_core import index_run
+from kbmcp_core import index_deps, index_run
 from kbmcp_core.models import Vector
 from kbmcp_core.ports import Embedder, IndexMeta
 from tests.conftest import write_files
@@ -135,7 +135,7 @@ def test_the_model_is_checked_once_per_run(tmp_path: Path,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     write_files(tmp_path, {"a.md": "# A\n\nAlpha text.\n"})
     checks: list[str] = []
-    real = index_run.check_model
+    real = index_deps.check_model
 
     def counted(store: IndexMeta, embedder: Embedder, force: bool) -> None:
         checks.append(embedder.model_id)

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kbmcp_core.index_run import IndexDeps, run_index
+from kbmcp_core.index_deps import IndexDeps
+from kbmcp_core.index_run import run_index
 from kbmcp_core.meta_keys import META_EMBED_TEXT, META_IN_PROGRESS
 from kbmcp_core.models import EMBED_TEXT, Vector, prose_of, vector_text_of, whole_text_of
 from tests.fakes import (

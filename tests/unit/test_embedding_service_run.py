@@ -8,7 +8,8 @@ from collections.abc import Sequence
 import pytest
 
 from kbmcp_core.errors import EmbeddingRejected, EmbeddingUnavailable, EmbeddingUnreachable
-from kbmcp_core.index_run import IndexDeps, run_index
+from kbmcp_core.index_deps import IndexDeps
+from kbmcp_core.index_run import run_index
 from kbmcp_core.meta_keys import META_IN_PROGRESS
 from kbmcp_core.models import Vector
 from tests.fakes import FakeEmbedder, FakeFileSystem, fake_deps

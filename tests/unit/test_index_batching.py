@@ -8,7 +8,9 @@ from collections.abc import Sequence
 import pytest
 
 from kbmcp_core.errors import StoreError
-from kbmcp_core.index_run import WRITE_BATCHES, ChunkIds, IndexDeps, run_index
+from kbmcp_core.index_deps import IndexDeps
+from kbmcp_core.index_files import ChunkIds
+from kbmcp_core.index_run import WRITE_BATCHES, run_index
 from kbmcp_core.meta_keys import META_IN_PROGRESS
 from kbmcp_core.ports import DocumentWrite
 from tests.fakes import (

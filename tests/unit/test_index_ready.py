@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from kbmcp_core import index_run
-from kbmcp_core.index_run import IndexDeps, index_ready, run_index
+from kbmcp_core.index_deps import IndexDeps, index_ready
+from kbmcp_core.index_run import run_index
 from kbmcp_core.meta_keys import META_MODEL, META_READY
 from kbmcp_core.models import DiskScan, Refusal
 from kbmcp_core.ports import HashNeeded

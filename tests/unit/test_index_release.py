@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kbmcp_core.index_run import IndexDeps, IndexRun
+from kbmcp_core.index_deps import IndexDeps
+from kbmcp_core.index_run import IndexRun
 from kbmcp_core.models import Vector
 from tests.fakes import FakeEmbedder, FakeFileSystem, FakeVectorStore, fake_deps
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kbmcp_core.errors import ModelMismatch
-from kbmcp_core.index_run import IndexDeps, run_index
+from kbmcp_core.index_deps import IndexDeps
+from kbmcp_core.index_run import run_index
 from kbmcp_core.meta_keys import META_IN_PROGRESS, META_MODEL, META_VECTORS
 from tests.fakes import (
     FakeEmbedder,

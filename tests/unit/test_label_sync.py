@@ -8,7 +8,8 @@ from collections.abc import Collection
 import pytest
 
 from kbmcp_core.chunk_labels import ChunkLabels, labels_of
-from kbmcp_core.index_run import IndexDeps, run_index
+from kbmcp_core.index_deps import IndexDeps
+from kbmcp_core.index_run import run_index
 from kbmcp_core.meta_keys import META_LABELLED
 from kbmcp_core.offer import OfferRules
 from kbmcp_core.search import Searcher

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from kbmcp_core.index_run import IndexDeps, run_index
+from kbmcp_core.index_deps import IndexDeps
+from kbmcp_core.index_run import run_index
 from kbmcp_core.meta_keys import META_PARSED_WITH
 from tests.fakes import FakeEmbedder, FakeFileSystem, FakeIndexStore, FakeRegistry, fake_deps
 

@@ -8,7 +8,8 @@ import pytest
 
 from kbmcp_core.evaluation import Ranked
 from kbmcp_core.fusion import Fusion
-from kbmcp_core.index_run import IndexDeps, run_index
+from kbmcp_core.index_deps import IndexDeps
+from kbmcp_core.index_run import run_index
 from kbmcp_core.offer import OfferRules
 from kbmcp_core.ports import ChunkBudget
 from kbmcp_core.questions import fusion_for, is_question

@@ -8,7 +8,8 @@ import pytest
 
 from kbmcp_core.errors import InvalidQuery
 from kbmcp_core.fusion import fuse
-from kbmcp_core.index_run import IndexDeps, run_index
+from kbmcp_core.index_deps import IndexDeps
+from kbmcp_core.index_run import run_index
 from kbmcp_core.offer import OfferRules
 from kbmcp_core.ports import ChunkBudget
 from kbmcp_core.search import Searcher

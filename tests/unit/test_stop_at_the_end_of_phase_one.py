@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from kbmcp_core.index_run import IndexRun, index_ready
+from kbmcp_core.index_deps import index_ready
+from kbmcp_core.index_run import IndexRun
 from tests.fakes import FakeFileSystem, FakeIndexStore, fake_deps
 
 

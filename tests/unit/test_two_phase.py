@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from kbmcp_core.index_run import IndexDeps, run_index
+from kbmcp_core.index_deps import IndexDeps
+from kbmcp_core.index_run import run_index
 from kbmcp_core.models import Vector
 from kbmcp_core.offer import OfferRules
 from kbmcp_core.search import Searcher
