@@ -174,38 +174,48 @@ def resolve_settings(
                 refusal, unreadable = "is not trusted", exc
             origin = replace(origin, trusted=not refusal)
             if top.found_by == IN_WORKING_FOLDER and "kb_path" not in from_found:
-                values.pop("kb_path", None)  # the working folder's file must name its kb
-    log.info("config: %s", origin.describe())  # shown by -v, before anything can fail
-    given = {k: v for k, v in overrides.items() if v is not None}
-    values.update(given)
-    sources.update(dict.fromkeys(given, FLAG_SOURCE))
-    if "embedding_model" not in values and values.get("embedding_provider") != SERVICE_PROVIDER:
-        values["embedding_model_follows_index"] = True  # decision 0046 (app/index_model)
-    if values.get("collections") and "kb_path" not in values:
-        # the folder the collections' index folder is in: that of the file naming them
-        layer = next(layer for layer, named in zip(reversed(layers), reversed(parsed),
-                                                   strict=True) if "collections" in named)
-        values["kb_path"], sources["kb_path"] = layer.path.parent, _source(layer)
-    unknown = set(values) - set(Settings.__dataclass_fields__)
-    if unknown:
-        raise ConfigError(f"unknown setting(s): {', '.join(sorted(unknown))}")
-    if "kb_path" not in values:
-        raise ConfigError("no knowledge base given: pass --kb-path or set kb_path in kb-mcp.toml")
-    kb_path = Path(values.pop("kb_path")).expanduser()
-    if not kb_path.is_dir():
-        raise ConfigError(f"kb_path is not a directory: {kb_path}")
-    kb_path = kb_path.resolve()
-    index_dir = Path(values.pop("index_dir", SCHEMA.default("index_dir"))).expanduser()
-    if not index_dir.is_absolute():
-        index_dir = kb_path / index_dir
-    if not origin.trusted and origin.path is not None:
-        unchosen = {k: v for k, v in from_found.items() if overrides.get(k) is None}
-        gated = gated_keys(unchosen, kb_path, origin.path.parent)
-        if gated:
-            raise unreadable or untrusted(origin, gated, refusal)
-        header = layers[-1].read.data.split(b"\n", 1)[0].decode("utf-8", "replace")
-        origin = replace(origin, needs_no_trust=True, by_init=header == INIT_HEADER)
-    return Resolved(_settings(values, kb_path, index_dir, origin), sources)
+                values.pop("kb_path", None)  # the working folder's file must name its kb,
+                if _first_line(top) == INIT_HEADER:  # unless `kb-mcp init` set it up there
+                    values["kb_path"], sources["kb_path"] = top.path.parent, _source(top)
+    try:
+        given = {k: v for k, v in overrides.items() if v is not None}
+        values.update(given)
+        sources.update(dict.fromkeys(given, FLAG_SOURCE))
+        if "embedding_model" not in values and values.get("embedding_provider") != SERVICE_PROVIDER:
+            values["embedding_model_follows_index"] = True  # decision 0046 (app/index_model)
+        if values.get("collections") and "kb_path" not in values:
+            # the folder the collections' index folder is in: that of the file naming them
+            layer = next(layer for layer, named in zip(reversed(layers), reversed(parsed),
+                                                       strict=True) if "collections" in named)
+            values["kb_path"], sources["kb_path"] = layer.path.parent, _source(layer)
+        unknown = set(values) - set(Settings.__dataclass_fields__)
+        if unknown:
+            raise ConfigError(f"unknown setting(s): {', '.join(sorted(unknown))}")
+        if "kb_path" not in values:
+            raise ConfigError("no knowledge base given: pass --kb-path, set kb_path in "
+                              "kb-mcp.toml, or run `kb-mcp init` in the folder")
+        kb_path = Path(values.pop("kb_path")).expanduser()
+        if not kb_path.is_dir():
+            raise ConfigError(f"kb_path is not a directory: {kb_path}")
+        kb_path = kb_path.resolve()
+        index_dir = Path(values.pop("index_dir", SCHEMA.default("index_dir"))).expanduser()
+        if not index_dir.is_absolute():
+            index_dir = kb_path / index_dir
+        if not origin.trusted and origin.path is not None:
+            unchosen = {k: v for k, v in from_found.items() if overrides.get(k) is None}
+            gated = gated_keys(unchosen, kb_path, origin.path.parent)
+            if gated:
+                raise unreadable or untrusted(origin, gated, refusal)
+            origin = replace(origin, needs_no_trust=True,
+                             by_init=_first_line(layers[-1]) == INIT_HEADER)
+        return Resolved(_settings(values, kb_path, index_dir, origin), sources)
+    finally:  # shown by -v, once what the file may say is known, and when a later step fails
+        log.info("config: %s", origin.describe())
+
+
+def _first_line(layer: Layer) -> str:
+    """The file's first line (``INIT_HEADER`` in a file ``kb-mcp init`` wrote)."""
+    return layer.read.data.split(b"\n", 1)[0].decode("utf-8", "replace")
 
 
 def _settings(values: dict[str, Any], kb_path: Path, index_dir: Path,

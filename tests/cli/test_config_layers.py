@@ -39,8 +39,10 @@ def test_a_found_config_layers_over_the_user_config_and_keeps_its_tokens_file(
     assert listed.exit_code == 0, listed.output
     assert listed.stdout.startswith("laptop\t")  # the user's tokens file still applies
     status = kb_mcp("status", "--kb-path", str(notes), "-v")
-    assert (f"config: {notes / 'kb-mcp.toml'} (found in the knowledge base; not trusted: it "
-            f"may not say where data goes; over your user config {mine})") in status.stderr
+    # -v says what `status` says: this file sets nothing that needs trust
+    assert (f"config: {notes / 'kb-mcp.toml'} (found in the knowledge base; not trusted, and "
+            "needs no trust: it sets nothing that says where data goes; over your user config "
+            f"{mine})") in status.stderr
 
 
 def test_a_found_config_changes_only_the_keys_it_names(

@@ -117,6 +117,38 @@ def test_init_keeps_an_existing_config_byte_for_byte(kb_mcp: Invoke, kb: Path) -
     assert "0 added" in again.stdout
 
 
+def test_after_init_the_folder_s_own_commands_need_no_kb_path(
+        kb_mcp: Invoke, kb: Path, tmp_path: Path, user_config_home: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    notes = tmp_path / "notes"  # the user's usual knowledge base, named in their config
+    notes.mkdir()
+    (notes / "n.md").write_text("# Notes\n\nGarden notes about tomatoes.\n", encoding="utf-8")
+    mine = user_config_home / "kb-mcp" / "config.toml"
+    mine.parent.mkdir()
+    mine.write_text(f'kb_path = "{notes}"\n', encoding="utf-8")
+    monkeypatch.chdir(kb)
+    assert kb_mcp("init").exit_code == 0  # this folder, as a user sets one up
+
+    found = kb_mcp("search", "key rotation", "--format", "json")
+    assert found.exit_code == 0, found.output
+    assert [hit["path"] for hit in json.loads(found.stdout)["results"]] == ["a.md"]
+    status = kb_mcp("status")
+    assert status.exit_code == 0, status.output
+    assert f"store: {kb / '.kb-mcp' / 'index.db'}\n" in status.stdout  # not the notes'
+    assert (f"config: {kb / 'kb-mcp.toml'} (found in the working folder; written by kb-mcp "
+            "init, formats only: needs no trust") in status.stdout
+    verbose = kb_mcp("search", "key rotation", "-v")  # -v's line says the same
+    assert "written by kb-mcp init, formats only: needs no trust" in verbose.stderr
+
+    # a file nobody's init wrote still has to name its knowledge base (decision 0047)
+    stray = tmp_path / "stray"
+    stray.mkdir()
+    (stray / "kb-mcp.toml").write_text('[parsers]\nenabled = ["md"]\n', encoding="utf-8")
+    monkeypatch.chdir(stray)
+    refused = kb_mcp("status")
+    assert refused.exit_code == 2 and "no knowledge base given" in refused.stderr
+
+
 def test_init_says_the_file_it_writes_is_laid_over_a_user_config(
         kb_mcp: Invoke, kb: Path, user_config_home: Path) -> None:
     mine = user_config_home / "kb-mcp" / "config.toml"
