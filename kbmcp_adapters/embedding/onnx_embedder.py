@@ -132,13 +132,14 @@ class OnnxEmbedder(PackagedEmbedderBase):
                     data = read_verified(path, self._spec.tokenizer.sha256,
                                          f"the tokenizer of {self.model_id}", self._fix())
                 else:  # the graph tokenizes itself: count with the default model's tokenizer
-                    from kbmcp_adapters.embedding.fastembed_embedder import (
+                    from kbmcp_adapters.embedding.minilm_files import (
                         MODEL_FILES,
+                        REINSTALL_KB,
                         TOKENIZER_SHA256,
                     )
 
                     data = read_verified(MODEL_FILES / "tokenizer.json", TOKENIZER_SHA256,
-                                         "tokenizer", "reinstall kb-mcp")
+                                         "tokenizer", REINSTALL_KB)
                 with translated(self.model_id, "load its tokenizer"):
                     from tokenizers import Tokenizer
 

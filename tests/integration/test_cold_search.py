@@ -15,7 +15,7 @@ import pytest
 from kbmcp_adapters.app.bootstrap import bootstrap
 from kbmcp_adapters.app.config import build_settings
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
-from kbmcp_adapters.embedding import fastembed_embedder
+from kbmcp_adapters.embedding import checksums, minilm_files
 from kbmcp_adapters.embedding.fastembed_embedder import PACKAGED_MODEL_ID, FastEmbedEmbedder
 from tests.conftest import write_files
 from tests.fakes import FakeEmbedder, FakeIndexStore, FakeVectorStore
@@ -68,13 +68,13 @@ def test_an_intact_integer_copy_runs_without_hashing_the_packaged_file(
     the packaged file (23 MB) is hashed only when it is run or copied."""
     FastEmbedEmbedder(cache_dir=model_cache)._resolve_minilm()  # the copy made, if need be
     hashed: list[str] = []
-    real = fastembed_embedder._verify  # type: ignore[attr-defined]
+    real = checksums.verify
 
     def spy(path: Path, *args: object, **kwargs: object) -> None:
         hashed.append(path.name)
         real(path, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(fastembed_embedder, "_verify", spy)
+    monkeypatch.setattr(minilm_files, "verify", spy)
     chosen = FastEmbedEmbedder(cache_dir=model_cache)._resolve_minilm()
     assert chosen.name == "model.int8-dynamic.onnx"
     assert hashed == ["tokenizer.json"]

@@ -7,7 +7,8 @@ import random
 
 from tokenizers import Tokenizer
 
-from kbmcp_adapters.embedding.fastembed_embedder import MODEL_FILES, FastEmbedEmbedder
+from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
+from kbmcp_adapters.embedding.minilm_files import MODEL_FILES
 from kbmcp_adapters.embedding.wordpiece_count import WordPieceCounter
 from kbmcp_adapters.parsers.markdown import MarkdownParser
 from kbmcp_core.ports import ChunkBudget

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 from tokenizers import Tokenizer
 
-from kbmcp_adapters.embedding.fastembed_embedder import MODEL_FILES, FastEmbedEmbedder
+from kbmcp_adapters.embedding.fastembed_embedder import FastEmbedEmbedder
+from kbmcp_adapters.embedding.minilm_files import MODEL_FILES
 from kbmcp_adapters.parsers.markdown import MarkdownParser, markdown_chunks
 from kbmcp_core.models import ParsedDocument
 from kbmcp_core.ports import ChunkBudget
