@@ -11,6 +11,7 @@ import click
 
 from kbmcp_cli.options import collections_option, kb_options, setup_logging
 from kbmcp_cli.progress import IndexProgress
+from kbmcp_core.models import SKIP_FORMAT
 
 if TYPE_CHECKING:
     from kbmcp_adapters.app.collections import Collections
@@ -64,7 +65,7 @@ def _run(kb: KnowledgeBase, force: bool, prune: bool, quiet: bool) -> RunSummary
         progress.close()
 
 
-def _report(summary: RunSummary, verbose: bool, prefix: str = "") -> None:
+def _report(summary: RunSummary, verbose: bool, quiet: bool, prefix: str = "") -> None:
     if verbose:
         for what, files in (("skipped", summary.skipped_files),
                             ("failed", summary.failed_files)):
@@ -72,6 +73,23 @@ def _report(summary: RunSummary, verbose: bool, prefix: str = "") -> None:
                 for path in sorted(paths):
                     click.echo(f"kb-mcp: {what} ({reason}): {prefix}{path}", err=True)
     click.echo(f"{prefix}{summary.line()}")
+    hint = None if quiet else _not_enabled(summary)
+    if hint:
+        click.echo(f"kb-mcp: {prefix}{hint}", err=True)
+
+
+def _not_enabled(summary: RunSummary) -> str | None:
+    """What a run left out as "format not enabled", by format, and how to take it in: a
+    folder of HTML pages indexed with the defaults otherwise reads as "0 added"."""
+    from kbmcp_adapters.app.folder_formats import formats_of
+
+    found = formats_of(summary.skipped_files.get(SKIP_FORMAT, ()))
+    if not found:
+        return None
+    listed = ", ".join(f"{fmt} ({count})" for fmt, count in found.items())
+    return (f"files in formats not enabled: {listed}; to index them, add them to "
+            "[parsers].enabled in kb-mcp.toml (`kb-mcp init` in the folder writes one that "
+            "enables the formats it finds)")
 
 
 def _index_each(collections: Collections, chosen: tuple[str, ...], force: bool, prune: bool,
@@ -101,7 +119,7 @@ def _index_each(collections: Collections, chosen: tuple[str, ...], force: bool, 
             out.append({"collection": name, **summary.as_dict(files=verbose)} if several
                        else summary.as_dict(files=verbose))
         else:
-            _report(summary, verbose, f"{name}: " if several else "")
+            _report(summary, verbose, quiet, f"{name}: " if several else "")
         if strict and summary.failed:
             code = code or 1
     if fmt == "json":

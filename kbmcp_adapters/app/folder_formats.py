@@ -8,7 +8,7 @@ at most ``_PAGES_LOOKED_AT`` pages of each looked at (decision 0053)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from kbmcp_adapters.filesystem.exclusion import holds_index
@@ -18,7 +18,7 @@ from kbmcp_adapters.parsers.ocr import INSTALL_HINT as OCR_HINT
 from kbmcp_core.models import extension_of
 from kbmcp_core.settings import DEFAULT_EXCLUDE_DIRS
 
-__all__ = ["formats_in", "missing_extras"]
+__all__ = ["formats_in", "formats_of", "missing_extras"]
 
 #: At most this many entries are looked at to choose the formats (a huge tree: the rest
 #: keep the defaults' choice; the user edits the list).
@@ -32,7 +32,7 @@ def formats_in(kb: Path) -> dict[str, int]:
     """How many files of each format kb-mcp reads lie in ``kb`` (dot folders and the
     default excluded folder names and kb-mcp index folders left out; links not followed),
     in the documentation order of the formats; Markdown always listed."""
-    format_of = {ext: name for name, exts in FORMAT_EXTENSIONS.items() for ext in exts}
+    format_of = _format_of()
     skip = set(DEFAULT_EXCLUDE_DIRS)
     counts: dict[str, int] = {}
     pdfs: list[Path] = []
@@ -77,6 +77,23 @@ def is_scanned(pdf: Path) -> bool:
     finally:
         pymupdf.TOOLS.reset_mupdf_warnings()
     return False
+
+
+def formats_of(paths: Iterable[str]) -> dict[str, int]:
+    """How many of ``paths`` each format kb-mcp reads would take (the files an index run
+    skipped as "format not enabled"), most first; a path no format reads is not counted."""
+    format_of = _format_of()
+    counts: dict[str, int] = {}
+    for path in paths:
+        fmt = format_of.get(extension_of(path))
+        if fmt is not None:
+            counts[fmt] = counts.get(fmt, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _format_of() -> dict[str, str]:
+    """Extension (as ``extension_of`` gives it) -> the format that reads it."""
+    return {ext: name for name, exts in FORMAT_EXTENSIONS.items() for ext in exts}
 
 
 def missing_extras(found: Mapping[str, int]) -> dict[str, str]:

@@ -67,6 +67,23 @@ def test_index_v_names_each_skipped_file_with_its_reason(kb_mcp: Invoke, mixed: 
     assert "not a supported format: 2" in done.stdout, done.stdout
 
 
+def test_index_names_the_formats_it_left_out_and_how_to_take_them_in(
+        kb_mcp: Invoke, mixed: Path) -> None:
+    (mixed / "page.html").write_text("<h1>Page</h1><p>Text.</p>", encoding="utf-8")
+    (mixed / "more.txt").write_text("More notes.\n", encoding="utf-8")
+    done = kb_mcp("index", "--kb-path", str(mixed))
+    assert done.exit_code == 0, done.stderr
+    hint = next(x for x in done.stderr.splitlines() if "formats not enabled" in x)
+    assert hint.startswith("kb-mcp: files in formats not enabled: txt (2), html (1); ")
+    assert "[parsers].enabled" in hint and "kb-mcp init" in hint
+    quiet = kb_mcp("index", "--kb-path", str(mixed), "-q")
+    assert "formats not enabled:" not in quiet.stderr  # -q: the summary only
+    (mixed / "kb-mcp.toml").write_text('[parsers]\nenabled = ["md", "txt", "html"]\n',
+                                       encoding="utf-8")
+    taken = kb_mcp("index", "--kb-path", str(mixed))
+    assert "3 added" in taken.stdout and "formats not enabled" not in taken.stderr
+
+
 def test_status_says_when_the_last_run_left_out_formats_it_could_read(
         kb_mcp: Invoke, mixed: Path) -> None:
     text = kb_mcp("status", "--kb-path", str(mixed))
