@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -15,25 +14,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kbmcp_adapters.app.in_process_lock import IndexRunStopped
+from kbmcp_adapters.live.watch_events import TICK_MS, Changes, EventReader
 from kbmcp_adapters.live.watch_paths import relative_path, select_paths
 from kbmcp_core.errors import IndexNotFound, IndexReadOnly, StoreError, WriterBusy
 from kbmcp_core.models import RunSummary
 from kbmcp_core.settings import IGNORE_FILE_NAME
 
 if TYPE_CHECKING:
-    from watchfiles import Change
-
     from kbmcp_adapters.app.knowledge_base import KnowledgeBase
     from kbmcp_core.index_deps import Progress
 
 log = logging.getLogger(__name__)
 
-#: Without events the thread still wakes this often (ms) to retry and to reconcile.
-TICK_MS = 500
-#: Quiet time (ms) that closes a batch early; ``debounce_ms`` is the longest a batch grows.
-STEP_MS = 50
-#: First and largest wait (s) before the file watcher is started again after it died.
-RESTART_BACKOFF_S = (1.0, 60.0)
 #: First and largest wait (s) before a failed sync is tried again without new events.
 RETRY_BACKOFF_S = (1.0, 60.0)
 #: A batch naming more paths than this is synced with one full incremental run instead.
@@ -41,13 +33,6 @@ FULL_RUN_OVER = 500
 #: A sync failing this many times in a row (other than WriterBusy) is given up until the
 #: next reconciliation, so a broken index is not retried in a tight loop.
 MAX_ATTEMPTS = 5
-#: A file watcher that ran this long (s) without failing restarts at the first backoff.
-STABLE_S = 30.0
-#: How often (ms) the folder is scanned once the watcher polls instead of using the OS.
-POLL_MS = 1000
-#: watchfiles' message when an event names a path that is not valid UTF-8. From then on
-#: that watcher object fails on every call, so it has to be replaced.
-_UNDECODABLE = "Unable to decode path"
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,10 +92,14 @@ class Watcher:
         self.create_index = create_index
         self._root = kb.settings.kb_path
         self._root_str = os.path.normpath(str(self._root))
-        self._index_rel = _index_dir_within(self._root, kb.settings.index_dir)
         self._stop = threading.Event()
         self._ready = threading.Event()
-        #: the sync thread (``_run``) and the event reader (``_read``)
+        #: follows the folder in the reader thread (``watch_events``)
+        self._events = EventReader(
+            self._root_str, _index_dir_within(self._root, kb.settings.index_dir),
+            debounce_ms, ready=self._ready, offer=self._offer, missed=self._missed,
+            failed=self._failed)
+        #: the sync thread (``_run``) and the event reader (``EventReader.run``)
         self._thread: threading.Thread | None = None
         self._reader: threading.Thread | None = None
         #: guards what both threads touch: ``_pending``, ``_reconcile_due``, the tick
@@ -126,16 +115,11 @@ class Watcher:
         self._next_reconcile = 0.0
         self._retry_at = 0.0
         self._attempts = 0
-        self._watching = False
         self._last_sync: str | None = None
         self._last_reconcile: str | None = None
         self._last_error: str | None = None
         self._last_error_at: str | None = None
-        self._restarts = 0
         self._events_seen = 0
-        self._polling = False
-        self._undecodable = 0
-        self._undecodable_at = -STABLE_S
 
     # -- lifecycle -----------------------------------------------------------------
     def start(self) -> None:
@@ -148,8 +132,8 @@ class Watcher:
             self._reconcile_due = self.reconcile_on_start
             self._ticked = self._fresh = self._heard = False
         self._next_reconcile = time.monotonic() + self.reconcile_interval_s
-        self._reader = threading.Thread(target=self._read, name="kb-mcp-watch-events",
-                                        daemon=True)
+        self._reader = threading.Thread(target=self._events.run, args=(self._stop,),
+                                        name="kb-mcp-watch-events", daemon=True)
         self._thread = threading.Thread(target=self._run, name="kb-mcp-watcher", daemon=True)
         self._reader.start()
         self._thread.start()
@@ -188,14 +172,14 @@ class Watcher:
         alive = all(t is not None and t.is_alive() for t in (self._thread, self._reader))
         return {
             "alive": alive and not self._stop.is_set(),
-            "watching": self._watching,
+            "watching": self._events.watching,
             "last_sync": self._last_sync,
             "last_reconcile": self._last_reconcile,
             "last_error": self._last_error,
             "last_error_at": self._last_error_at,
-            "restarts": self._restarts,
-            "polling": self._polling,
-            "undecodable_names": self._undecodable,
+            "restarts": self._events.restarts,
+            "polling": self._events.polling,
+            "undecodable_names": self._events.undecodable,
             "events_seen": self._events_seen,
             "pending": len(self._pending),
             "debounce_ms": self.debounce_ms,
@@ -215,7 +199,7 @@ class Watcher:
             if heard:  # not before the watch is in place (or has failed once)
                 self._step(fresh)
 
-    def _offer(self, changes: set[tuple[Change, str]]) -> None:
+    def _offer(self, changes: Changes) -> None:
         """From the reader: note the events and wake the sync thread."""
         with self._wake:
             try:
@@ -227,108 +211,10 @@ class Watcher:
             self._fresh = self._fresh or fresh
             self._wake.notify_all()
 
-    def _read(self) -> None:
-        """The reader thread: follows watchfiles, restarting it when it dies."""
-        import watchfiles
-
-        delay = RESTART_BACKOFF_S[0]
-        missed = False  # the watch was down: what changed meanwhile needs a reconciliation
-        while not self._stop.is_set():
-            started = time.monotonic()
-            try:
-                batches = watchfiles.watch(
-                    self._root_str,
-                    watch_filter=self._keep,
-                    debounce=self.debounce_ms,
-                    step=STEP_MS,
-                    stop_event=self._stop,
-                    rust_timeout=TICK_MS,
-                    yield_on_timeout=True,
-                    raise_interrupt=False,
-                    recursive=True,
-                    force_polling=self._polling,
-                    poll_delay_ms=POLL_MS,
-                    debug=False,  # never print on stdout: it carries the MCP protocol
-                )
-                try:
-                    for changes in batches:
-                        if not self._watching:
-                            self._watching = True
-                            self._ready.set()
-                            if missed:
-                                with self._wake:
-                                    self._reconcile_due = True
-                                missed = False
-                        if time.monotonic() - started >= STABLE_S:
-                            delay = RESTART_BACKOFF_S[0]
-                        self._offer(changes)
-                        if self._stop.is_set():
-                            break
-                finally:
-                    batches.close()
-                if not self._stop.is_set():
-                    raise RuntimeError("the file watcher ended by itself")
-            except Exception as exc:
-                self._watching = False
-                self._ready.clear()
-                if self._stop.is_set():
-                    break
-                self._restarts += 1
-                missed = True
-                if _UNDECODABLE in str(exc):
-                    wait = self._undecodable_name(str(exc), delay)
-                else:
-                    wait = delay
-                    self._failed(
-                        f"file watcher failed ({type(exc).__name__}: {exc}); "
-                        f"restarting in {delay:g}s",
-                        exc,
-                    )
-                self._offer(set())  # the periodic reconciliation goes on while it is down
-                if wait > 0:
-                    if self._stop.wait(wait):
-                        break
-                    delay = min(delay * 2, RESTART_BACKOFF_S[1])
-        self._watching = False
-
-    def _undecodable_name(self, message: str, delay: float) -> float:
-        """An event named a path that is not valid UTF-8. watchfiles cannot hand it over,
-        and the watcher object that met it fails on every later call, so it is replaced
-        by one that polls the folder: reading, opening or listing such a name then goes
-        unnoticed, and only a change to it costs another restart. The restart brings a
-        full reconciliation, which catches what the lost batch held. Said once (a
-        warning); returns how long to wait before the restart."""
-        self._undecodable += 1
-        now = time.monotonic()
-        quick = now - self._undecodable_at >= STABLE_S
-        self._undecodable_at = now
-        self._polling = True
-        if self._undecodable == 1:
-            found = re.search(r'path "(.*)" to string', message)
-            name = found.group(1) if found else "an entry"
-            if name.startswith(self._root_str + "/"):
-                name = name[len(self._root_str) + 1 :]
-            name = re.sub(r"\\x[0-9A-F]{2}", lambda m: m.group(0).lower(), name)  # as the walk
-            log.warning(
-                "live sync: the file watcher cannot report changes to %s, whose name is "
-                "not valid UTF-8; it polls the folder every %gs from now on, and a full "
-                "reconciliation picks up what it missed. Renaming the entry avoids this.",
-                name,
-                POLL_MS / 1000,
-            )
-        else:
-            log.debug("live sync: the file watcher met a name that is not valid UTF-8 again")
-        return 0.0 if quick else delay
-
-    def _keep(self, _change: Change, path: str) -> bool:
-        """The watchfiles filter: nothing inside the index directory (our own writes)."""
-        if self._index_rel is None:
-            return True
-        rel = relative_path(self._root_str, path)
-        if rel is None:
-            return True
-        low = rel.lower()
-        return not (low == self._index_rel or low.startswith(self._index_rel + "/"))
+    def _missed(self) -> None:
+        """From the reader, when the watch is back after a failure: reconcile."""
+        with self._wake:
+            self._reconcile_due = True
 
     def _step(self, fresh: bool) -> None:
         try:
@@ -350,7 +236,7 @@ class Watcher:
         with self._wake:
             return bool(self._pending) or self._reconcile_due
 
-    def _take(self, changes: set[tuple[Change, str]]) -> bool:
+    def _take(self, changes: Changes) -> bool:
         """Under ``_wake``: the kb-relative paths of ``changes`` join ``_pending``."""
         for _change, path in changes:
             rel = relative_path(self._root_str, path)

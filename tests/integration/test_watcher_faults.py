@@ -22,7 +22,8 @@ from kbmcp_core.errors import WriterBusy
 from tests.conftest import OpenKb, write_files
 from tests.integration.test_watcher import WAIT_S, Live, note
 
-WATCHER_LOG = "kbmcp_adapters.live.watcher"
+#: the live-sync package: the sync thread (``watcher``) and the reader (``watch_events``)
+WATCHER_LOG = "kbmcp_adapters.live"
 
 
 @pytest.fixture
@@ -44,7 +45,8 @@ def watch(root: Path, kb: KnowledgeBase, running: list[Live]) -> Live:
 
 
 def watcher_records(caplog: pytest.LogCaptureFixture, level: int) -> list[logging.LogRecord]:
-    return [r for r in caplog.records if r.name == WATCHER_LOG and r.levelno >= level]
+    return [r for r in caplog.records
+            if r.name.startswith(WATCHER_LOG + ".") and r.levelno >= level]
 
 
 def test_a_name_that_is_not_utf8_leaves_live_sync_working(
