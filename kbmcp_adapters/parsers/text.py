@@ -8,6 +8,8 @@ refuses the file with a one-line reason (decision 0048).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kbmcp_adapters.parsers.chunking import (
     decode_text,
     indexed_text,
@@ -19,7 +21,7 @@ from kbmcp_adapters.parsers.chunking import (
 )
 from kbmcp_adapters.parsers.headings import title_from_path
 from kbmcp_adapters.parsers.sections import Section, chunk_sections, sections_of
-from kbmcp_adapters.parsers.text_headings import text_headings
+from kbmcp_adapters.parsers.text_headings import rule_above, text_headings
 from kbmcp_core.errors import ParseError
 from kbmcp_core.models import ChunkDraft, ParsedDocument, is_text_name
 from kbmcp_core.outline import HeadingMark
@@ -59,8 +61,8 @@ class TextParser:
         lines = split_lines(text)
         headings = text_headings(lines)
         if headings:
-            sections = _preamble_read_with_first(lines, sections_of(lines, 0, headings, budget),
-                                                 budget)
+            sections = _preamble_read_with_first(
+                lines, _rules_left_out(lines, sections_of(lines, 0, headings, budget)), budget)
             return ParsedDocument(
                 title=title_from_path(path),
                 chunks=chunk_sections(lines, [False] * len(lines), sections, budget),
@@ -85,6 +87,23 @@ class TextParser:
             for n, unit in enumerate(units)
         )
         return ParsedDocument(title=title_from_path(path), chunks=chunks, warnings=warnings)
+
+
+def _rules_left_out(lines: list[str], sections: list[Section]) -> list[Section]:
+    """``sections`` with the rule right above a title (the top of a boxed title's box, or a
+    separator) left out of the section before it: it is no part of that section's text,
+    and where that section's chunks were full it became a chunk of its own, a hit citing a
+    line of dashes (decision 0056, eighth addendum). A preamble that was only that rule is
+    gone."""
+    out: list[Section] = []
+    for n, section in enumerate(sections):
+        nxt = sections[n + 1] if n + 1 < len(sections) else None
+        if nxt is not None and section.end == nxt.start - 1 and rule_above(lines, nxt.start):
+            section = replace(section, end=section.end - 1)
+        if section.level == 0 and section.end < section.start:
+            continue
+        out.append(section)
+    return out
 
 
 def _preamble_read_with_first(lines: list[str], sections: list[Section], budget: ChunkBudget,

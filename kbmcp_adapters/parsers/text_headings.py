@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 from kbmcp_adapters.parsers.sections import Heading
 
-__all__ = ["text_headings"]
+__all__ = ["rule_above", "text_headings"]
 
 #: The longest line that may be a title (characters, white space collapsed).
 MAX_TITLE = 80
@@ -49,6 +49,12 @@ def _blank(lines: Sequence[str], i: int) -> bool:
 
 def _rule(lines: Sequence[str], i: int) -> bool:
     return 0 <= i < len(lines) and bool(_RULE.match(lines[i]))
+
+
+def rule_above(lines: Sequence[str], i: int) -> bool:
+    """Line ``i`` has a rule right above it (the top of a boxed title's box, or a separator
+    over a title): a line of no words, which belongs to neither section beside it."""
+    return _rule(lines, i - 1)
 
 
 def _title_text(text: str) -> str | None:

@@ -425,6 +425,22 @@ def test_a_text_file_s_title_block_is_read_with_its_first_section() -> None:
     assert doc.chunks[0].heading_path == ()  # an introduction of its own stays one
 
 
+def test_the_rule_above_a_boxed_title_is_no_part_of_the_section_before_it() -> None:
+    rule = "-" * 72
+    body = "\n\n".join(sentence(f"b{n}x", 20) for n in range(2))
+    text = (f"{rule}\n4. Valgrind behaves unexpectedly\n{rule}\n\n{body}\n\n{rule}\n"
+            f"5. Miscellaneous\n{rule}\n\n{body}\n")
+    doc = TextParser().parse("valgrind/FAQ.txt", text.encode(), budget(max_tokens=30))
+    # where the section before a box filled its chunks, the box's top rule was a chunk of
+    # its own: a hit citing a line of dashes (Valgrind's FAQ); elsewhere it ended a chunk
+    assert [c for c in doc.chunks if not any(ch.isalnum() for ch in c.content)] == []
+    assert [c.content for c in doc.chunks
+            if c.content.startswith(rule) or c.content.rstrip().endswith(rule)] == []
+    assert [(c.heading_path[-1][:2], c.start_line, c.end_line) for c in doc.chunks] == [
+        ("4.", 2, 5), ("4.", 5, 5), ("4.", 7, 7), ("4.", 7, 7),
+        ("5.", 10, 13), ("5.", 13, 13), ("5.", 15, 15), ("5.", 15, 15)]
+
+
 def test_text_parser_rejects_invalid_utf8_and_accepts_empty_files() -> None:
     with pytest.raises(ParseError, match="not valid UTF-8"):
         TextParser().parse("a.txt", b"caf\xe9", budget())
