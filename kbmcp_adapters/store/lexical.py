@@ -89,6 +89,27 @@ class _Analysis:
     phrases: tuple[tuple[str, ...], ...]
     free_runs: tuple[str, ...]
     quoted_runs: tuple[str, ...]
+    #: the release numbers of the free text, each written both ways (``_release_forms``)
+    releases: tuple[str, ...] = ()
+
+
+#: A release number as people write it: "2.0", "v1.9", "3.12.1".
+_RELEASE = re.compile(r"(?<![\w.])v?[0-9]+(?:\.[0-9]+)+(?!\w|\.[0-9])", re.IGNORECASE)
+
+
+def _release_forms(text: str) -> list[str]:
+    """Each release number of ``text`` with and without its "v": release notes title
+    "Git v2.0" where a question says "git 2.0", and the other way round. The words alone do
+    not bring them together: SQLite's tokenizer reads "v2.0" as ``v2`` and ``0``, and
+    PostgreSQL's keeps "2.0" and "v2.0" as one word each. They become optional terms (a
+    phrase of its parts on SQLite, the one word on PostgreSQL): a chunk that writes the
+    number either way ranks higher, none is required, and what the query covers
+    (``word_coverage``) is still counted on the words as typed."""
+    forms: list[str] = []
+    for found in _RELEASE.findall(text):
+        bare = found.lower().lstrip("v")
+        forms += [bare, "v" + bare]
+    return forms
 
 
 def quote(term: str) -> str:
@@ -146,6 +167,7 @@ def _analyse(text: str) -> _Analysis:
         phrases=tuple(phrases),
         free_runs=tuple(free_runs),
         quoted_runs=tuple(quoted_runs),
+        releases=tuple(f for part in plain for f in _release_forms(part)),
     )
 
 
@@ -167,7 +189,10 @@ def _trigrams(run: str) -> list[str]:
 def _words_terms(analysis: _Analysis) -> Terms:
     content = [w for w in analysis.free_words if w not in STOP_WORDS]
     free = content or list(analysis.free_words)
-    return _combine([" ".join(p) for p in analysis.phrases], free)
+    if analysis.releases:  # "2" and "0" of "2.0" alone match any number: the forms instead
+        parts = {part for form in analysis.releases for part in re.split(r"[.v]", form)}
+        free = [w for w in free if w not in parts and w.lstrip("v") not in parts] or free
+    return _combine([" ".join(p) for p in analysis.phrases], free + list(analysis.releases))
 
 
 def _grams_terms(analysis: _Analysis) -> Terms:
