@@ -17,15 +17,15 @@ OUT.jsonl written afresh, then the fit.
 The fit keeps the rule's shape and searches its thresholds on a grid: among the
 thresholds that flag at most ``MAX_ANSWERABLE`` of every training folder's answerable
 questions, the one whose worst training folder flags the most no-answer questions (ties:
-the best mean margin) wins; every list runs strictest first, so that thresholds the
-training folders cannot tell apart keep the flag strict (eighth addendum: the keyword bar
-ran laxest first, and a fit without git's notes took 0.30 where 0.35 scored the same). The
-size a folder needs for a word none of its chunks holds to count is not on the grid (decision 0056,
-addendum: fitted, it followed whichever folders were in; since the eighth addendum a ramp,
-``kbmcp_core.confidence.unseen_bar``); the nearest chunks' share of the question's words is,
-with the size at which its bar reaches that share (``NEAR_FULL_CHUNKS``: the bar rises from 0
-at 0.3 of it, ``NEAR_MIN_CHUNKS``, in proportion to the log of the folder's size; sixth
-addendum).
+the best mean margin) wins, the first on the grid among equals: the keyword bar, which
+vouches over every other test, runs strictest first, as the unseen-word bar, so that a tie
+keeps the tests on (eighth addendum: laxest first, a fit without git's notes took 0.30
+where 0.35 scored the same). The size a folder needs for a word none of its chunks holds
+to count is not on the grid (decision 0056, addendum: fitted, it followed whichever folders
+were in; since the eighth addendum a ramp, ``kbmcp_core.confidence.unseen_bar``); the
+nearest chunks' share of the question's words is, with the size at which its bar reaches
+that share (``NEAR_FULL_CHUNKS``: the bar rises from 0 at 0.3 of it, ``NEAR_MIN_CHUNKS``, in
+proportion to the log of the folder's size; sixth addendum).
 """
 
 from __future__ import annotations
@@ -49,24 +49,25 @@ from kbmcp_core.confidence import (
 #: The most of a folder's answerable questions a fit may flag (the issue's goal: 10 %).
 MAX_ANSWERABLE = 0.10
 GRID: dict[str, list[float]] = {
-    # keywords vouch from this relevance; strictest (highest) first, as every list: a tie
-    # keeps the flag strict (2.0: keywords never vouch)
+    # keywords vouch from this relevance (2.0: never), which turns every other test off:
+    # strictest (highest) first, as the unseen-word bar, so that a tie keeps the tests on
+    # (eighth addendum: laxest first, a fit without git's notes took 0.30 where 0.35 tied)
     "lexical": [2.0, 0.8, 0.7, 0.6, 0.5, 0.4, 0.35, 0.3, 0.25, 0.2],
-    "similarity": [0.5, 0.45, 0.4, 0.36, 0.33, 0.3, 0.25],
-    # down to 0.08: below it, ten pages alike near a question (0.55, nine at 0.48: decision
+    "similarity": [0.25, 0.3, 0.33, 0.36, 0.4, 0.45, 0.5],
+    # from 0.08: below it, ten pages alike near a question (0.55, nine at 0.48: decision
     # 0028's "near many pages, about none") would pass as answered
-    "lead": [0.25, 0.2, 0.18, 0.15, 0.12, 0.1, 0.08],
+    "lead": [0.08, 0.1, 0.12, 0.15, 0.18, 0.2, 0.25],
     # 3 and 5 never won a fit on the shipped evidence (0056's rounds); off the grid since
     # the nearest chunks' test (fifth addendum) multiplied it
     "rank": [10],
-    "floor": [0.25, 0.15, 0.0],
+    "floor": [0.0, 0.15, 0.25],
     # a question with a word no chunk holds: low below this similarity, in a folder of
     # UNSEEN_FULL_CHUNKS or more (less in a smaller one: ``unseen_bar``); 0 turns the test
-    # off
+    # off. Strictest first, so that a tie keeps the test on
     "unseen": [0.6, 0.55, 0.5, 0.45, 0.4, 0.35, 0.0],
     # low when the best of the nearest chunks holds less than this share of the question's
-    # held words (0 = off) ...
-    "near": [0.3, 0.25, 0.2, 0.0],
+    # held words (0 = off; off first, so that a tie leaves it off) ...
+    "near": [0.0, 0.2, 0.25, 0.3],
     # ... reached in a folder of this many chunks, from 0 at 0.3 of it, rising with the log
     # of the size (0: in every folder; sixth addendum: a ramp, not a step at a size)
     "near_chunks": [0, 300, 600, 1000, 2000],
