@@ -17,11 +17,15 @@ OUT.jsonl written afresh, then the fit.
 The fit keeps the rule's shape and searches its thresholds on a grid: among the
 thresholds that flag at most ``MAX_ANSWERABLE`` of every training folder's answerable
 questions, the one whose worst training folder flags the most no-answer questions (ties:
-the best mean margin) wins. The size a folder needs for a word none of its chunks holds
-to count (``UNSEEN_MIN_CHUNKS``) is not on the grid (decision 0056, addendum: fitted, it followed
-whichever folders were in); the nearest chunks' share of the question's words is, with the
-size at which its bar reaches that share (``NEAR_FULL_CHUNKS``: the bar rises from 0 at 0.3
-of it, ``NEAR_MIN_CHUNKS``, in proportion to the log of the folder's size; sixth addendum).
+the best mean margin) wins, the first on the grid among equals: the keyword bar, which
+vouches over every other test, runs strictest first, as the unseen-word bar, so that a tie
+keeps the tests on (eighth addendum: laxest first, a fit without git's notes took 0.30
+where 0.35 scored the same). The size a folder needs for a word none of its chunks holds
+to count is not on the grid (decision 0056, addendum: fitted, it followed whichever folders
+were in; since the eighth addendum a ramp, ``kbmcp_core.confidence.unseen_bar``); the
+nearest chunks' share of the question's words is, with the size at which its bar reaches
+that share (``NEAR_FULL_CHUNKS``: the bar rises from 0 at 0.3 of it, ``NEAR_MIN_CHUNKS``, in
+proportion to the log of the folder's size; sixth addendum).
 """
 
 from __future__ import annotations
@@ -38,14 +42,17 @@ from benchmarks.confidence_sets import WORK, prepare
 from kbmcp_core.confidence import (
     NEAR_FULL_CHUNKS,
     NEAR_MIN_CHUNKS,
-    UNSEEN_MIN_CHUNKS,
     near_bar,
+    unseen_bar,
 )
 
 #: The most of a folder's answerable questions a fit may flag (the issue's goal: 10 %).
 MAX_ANSWERABLE = 0.10
 GRID: dict[str, list[float]] = {
-    "lexical": [0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7, 0.8, 2.0],
+    # keywords vouch from this relevance (2.0: never), which turns every other test off:
+    # strictest (highest) first, as the unseen-word bar, so that a tie keeps the tests on
+    # (eighth addendum: laxest first, a fit without git's notes took 0.30 where 0.35 tied)
+    "lexical": [2.0, 0.8, 0.7, 0.6, 0.5, 0.4, 0.35, 0.3, 0.25, 0.2],
     "similarity": [0.25, 0.3, 0.33, 0.36, 0.4, 0.45, 0.5],
     # from 0.08: below it, ten pages alike near a question (0.55, nine at 0.48: decision
     # 0028's "near many pages, about none") would pass as answered
@@ -54,9 +61,9 @@ GRID: dict[str, list[float]] = {
     # the nearest chunks' test (fifth addendum) multiplied it
     "rank": [10],
     "floor": [0.0, 0.15, 0.25],
-    # a question with a word no chunk holds (a folder of UNSEEN_MIN_CHUNKS or more): low
-    # below this similarity; 0 turns the test off. Strictest first, so that a tie (the
-    # training folders' answerable questions hold no unseen word) keeps the test on
+    # a question with a word no chunk holds: low below this similarity, in a folder of
+    # UNSEEN_FULL_CHUNKS or more (less in a smaller one: ``unseen_bar``); 0 turns the test
+    # off. Strictest first, so that a tie keeps the test on
     "unseen": [0.6, 0.55, 0.5, 0.45, 0.4, 0.35, 0.0],
     # low when the best of the nearest chunks holds less than this share of the question's
     # held words (0 = off; off first, so that a tie leaves it off) ...
@@ -121,8 +128,7 @@ def low(row: Row, p: Params) -> bool:
     bar = near_bar(row.get("chunks", 0), p["near"], full * NEAR_RISE, full) if full else p["near"]
     if near is not None and near < bar:
         return True
-    return bool(row.get("unseen") and row.get("chunks", 0) >= UNSEEN_MIN_CHUNKS
-                and sims[0] < p["unseen"])
+    return bool(row.get("unseen") and sims[0] < unseen_bar(row.get("chunks", 0), p["unseen"]))
 
 
 def rates(rows: Iterable[Row], p: Params) -> tuple[float | None, float | None, int, int]:
