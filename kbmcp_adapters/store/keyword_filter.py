@@ -5,11 +5,14 @@ A filtered leg scores only the matches of the filter's chunks. ``Within`` is tha
 the leg reads it: the chunk ids (instead of every kept document's path looked up again
 and its chunks read through the documents table on every query). ``filters.FilterCache``
 keeps one per filter while the index is unchanged; ``read_within`` makes one from a list
-of paths. Each connection checks matches against a temporary table of the ids, made the
-first time it meets that ``Within`` (``id_table``): a JSON list in the statement was
-parsed into a fresh look-up table by every statement, up to five a search (the decision
-0058 addendum "the last 50 ms"). A connection that may not make one (read-only) checks
-the JSON list as before.
+of paths. A set of more than ``TABLE_FROM`` chunks (a filter the leg answers in several
+statements: its words counted, then group by group) is checked in a temporary table of
+its ids the connection makes the first time it meets it (``id_table``): its JSON list was
+parsed into a fresh look-up table by every statement, up to six a search (decision
+0058's addendum "the last 50 ms"). A smaller set, or a connection that may not make a
+table (read-only), is checked against the JSON list: SQLite's look-up table of a list
+carries a Bloom filter, cheaper than the table's b-tree for a walk of many matches the
+set mostly lacks, and a small list is soon made.
 
 The budget needs each word's matches *inside* the filter: a word can be common in the
 index and absent from a folder (narrowed to the index's rarest words, a leg found
@@ -43,7 +46,9 @@ __all__ = ["KEPT_TABLES", "SAMPLE", "Within", "counts_within", "id_table", "kept
 
 #: The filter's chunks read to tell how many of them hold each word.
 SAMPLE = 1_000
-#: Temporary id tables a connection keeps (the most recently made; ``id_table``).
+#: A set of more chunks than this is checked in a temporary table (``id_table``).
+TABLE_FROM = 20_000
+#: Temporary id tables a connection keeps (those it used last; ``id_table``).
 KEPT_TABLES = 4
 #: The prefix of their names; the rest is the ``Within``'s key.
 _TABLE = "kb_within_"
@@ -64,14 +69,20 @@ class Within:
     ids: str
     sorted_ids: Sequence[int]
     key: int = field(default_factory=lambda: next(_keys), compare=False)
+    #: how many chunks the set holds (-1: ``sorted_ids`` is the whole set)
+    whole: int = field(default=-1, compare=False)
 
     @classmethod
     def of(cls, ascending: Sequence[int]) -> Within:
         return cls(json.dumps(list(ascending)), ascending)
 
+    @property
+    def set_size(self) -> int:
+        return len(self.sorted_ids) if self.whole < 0 else self.whole
+
     def run(self, first: int, size: int) -> Within:
         """The run of ``size`` ids from the ``first``-th, on this set's list and key."""
-        return Within(self.ids, self.sorted_ids[first:first + size], self.key)
+        return Within(self.ids, self.sorted_ids[first:first + size], self.key, self.set_size)
 
     def __len__(self) -> int:
         return len(self.sorted_ids)
@@ -121,13 +132,14 @@ def kept_rows(conn: Connection, within: str | Within, column: str = "id"
     a ``Within``, or a JSON list of document paths. ``+`` keeps FTS5 from looking each
     id up as a rowid (0019): the matches are walked and checked against the set (a
     ``Within``'s between its lowest and highest id only: FTS5 takes them as rowid
-    bounds), in the connection's table of it (``id_table``) or its JSON list."""
+    bounds), in the connection's table of a large set (``id_table``), else its JSON
+    list."""
     if isinstance(within, Within):
         ids = within.sorted_ids
         if not ids:
             return "0 = 1", {}
         bounds: dict[str, object] = {"low": ids[0], "high": ids[-1]}
-        table = id_table(conn, within)
+        table = id_table(conn, within) if within.set_size > TABLE_FROM else None
         if table is not None:
             return (f"{column} BETWEEN :low AND :high AND "
                     f"+{column} IN (SELECT id FROM temp.{table})", bounds)

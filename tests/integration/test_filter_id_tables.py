@@ -1,7 +1,8 @@
-"""SQLite's filtered keyword leg checks its matches against a temporary table of the
+"""SQLite's filtered keyword leg checks its matches against a temporary table of a large
 filter's chunk ids, made once per connection and set of ids (decision 0058's addendum "the
 last 50 ms"): the same hits as the JSON list in every statement gave, the table made once
-while the index is unchanged, a commit seen, and a read-only index served by the list."""
+while the index is unchanged, a commit seen, and a read-only index served by the list.
+The sets here are small: every test makes a table from one id (``TABLE_FROM``)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,11 @@ from kbmcp_core.models import DocumentFilter
 from tests.integration.test_keyword_leg_filtered import FILTERS, _chunk, _doc, _write
 
 QUERIES = ("runner harbor", "harbor lantern beacon", "runner harbor lantern beacon", "beacon")
+
+
+@pytest.fixture(autouse=True)
+def _tables_from_one_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(keyword_filter, "TABLE_FROM", 0)
 
 
 @contextmanager
@@ -116,3 +122,17 @@ def test_a_filter_used_again_after_others_still_answers(
         for spec in specs[1:]:
             store.lexical_search(QUERIES[0], 10, kept[spec])
         assert {q: store.lexical_search(q, 10, kept[specs[0]]) for q in QUERIES} == first
+
+
+def test_a_small_filter_is_checked_against_its_list(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A filter of no more chunks than ``TABLE_FROM`` makes no table (its list is soon
+    made, and SQLite's look-up table of it is Bloom-filtered)."""
+    monkeypatch.setattr(ranking, "KEYWORD_BUDGET", 30)
+    monkeypatch.setattr(keyword_filter, "TABLE_FROM", 100)
+    with SqlIndexStore(f"sqlite:///{tmp_path / 'index.db'}", create=True) as store:
+        _write(store)
+        with _statements(store) as sent:
+            for query in QUERIES:
+                store.lexical_search(query, 10, store.matching_paths(FILTERS[0]))
+        assert not any("kb_within_" in s for s in sent)
