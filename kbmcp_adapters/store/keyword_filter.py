@@ -112,8 +112,13 @@ def id_table(conn: Connection, within: Within) -> str | None:
     except OperationalError:
         info[_NO_TEMP] = True
         return None
-    conn.exec_driver_sql(f"INSERT INTO temp.{name} SELECT value FROM json_each(?)",
-                         (within.ids,))
+    try:
+        conn.exec_driver_sql(f"INSERT INTO temp.{name} SELECT value FROM json_each(?)",
+                             (within.ids,))
+    except BaseException:
+        # never leave a table without its ids: the next statement would find it
+        conn.exec_driver_sql(f"DROP TABLE temp.{name}")
+        raise
     while len(used) > KEPT_TABLES:
         conn.exec_driver_sql(f"DROP TABLE IF EXISTS temp.{used.pop(0)}")
     return name

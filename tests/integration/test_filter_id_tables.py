@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import event
+from sqlalchemy.exc import OperationalError
 
 from kbmcp_adapters.store import keyword_filter, ranking
 from kbmcp_adapters.store.sql_store import SqlIndexStore
@@ -136,3 +137,17 @@ def test_a_small_filter_is_checked_against_its_list(
             for query in QUERIES:
                 store.lexical_search(query, 10, store.matching_paths(FILTERS[0]))
         assert not any("kb_within_" in s for s in sent)
+
+
+def test_a_table_whose_ids_could_not_be_written_is_not_left(tmp_path: Path) -> None:
+    """Filling a table that fails (here a damaged list) drops it: the next statement
+    never finds an empty table under the set's name and keeps nothing."""
+    broken = keyword_filter.Within("[1, 2", [1, 2])
+    with SqlIndexStore(f"sqlite:///{tmp_path / 'index.db'}", create=True) as store:
+        _write(store)
+        with store._engine.connect() as conn:  # noqa: SLF001 - one connection throughout
+            with pytest.raises(OperationalError):
+                keyword_filter.id_table(conn, broken)
+            left = conn.exec_driver_sql(
+                "SELECT name FROM temp.sqlite_master WHERE name LIKE 'kb_within_%'").all()
+            assert left == []
