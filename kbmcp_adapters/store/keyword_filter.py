@@ -30,9 +30,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import threading
-from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import text
@@ -164,60 +162,27 @@ def counts_within(conn: Connection, table: str, df: Mapping[str, int], within: W
     rare word's few matches in a filter are what a search for it wants), else estimated
     on ``SAMPLE`` of the filter's chunks spread evenly over their ids, each sampled
     chunk's own row matched on its own (``scratch_fts.holders``, as the coverage weight
-    reads its candidates). Each count is kept under the set's key (``_HELD``): a word
-    asked again under the same filter, before the next commit, costs nothing."""
-    if not len(within):
-        return dict.fromkeys(df, 0)
-    ids = within.sorted_ids
-    place = (table, within.key, len(ids), ids[0])  # the set, or a run of it
-    out = _HELD.known(place, df)
+    reads its candidates)."""
+    out = dict.fromkeys(df, 0)
     kept, params = kept_rows(conn, within, f"{table}.rowid")
     count = text(f"SELECT count(*) FROM {table} WHERE {table} MATCH :w AND {kept}")
     for word, n in df.items():
-        if word not in out and (n <= exact_below or n <= 0):
-            out[word] = 0 if n <= 0 else int(
-                conn.execute(count, {"w": quote(word)} | params).scalar_one())
-    words = [w for w in df if w not in out]
-    if words:
-        step = max(1, len(ids) // SAMPLE)
-        sample = json.dumps([ids[i] for i in range(0, len(ids), step)][:SAMPLE])
-        rows = conn.execute(text(f"SELECT rowid, title, heading, body FROM {table} "
-                                 "WHERE rowid IN (SELECT value FROM json_each(:ids))"),
-                            {"ids": sample}).all()
-        held = (holders(table, words, [tuple(r) for r in rows]) if rows
-                else [set() for _ in words])
-        for word, holding in zip(words, held, strict=True):
-            out[word] = (min(df[word], math.ceil(len(holding) * len(ids) / len(rows)))
-                         if rows else 0)
-    _HELD.keep(place, out)
-    return {word: out[word] for word in df}
-
-
-class _HeldCounts:
-    """Words' counts in sets of chunks (``counts_within``), the most recent ``limit``:
-    a set's key names it for the life of the process, and a commit gives a filter a new
-    set, so a count is never used after a change."""
-
-    def __init__(self, limit: int = 8192) -> None:
-        self._limit = limit
-        self._lock = threading.Lock()
-        self._counts: OrderedDict[tuple[object, ...], int] = OrderedDict()
-
-    def known(self, place: tuple[object, ...], words: Iterable[str]) -> dict[str, int]:
-        with self._lock:
-            return {w: self._counts[(*place, w)] for w in words
-                    if (*place, w) in self._counts}
-
-    def keep(self, place: tuple[object, ...], counts: Mapping[str, int]) -> None:
-        with self._lock:
-            for word, n in counts.items():
-                self._counts[(*place, word)] = n
-                self._counts.move_to_end((*place, word))
-            while len(self._counts) > self._limit:
-                self._counts.popitem(last=False)
-
-
-_HELD = _HeldCounts()
+        if 0 < n <= exact_below:
+            out[word] = int(conn.execute(count, {"w": quote(word)} | params).scalar_one())
+    words = [w for w, n in df.items() if n > exact_below]
+    if not words or not len(within):
+        return out
+    ids = within.sorted_ids
+    step = max(1, len(ids) // SAMPLE)
+    sample = json.dumps([ids[i] for i in range(0, len(ids), step)][:SAMPLE])
+    rows = conn.execute(text(f"SELECT rowid, title, heading, body FROM {table} "
+                             "WHERE rowid IN (SELECT value FROM json_each(:ids))"),
+                        {"ids": sample}).all()
+    if not rows:
+        return out
+    for word, held in zip(words, holders(table, words, [tuple(r) for r in rows]), strict=True):
+        out[word] = min(df[word], math.ceil(len(held) * len(ids) / len(rows)))
+    return out
 
 
 def sample_within(within: Within, held: int, budget: int) -> Within | None:
