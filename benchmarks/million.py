@@ -22,9 +22,10 @@ import json
 import os
 import random
 import shutil
+import sqlite3
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +111,38 @@ def config(path: Path, kb: Path, index_dir: Path, store: dict[str, Any]) -> Path
     return path
 
 
+class StaleIndex(Exception):
+    """``--reuse`` of an index the code would rebuild: its next run re-embeds every chunk."""
+
+
+def refuse_stale(index_dir: Path) -> None:
+    """Raise ``StaleIndex`` when the SQLite index in ``index_dir`` records another embed
+    text or Markdown parser generation than this code's (its settle run would embed or
+    chunk the whole folder again: hours with the real model, and no longer the index the
+    earlier figures were measured on)."""
+    from kbmcp_adapters.parsers.registry import CONVERSION_VERSIONS
+    from kbmcp_core.meta_keys import META_EMBED_TEXT, META_PARSED_WITH
+    from kbmcp_core.models import EMBED_TEXT
+
+    db = index_dir / "index.db"
+    try:
+        with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+            meta = dict(conn.execute("SELECT key, value FROM index_meta WHERE key IN (?, ?)",
+                                     (META_EMBED_TEXT, META_PARSED_WITH)).fetchall())
+    except sqlite3.Error as exc:
+        raise StaleIndex(f"--reuse: cannot read {db}: {exc}") from exc
+    embedded = meta.get(META_EMBED_TEXT)
+    parsed = json.loads(meta.get(META_PARSED_WITH) or "{}").get("md")
+    why = None
+    if parsed != CONVERSION_VERSIONS["md"]:
+        why = f"chunked by Markdown parser {parsed}, this code's {CONVERSION_VERSIONS['md']}"
+    if embedded != EMBED_TEXT:
+        why = f"vectors of embed text {embedded!r}, this code's {EMBED_TEXT!r}"
+    if why is not None:
+        raise StaleIndex(f"--reuse refused: {index_dir} would be rebuilt ({why}); run "
+                         "without --reuse to index anew")
+
+
 def _changed(kb: Path, share: float) -> list[Path]:
     """Every ``1/share``-th note in sorted order, from a seeded start."""
     paths = sorted(kb.rglob("*.md"))
@@ -168,6 +201,8 @@ def measure_store(kb: Path, kind: str, *, quick: bool, reuse: bool = False,
     saved = base / f"{kind}{model}-result.json"
     before = json.loads(saved.read_text(encoding="utf-8")) if saved.exists() else {}
     reused = reuse and kind == "sqlite" and index_dir.exists() and "index" in before
+    if reused:
+        refuse_stale(index_dir)
     if index_dir.exists() and not reused:
         shutil.rmtree(index_dir)
     out: dict[str, Any] = {"store": kind, "load_before": os.getloadavg()[0]}
@@ -221,6 +256,8 @@ def measure(work: Path, *, quick: bool = False, files: int | None = None,
         try:
             out[kind] = measure_store(kb, kind, quick=quick, reuse=reuse, queries=queries,
                                       parts=parts)
+        except StaleIndex:
+            raise  # asked to keep what cannot be kept: nothing is measured
         except Exception as exc:  # the other store's numbers still count
             say(f"{kind} failed: {type(exc).__name__}: {exc}")
             out[kind] = {"error": f"{type(exc).__name__}: {exc}"}
@@ -329,8 +366,12 @@ def main(argv: list[str] | None = None) -> int:
     parts = tuple(s for s in args.parts.split(",") if s)
     if unknown := set(parts) - set(PARTS):
         p.error(f"--parts: not one of {', '.join(PARTS)}: {', '.join(sorted(unknown))}")
-    result = measure(args.work.resolve(), quick=args.quick, files=args.files, stores=stores,
-                     reuse=args.reuse, queries=args.queries, parts=parts)
+    try:
+        result = measure(args.work.resolve(), quick=args.quick, files=args.files,
+                         stores=stores, reuse=args.reuse, queries=args.queries, parts=parts)
+    except StaleIndex as exc:
+        print(f"million: {exc}", file=sys.stderr)
+        return 2
     print(json.dumps(result, indent=1, default=str))
     for row in rows(result):
         print(" | ".join(str(v) for v in row.as_dict().values()))

@@ -1,8 +1,8 @@
 """The children of ``benchmarks.million``: ``python -m benchmarks.million_child TASK JSON``
-with TASK ``index``, ``search``, ``paired``, ``keywords`` or ``recall``, each on the index
-one config file names, with the stand-in embedder (or, with ``KB_BENCH_REAL_MODEL=1``, the
-real model: the one run that checks the stand-in changes nothing else); the numbers go back
-through ``measure.write_result``."""
+with TASK ``index``, ``search``, ``paired``, ``keywords``, ``tables`` or ``recall``, each on
+the index one config file names, with the stand-in embedder (or, with
+``KB_BENCH_REAL_MODEL=1``, the real model: the one run that checks the stand-in changes
+nothing else); the numbers go back through ``measure.write_result``."""
 
 from __future__ import annotations
 
@@ -204,6 +204,51 @@ def keywords(config: str, queries: int, warmup: int, k: int = 10) -> dict[str, A
             "first_s": first, "queries": queries, "filters": variants}
 
 
+def tables(config: str, queries: int, warmup: int) -> dict[str, Any]:
+    """Each filtered search with SQLite's keyword leg checking its matches against the
+    connection's table of the filter's chunk ids and against their JSON list in every
+    statement (the code before the tables), in turn in one process (which goes first
+    alternating): the keyword leg alone (the searcher's pool of 50) and the hybrid search,
+    p50/p95 each way, in wall time and in the process's CPU time (``... cpu``: steadier
+    than wall time on a loaded machine), and how many queries had the same hits both ways
+    (decision 0058's addendum "the last 50 ms")."""
+    from benchmarks.corpus import queries as make_queries
+    from kbmcp_adapters.store import keyword_filter
+    from kbmcp_core.search_request import SearchDefaults, SearchRequest, resolve
+
+    kb, store, _vectors, _embedder = _parts(config)
+    made = keyword_filter.id_table
+    ways: dict[str, Callable[..., Any]] = {"table": made, "json": lambda *_: None}
+    variants = {name: spec for name, spec in filters().items() if spec}
+    texts = make_queries(queries + warmup, seed=61)
+    samples: dict[str, list[float]] = {}
+    same = dict.fromkeys(variants, 0)
+    for name, spec in variants.items():
+        paths = store.matching_paths(resolve(SearchRequest.of("x", **spec),
+                                             SearchDefaults()).documents)
+        for i, q in enumerate(texts):
+            got = {}
+            for way in (list(ways) if i % 2 == 0 else list(ways)[::-1]):
+                setattr(keyword_filter, "id_table", ways[way])  # noqa: B010
+                started, cpu = time.perf_counter(), time.process_time()
+                leg = store.lexical_search(q, 50, paths)
+                middle, cpu_middle = time.perf_counter(), time.process_time()
+                hits = [(h.chunk_id, round(h.score, 6)) for h in kb.search(q, **spec).results]
+                ended, cpu_ended = time.perf_counter(), time.process_time()
+                got[way] = (leg, hits)
+                if i >= warmup:
+                    for key, took in ((f"{name} leg {way}", middle - started),
+                                      (f"{name} hybrid {way}", ended - middle),
+                                      (f"{name} leg {way} cpu", cpu_middle - cpu),
+                                      (f"{name} hybrid {way} cpu", cpu_ended - cpu_middle)):
+                        samples.setdefault(key, []).append(took)
+            same[name] += i >= warmup and got["table"] == got["json"]
+    setattr(keyword_filter, "id_table", made)  # noqa: B010
+    kb.close()
+    return {"variants": {key: _stats(s) for key, s in samples.items()}, "same_hits": same,
+            "queries": queries, "filters": variants}
+
+
 def _stats(samples: list[float]) -> dict[str, Any]:
     return {"n": len(samples), "p50_s": statistics.median(samples),
             "p95_s": percentile(sorted(samples), 95)}
@@ -285,7 +330,7 @@ def recall(config: str, queries: int, k: int = 10) -> dict[str, Any]:
 
 TASKS: dict[str, Callable[..., dict[str, Any]]] = {
     "index": index, "search": search, "recall": recall, "paired": paired,
-    "keywords": keywords}
+    "keywords": keywords, "tables": tables}
 
 
 def main(argv: list[str]) -> None:

@@ -170,7 +170,7 @@ def any_match(conn: Connection, table: str, expression: str, paths: str | None) 
     sql = f"SELECT {table}.rowid AS id FROM {table} WHERE {table} MATCH :expression"
     params: dict[str, object] = {"expression": expression}
     if paths is not None:
-        kept, more = kept_rows(paths)
+        kept, more = kept_rows(conn, paths)
         sql = f"SELECT id FROM ({sql}) AS matched WHERE {kept}"
         params |= more
     try:

@@ -333,7 +333,7 @@ def _fts_leg(
         # the allowed chunk ids as a list the matches are checked against; BM25 is then
         # scored only for the rows kept, so a filtered search costs less than an
         # unfiltered one (0019)
-        kept, more = kept_rows(within)
+        kept, more = kept_rows(conn, within)
         sql = f"SELECT id, score FROM ({sql}) AS matched WHERE {kept}"
         params |= more
     try:
@@ -373,8 +373,9 @@ def substring_leg(
     params["limit"] = limit
     where = ""
     if isinstance(paths, Within):
-        where = " WHERE chunks.id IN (SELECT value FROM json_each(:ids))"
-        params["ids"] = paths.ids
+        kept, more = kept_rows(conn, paths, "chunks.id")
+        where = f" WHERE {kept}"
+        params |= more
     elif paths is not None:
         where = f" WHERE {path_filter}"
         params["paths"] = paths

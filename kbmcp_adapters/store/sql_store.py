@@ -35,9 +35,12 @@ from kbmcp_adapters.store.engine import make_engine, translated
 from kbmcp_adapters.store.keyword_filter import Within
 from kbmcp_adapters.store.ranking import rank
 from kbmcp_adapters.store.tables import (
+    CHUNK_ROWS,
     FTS_TABLES,
+    ID_FILTER,
     JOIN_DOCUMENTS,
     PATH_FILTER,
+    PG_ID_FILTER,
     PG_LEXICAL,
     PG_PATH_FILTER,
     chunk_values,
@@ -103,6 +106,8 @@ class Dialect:
     lexical_key: str
     #: ``documents.path`` in the ``:paths`` JSON list
     path_filter: str
+    #: ``chunks.id`` in the ``:ids`` JSON list
+    id_filter: str
     #: INSERT with ON CONFLICT DO UPDATE
     insert: Callable[..., Any]
     #: (chunk id, relevance in (0, 1]) best first, for (conn, query, limit, within)
@@ -120,10 +125,10 @@ def pg_insert(table: Any) -> Any:
     return insert(table)
 
 
-SQLITE = Dialect(FTS_TABLES, "rowid", PATH_FILTER, sqlite_insert, rank,
+SQLITE = Dialect(FTS_TABLES, "rowid", PATH_FILTER, ID_FILTER, sqlite_insert, rank,
                  pooled_ranking.statistics, pooled_ranking.hits)
-POSTGRESQL = Dialect((PG_LEXICAL,), "id", PG_PATH_FILTER, pg_insert, pg_lexical.rank,
-                     pg_lexical.statistics, pg_lexical.hits)
+POSTGRESQL = Dialect((PG_LEXICAL,), "id", PG_PATH_FILTER, PG_ID_FILTER, pg_insert,
+                     pg_lexical.rank, pg_lexical.statistics, pg_lexical.hits)
 
 
 def _paths_json(document_paths: Collection[str] | None) -> str | None:
@@ -502,15 +507,15 @@ class SqlIndexStore:
         return sorted((str(path), int(size)) for path, size in rows)
 
     def get_chunks(self, ids: Collection[int]) -> dict[int, StoredChunk]:
-        d = document_table.c
-        joined = chunk_table.join(document_table, d.id == chunk_table.c.document_id)
-        columns = select(chunk_table, d.path, d.title, d.tags, d.date, d.topic, d.category)
-        found: dict[int, StoredChunk] = {}
+        """The chunks of ``ids`` that exist, with their documents' fields: one statement
+        for any number of ids (their JSON list), its rows fetched at once."""
+        wanted = sorted({int(cid) for cid in ids})
+        if not wanted:
+            return {}
+        sql = f"{CHUNK_ROWS} WHERE {self._dialect.id_filter}"
         with self._read() as conn:
-            for batch in _batches(set(ids)):
-                query = columns.select_from(joined).where(chunk_table.c.id.in_(batch))
-                found.update({row.id: stored_chunk(row._mapping) for row in conn.execute(query)})
-        return found
+            rows = conn.execute(text(sql), {"ids": json.dumps(wanted)}).all()
+        return {int(row.id): stored_chunk(row._mapping) for row in rows}
 
     def chunk_ids_for(self, paths: Collection[str]) -> list[int]:
         """Ids of every chunk of the given documents (any number of paths, one query)."""

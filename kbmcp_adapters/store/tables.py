@@ -123,6 +123,18 @@ PG_PATH_FILTER = (
     "documents.path IN (SELECT json_array_elements_text(CAST(:paths AS json)))"
 )
 JOIN_DOCUMENTS = "JOIN documents ON documents.id = chunks.document_id"
+#: ``chunks.id`` in the ``:ids`` JSON list of chunk ids (any number, one statement)
+ID_FILTER = "chunks.id IN (SELECT value FROM json_each(:ids))"
+PG_ID_FILTER = (
+    "chunks.id IN (SELECT CAST(json_array_elements_text(CAST(:ids AS json)) AS bigint))"
+)
+#: The columns ``stored_chunk`` reads: a chunk with its document's fields.
+CHUNK_ROWS = (
+    "SELECT chunks.id, chunks.heading, chunks.heading_path, chunks.content, "
+    "chunks.start_line, chunks.end_line, chunks.page, documents.path, documents.title, "
+    "documents.tags, documents.date, documents.topic, documents.category "
+    f"FROM chunks {JOIN_DOCUMENTS}"
+)
 
 
 def is_fts_name(name: str | None) -> bool:

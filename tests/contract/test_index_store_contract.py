@@ -168,6 +168,25 @@ def test_the_chunks_of_many_documents_come_back_at_once(store: IndexStore) -> No
         "guide/deploy.md")
 
 
+def test_any_number_of_chunks_come_back_by_id_at_once(store: IndexStore) -> None:
+    """More ids than one IN list of old held (500), ids with no chunk and repeated ids:
+    each existing chunk once, whole, with its document's fields (decision 0058's addendum
+    "the last 50 ms": one statement)."""
+    ids = []
+    for d in range(12):
+        rows = [chunk(10_000 + d * 100 + n, n, f"part {n} of {d}") for n in range(60)]
+        store.write_document(doc(f"many/{d:02d}.md", f"Doc {d}"), rows)
+        ids += [c.id for c in rows]
+    got = store.get_chunks([*ids, *ids[:30], 7, 999_999])
+    assert sorted(got) == sorted(ids)
+    one = got[10_000 + 3 * 100 + 59]
+    assert (one.document_path, one.title, one.content, one.heading_path, one.tags,
+            one.date, one.start_line) == ("many/03.md", "Doc 3", "part 59 of 3",
+                                          ("Top", "Intro"), ("alpha", "beta"),
+                                          "2026-03-01", 591)
+    assert store.get_chunks([]) == {}
+
+
 def test_meta_values_are_kept_and_overwritten(store: IndexStore) -> None:
     assert store.get_meta(META_MODEL) is None
     store.set_meta(META_MODEL, "model-a")

@@ -1,14 +1,21 @@
 """The million-chunk bench row (issue 43, goal 2): each store's rows judged against their
-limits, the config a child indexes with read back as settings, and the 1 % of notes the
-incremental run changes."""
+limits, the config a child indexes with read back as settings, the 1 % of notes the
+incremental run changes, and ``--reuse`` refusing an index the code would rebuild."""
 
 from __future__ import annotations
 
+import json
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from benchmarks import million
 from kbmcp_adapters.app.bootstrap import settings_for
+from kbmcp_adapters.parsers.registry import CONVERSION_VERSIONS
+from kbmcp_core.models import EMBED_TEXT
 
 
 def _store(rss: float, p95: float, recall: float, cpu: float) -> dict[str, Any]:
@@ -86,3 +93,40 @@ def test_the_filtered_keyword_leg_prints_exact_then_budget_with_its_recall() -> 
     legs = [r for r in rows if "exact -> budget" in r.name]
     assert [r.result for r in legs] == ["MISS", "PASS"]
     assert "recall@10 of exact 0.990" in legs[1].spread
+
+
+def _index_meta(index_dir: Path, embed_text: str, md: int) -> None:
+    index_dir.mkdir(parents=True)
+    with closing(sqlite3.connect(index_dir / "index.db")) as conn, conn:
+        conn.execute("CREATE TABLE index_meta (key TEXT PRIMARY KEY, value TEXT)")
+        conn.executemany("INSERT INTO index_meta VALUES (?, ?)", [
+            ("embed_text", embed_text), ("parsed_with", json.dumps({"md": md}))])
+
+
+def test_reuse_refuses_an_index_the_code_would_embed_again(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An index whose vectors were made from another embed text: ``--reuse`` stops with
+    one line before any child runs (its settle run would have re-embedded every chunk)."""
+    base = tmp_path / f"million-{million.QUICK_FILES}"
+    (base / "kb").mkdir(parents=True)
+    (base / "complete").write_text("0 0\n", encoding="utf-8")
+    (base / "sqlite-result.json").write_text(json.dumps({"index": {"chunks": 9}}),
+                                             encoding="utf-8")
+    _index_meta(base / "index-sqlite", "prose-1", CONVERSION_VERSIONS["md"])
+    code = million.main([str(tmp_path), "--quick", "--reuse", "--stores", "sqlite",
+                         "--parts", "search"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "--reuse refused" in err and "'prose-1'" in err and EMBED_TEXT in err
+    assert json.loads((base / "sqlite-result.json").read_text(encoding="utf-8")) == {
+        "index": {"chunks": 9}}  # nothing measured, nothing overwritten
+
+
+def test_reuse_refuses_another_chunker_and_keeps_the_codes_own(tmp_path: Path) -> None:
+    older = tmp_path / "older"
+    _index_meta(older, EMBED_TEXT, CONVERSION_VERSIONS["md"] - 1)
+    with pytest.raises(million.StaleIndex, match="chunked by Markdown parser"):
+        million.refuse_stale(older)
+    same = tmp_path / "same"
+    _index_meta(same, EMBED_TEXT, CONVERSION_VERSIONS["md"])
+    million.refuse_stale(same)
