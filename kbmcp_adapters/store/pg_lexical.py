@@ -97,7 +97,9 @@ def statistics(conn: Connection, query: str, paths: str | None, *,
     """This store's counts for ``query`` (decision 0052): chunks in the index, the chunks
     holding each term of each leg (as the leg counts them), and whether the word leg
     matched a chunk among ``paths`` (else the trigram leg stands in, as in ``rank``).
-    The words' counts are the word leg's own (``pg_budget.counts``, kept per snapshot).
+    The words' counts are the word leg's own (``pg_budget.word_counts``: within the budget,
+    kept per snapshot); the substring terms are counted only when the trigram leg may run
+    (a CJK query, or this store's words matched nothing), else said held (1) or not.
     ``presence`` asks for less: a term held by some chunk may count 1 (or the planner's
     estimate) however many hold it: a word's first match, and for a substring the trigram
     index's first candidate (counting them scanned every text of the table)."""
@@ -128,7 +130,11 @@ def statistics(conn: Connection, query: str, paths: str | None, *,
         match = compiled.gram_match
         terms = [t.lower() for t in _terms_of(match, compiled.gram_coverage)]
         params = {f"t{i}": t for i, t in enumerate(terms)}
-        count = _held if presence else _frequencies
+        # the substring counts serve the trigram leg, which a joint search runs only when
+        # no store's words matched: when this store's did, a term is only said held or not
+        # (counting scanned every text; decision 0058's addendum "PostgreSQL's first index")
+        leg_may_run = compiled.has_cjk or WORDS not in found
+        count = _held if presence or not leg_may_run else _frequencies
         holding.update(zip(((GRAMS, t) for t in terms),
                            count(conn, terms, _GRAM_TEST, params, _narrow(match, terms, params)),
                            strict=True))
