@@ -285,14 +285,13 @@ class SqlIndexStore:
         the rows go as tuples (SQLAlchemy's per-row work was a fifth of the write). On
         PostgreSQL one ``COPY`` (``pg_copy``)."""
         keys = list(rows[0])
-        columns = ", ".join((rename or {}).get(k, k) for k in keys)
+        names = [(rename or {}).get(k, k) for k in keys]
         if self._dialect is SQLITE:
             marks = ", ".join("?" * len(keys))
-            conn.exec_driver_sql(f"INSERT INTO {table} ({columns}) VALUES ({marks})",
+            conn.exec_driver_sql(f"INSERT INTO {table} ({', '.join(names)}) VALUES ({marks})",
                                  [tuple(row[k] for k in keys) for row in rows])
         else:  # one COPY: one statement, so 0009's triggers post the batch at once
-            pg_copy.copy_rows(conn, table, [(rename or {}).get(k, k) for k in keys], rows,
-                              keys)
+            pg_copy.copy_rows(conn, table, names, rows, keys)
 
     def update_document_metadata(
         self, document: DocumentRecord, converted: ConvertedText | None = None

@@ -6,11 +6,13 @@ downgrading brings the row trigger back with the same postings."""
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import text
 
 from kbmcp_adapters.store import alembic_runner
 from kbmcp_adapters.store.engine import make_engine
 from kbmcp_adapters.store.sql_store import SqlIndexStore
+from kbmcp_core.errors import StoreError
 from kbmcp_core.models import ChunkRecord, DocumentRecord
 from kbmcp_core.ports import DocumentWrite
 
@@ -105,3 +107,23 @@ def test_an_old_database_upgrades_and_a_batch_gets_the_row_triggers_postings(
     _query(pg_url, "UPDATE lexical SET body = body")  # the row trigger posts them again
     assert _query(pg_url, POSTINGS) == after
 
+
+
+def test_a_batch_that_fails_in_its_copy_writes_nothing(pg_url: str) -> None:
+    """A chunk id already stored under another document: the batch's COPY fails, the store
+    says so in one line (its error, not the driver's), and none of the batch is written."""
+    with SqlIndexStore(pg_url, create=True) as store:
+        store.write_documents(_writes(10, "first"))
+        clash = DocumentWrite(_other(), _writes(10, "second")[0].chunks, None)
+        with pytest.raises(StoreError) as failed:
+            store.write_documents([clash])
+        assert "\n" not in str(failed.value)
+        assert store.document_paths() == ["new.md"]
+        assert {cid for cid, _ in store.lexical_search("lanterns", 5)} == {13}
+        assert _query(pg_url, "SELECT count(DISTINCT id) FROM lexical_grams") == [(4,)]
+
+
+def _other() -> DocumentRecord:
+    return DocumentRecord(path="other.md", title="second", content_hash="h-other",
+                          size_bytes=100, date=None, topic="", category="", tags=(),
+                          metadata={}, last_indexed="2026-12-07T00:00:00Z")
