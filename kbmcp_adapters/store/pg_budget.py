@@ -38,7 +38,7 @@ from kbmcp_adapters.store.keyword_budget import Narrowed, TermCounts, narrow
 from kbmcp_adapters.store.lexical import Terms
 from kbmcp_adapters.store.tables import PG_LEXICAL
 
-__all__ = ["Budgeted", "chunks", "counts", "estimates", "snapshot", "within"]
+__all__ = ["Budgeted", "chunks", "counts", "estimates", "snapshot", "within", "word_counts"]
 
 #: Each word's chunks, the index's chunks and documents, per (store, table) and snapshot.
 _COUNTS = TermCounts()
@@ -152,17 +152,36 @@ def _documents(conn: Connection) -> int:
     return known[_DOCUMENTS]
 
 
+def word_counts(conn: Connection, match: Terms, terms: Sequence[str], paths: str | None,
+                test: str) -> tuple[int, dict[str, int]]:
+    """(chunks in the index, chunks holding each of ``terms``) as the budget counts them
+    for ``match``: exactly while the index holds at most ``KEYWORD_BUDGET`` chunks or the
+    query has a required term, else only as far as narrowing needs (``_fitting``, in the
+    filter's share under ``paths``). A joint search pools these (decision 0052)."""
+    budget = keyword_budget.KEYWORD_BUDGET
+    total = chunks(conn)
+    if total <= budget or match.required:
+        return total, counts(conn, terms, test)[1]
+    return total, _fitting(conn, terms, test, math.ceil(budget / _share(conn, paths)))
+
+
+def _share(conn: Connection, paths: str | None) -> float:
+    """The filter's share of the documents (1 without one)."""
+    if paths is None:
+        return 1.0
+    return min(1.0, len(json.loads(paths)) / max(_documents(conn), 1))
+
+
 def within(conn: Connection, match: Terms, terms: Sequence[str], limit: int,
            paths: str | None, test: str) -> Budgeted:
     """The word leg's plan for ``match`` (``terms``: every term it scores or weighs by
     coverage) within ``KEYWORD_BUDGET`` scored matches: ``keyword_budget.narrow`` on the
     counts, scaled by the filter's share of the documents under ``paths``."""
     budget = keyword_budget.KEYWORD_BUDGET
-    total = chunks(conn)
+    total, df = word_counts(conn, match, terms, paths, test)
     if total <= budget or match.required:
-        return Budgeted(total, counts(conn, terms, test)[1])
-    share = 1.0 if paths is None else min(1.0, len(json.loads(paths)) / max(_documents(conn), 1))
-    df = _fitting(conn, terms, test, math.ceil(budget / share))
+        return Budgeted(total, df)
+    share = _share(conn, paths)
     narrowed = narrow(match, {w: math.ceil(df[w] * share) for w in match.optional},
                       math.ceil(total * share), limit, budget)
     if narrowed is None:

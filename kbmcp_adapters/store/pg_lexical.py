@@ -18,9 +18,11 @@ plain text, never tsquery syntax) or as an escaped ``ILIKE`` substring. The legs
 each leg relative to its best and weighed by coverage (``ranking.weigh_by_coverage``).
 
 A joint search pools the counts over several stores (decision 0052): ``statistics`` reads
-the chunks and the chunks holding each term per leg, ``hits`` runs the same legs with the
-IDFs and coverage of the summed counts and leaves each weight raw (``keyword_pool`` makes
-it relative over every store). Only the average chunk length stays per store.
+the chunks and the chunks holding each term per leg (the words as the budget counts
+them), ``hits`` runs the same legs, the word leg narrowed by the budget on the store's own
+counts, with the IDFs and coverage of the summed counts and leaves each weight raw
+(``keyword_pool`` makes it relative over every store). Only the average chunk length
+stays per store.
 """
 
 from __future__ import annotations
@@ -95,7 +97,9 @@ def statistics(conn: Connection, query: str, paths: str | None, *,
     """This store's counts for ``query`` (decision 0052): chunks in the index, the chunks
     holding each term of each leg (as the leg counts them), and whether the word leg
     matched a chunk among ``paths`` (else the trigram leg stands in, as in ``rank``).
-    The words' counts are the word leg's own (``pg_budget.counts``, kept per snapshot).
+    The words' counts are the word leg's own (``pg_budget.word_counts``: within the budget,
+    kept per snapshot); the substring terms are counted only when the trigram leg may run
+    (a CJK query, or this store's words matched nothing), else said held (1) or not.
     ``presence`` asks for less: a term held by some chunk may count 1 (or the planner's
     estimate) however many hold it: a word's first match, and for a substring the trigram
     index's first candidate (counting them scanned every text of the table)."""
@@ -105,7 +109,10 @@ def statistics(conn: Connection, query: str, paths: str | None, *,
     terms: list[str] = []
     if compiled.word_match and not compiled.has_cjk:
         terms = _terms_of(compiled.word_match, compiled.word_coverage)
-    total, df = pg_budget.counts(conn, terms, _WORD_TEST, 1 if presence else None)
+    if presence or not terms:
+        total, df = pg_budget.counts(conn, terms, _WORD_TEST, 1 if presence else None)
+    else:  # what the word leg counts, within the budget (a joint search pools them)
+        total, df = pg_budget.word_counts(conn, compiled.word_match, terms, paths, _WORD_TEST)
     if terms:
         holding.update(((WORDS, t), df[t]) for t in terms)
         match = compiled.word_match
@@ -123,7 +130,11 @@ def statistics(conn: Connection, query: str, paths: str | None, *,
         match = compiled.gram_match
         terms = [t.lower() for t in _terms_of(match, compiled.gram_coverage)]
         params = {f"t{i}": t for i, t in enumerate(terms)}
-        count = _held if presence else _frequencies
+        # the substring counts serve the trigram leg, which a joint search runs only when
+        # no store's words matched: when this store's did, a term is only said held or not
+        # (counting scanned every text; decision 0058's addendum "PostgreSQL's first index")
+        leg_may_run = compiled.has_cjk or WORDS not in found
+        count = _held if presence or not leg_may_run else _frequencies
         holding.update(zip(((GRAMS, t) for t in terms),
                            count(conn, terms, _GRAM_TEST, params, _narrow(match, terms, params)),
                            strict=True))
@@ -240,21 +251,20 @@ def _words_leg(conn: Connection, match: Terms, coverage: Sequence[str], limit: i
                paths: str | None, pooled: KeywordStatistics | None = None) -> Scored:
     """BM25 (``ts_rank`` per term times its IDF) of the chunks holding the query's words,
     within ``KEYWORD_BUDGET`` scored matches (``pg_budget.within``: the whole query below
-    it, else its rarest words, as SQLite's leg); on ``pooled`` counts, the whole query."""
+    it, else its rarest words, as SQLite's leg), decided on this store's own counts; a
+    joint search's leg scores what that keeps on the ``pooled`` counts' IDFs."""
     terms = _terms_of(match, coverage)
     index = {t: i for i, t in enumerate(terms)}
     params: dict[str, object] = {f"t{i}": t for i, t in enumerate(terms)}
-    if pooled is not None:
-        counted = pooled.chunks, holding_of(pooled.holding, WORDS, terms)
-        return _leg(conn, terms, coverage, range(len(terms)),
-                    _where(match, index, _WORD_TEST), limit, paths, params, counted)
     plan = pg_budget.within(conn, match, terms, limit, paths, _WORD_TEST)
     which: Sequence[int] = range(len(terms))
     scored = match  # the whole query, as before the budget
     if plan.terms is not None:
         scored, which = plan.terms, [index[t] for t in plan.terms.all]
+    counted = ((plan.total, [plan.df[t] for t in terms]) if pooled is None
+               else (pooled.chunks, holding_of(pooled.holding, WORDS, terms)))
     return _leg(conn, terms, coverage, which, _where(scored, index, _WORD_TEST), limit, paths,
-                params, (plan.total, [plan.df[t] for t in terms]), plan.floor)
+                params, counted, plan.floor)
 
 
 def _like(term: str) -> str:

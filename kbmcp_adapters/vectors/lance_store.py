@@ -15,7 +15,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kbmcp_adapters.vectors import ann_policy, lance_cache
+from kbmcp_adapters.vectors import ann_policy, compaction, lance_cache
 from kbmcp_adapters.vectors import labels as label_columns
 from kbmcp_adapters.vectors.ann_policy import ANN_MIN_ROWS
 from kbmcp_adapters.vectors.exact import KeptRows, batches, in_order, read_rows, read_where
@@ -258,7 +258,9 @@ class LanceVectorStore:
         return hashlib.sha256(repr(sorted(entries)).encode()).hexdigest()[:32]
 
     def compact(self, *, keep_versions_for: timedelta = KEEP_OLD_VERSIONS) -> None:
-        """Fold small fragments and delete versions older than ``keep_versions_for``."""
+        """Fold small fragments and delete versions older than ``keep_versions_for``, when
+        that pays (``compaction.due``: a table with an approximate index is left as it is
+        while the rows appended or deleted since are few; they are searched flat)."""
         keep = max(keep_versions_for, timedelta(milliseconds=1))
         with self._translate("compact the vector table"):
             table = self._existing()
@@ -267,7 +269,8 @@ class LanceVectorStore:
                 plan, trained = ann_policy.plan(table, self._ann_min_rows)
                 if trained is not None and plan != "keep":
                     table.drop_index(ann_policy.index_name(trained))
-                table.optimize(cleanup_older_than=keep)
+                if compaction.due(table, plan, trained):
+                    table.optimize(cleanup_older_than=keep)
                 if plan == "train":
                     ann_policy.train(table, _VECTOR, self._dimension)
                 if not any(list(i.columns) == [_ID] for i in table.list_indices()):

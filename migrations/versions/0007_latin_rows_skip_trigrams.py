@@ -15,12 +15,12 @@ Create Date: 2026-12-07
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Sequence
-from pathlib import Path
 from types import ModuleType
 
 from alembic import op
+
+from kbmcp_migrations import frozen_revision
 
 revision: str = "0007"
 down_revision: str | None = "0006"
@@ -34,13 +34,8 @@ _CJK_COLUMNS = _EVERY_COLUMN + " WHERE c.s ~ '[{cjk}]'"
 
 
 def _revision_0006() -> ModuleType:
-    """Migration 0006 (its function's frozen text), loaded from beside this file."""
-    path = Path(__file__).with_name("0006_lexical_grams.py")
-    spec = importlib.util.spec_from_file_location("kbmcp_migration_0006", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """Migration 0006 (its frozen SQL texts), loaded from beside this file."""
+    return frozen_revision("0006_lexical_grams.py")
 
 
 def _function(skip_latin: bool) -> str:

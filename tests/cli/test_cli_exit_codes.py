@@ -32,7 +32,7 @@ def test_status_reads_the_index_through_the_facade(kb_mcp: Invoke, indexed: Path
     result = kb_mcp("status", "--kb-path", str(indexed), "--format", "json")
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
-    assert (data["documents"], data["read_only"], data["schema_revision"]) == (2, False, "0007")
+    assert (data["documents"], data["read_only"], data["schema_revision"]) == (2, False, "0008")
     assert data["kb_path"] == str(indexed.resolve())
     text = kb_mcp("status", "--kb-path", str(indexed))
     assert text.exit_code == 0

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from kbmcp_adapters.store import keyword_budget, ranking
+from kbmcp_core.keyword_pool import pooled_relevance
 from kbmcp_core.models import ChunkRecord, DocumentRecord
 from kbmcp_core.ports import IndexStore
 from tests.contract.conftest import INDEX_STORES
@@ -116,3 +117,49 @@ def test_the_counts_follow_every_write(store: IndexStore,
     assert len(found) == 10
     assert not any("lantern" in c.content
                    for c in store.get_chunks([cid for cid, _ in found]).values())
+
+
+@pytest.fixture(params=[
+    pytest.param("sqlite", marks=pytest.mark.xfail(
+        strict=True, reason="SQLite's pooled legs still score every match (0058's addendum "
+                            "\"PostgreSQL's first index\", what is left)")),
+    "postgresql"])
+def pooled_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[IndexStore]:
+    with INDEX_STORES[request.param](request, tmp_path) as under_test:
+        _write(under_test.store)
+        yield under_test.store
+
+
+def _joint(store: IndexStore, query: str, limit: int,
+           paths: list[str] | None = None) -> list[tuple[int, float]]:
+    """What a joint search over this one collection finds: its counts pooled (decision
+    0052), its hits scored on them and made relative."""
+    pooled = store.keyword_statistics(query, paths)
+    hits = store.keyword_hits(query, limit, paths, pooled)
+    return pooled_relevance(((h.chunk_id, h) for h in hits), limit)
+
+
+def _same(got: list[tuple[int, float]], leg: list[tuple[int, float]]) -> None:
+    assert [c for c, _ in got] == [c for c, _ in leg]
+    assert [s for _, s in got] == pytest.approx([s for _, s in leg], abs=1e-9)
+
+
+def test_within_the_budget_a_joint_search_scores_the_whole_query(
+        store: IndexStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """"lantern harbor" holds 28 matches: a joint search over one collection finds what
+    the leg finds, as without a budget."""
+    _budget(monkeypatch, BUDGET)
+    _same(_joint(store, "lantern harbor", 20), store.lexical_search("lantern harbor", 20))
+
+
+@pytest.mark.parametrize("query", ["service runner lantern", "service runner"])
+def test_past_the_budget_a_joint_search_scores_what_the_leg_scores(
+        pooled_store: IndexStore, monkeypatch: pytest.MonkeyPatch, query: str) -> None:
+    """Past the budget a joint search's pooled legs score what the single leg scores (the
+    rarest word; with only common words the matches with the highest ids): over one
+    collection its hits, order and scores are the leg's (before: every match scored)."""
+    _budget(monkeypatch, BUDGET)
+    got = _joint(pooled_store, query, 20)
+    _same(got, pooled_store.lexical_search(query, 20))
+    if query == "service runner":
+        assert {c for c, _ in got} <= set(sorted(pooled_store.chunk_ids(), reverse=True)[:BUDGET])

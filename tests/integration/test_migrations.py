@@ -59,7 +59,7 @@ def test_an_index_at_revision_0001_upgrades_without_losing_anything(tmp_path: Pa
     build_revision_0001_index(db_file)
     assert schema_revision(url_of(db_file)) == "0001"
     with SqlIndexStore(url_of(db_file), create=False) as store:
-        assert store.schema_revision() == head_revision() == "0007"
+        assert store.schema_revision() == head_revision() == "0008"
         assert store.document_paths() == ["notes/a.md", "notes/b.md"]
         assert [d.size_bytes for d in store.documents()] == [None, None]
         assert store.chunk_ids() == set(CHUNK_IDS)

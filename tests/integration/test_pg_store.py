@@ -289,7 +289,7 @@ def test_a_postgresql_index_at_revision_0001_upgrades_and_downgrades(
         conn.execute("INSERT INTO lexical (id, title, heading, body) "
                      "VALUES (4611686018427387897, 'T', '', 'lantern')")
     with SqlIndexStore(pg_url, create=False) as store:
-        assert store.schema_revision() == head_revision() == "0007"
+        assert store.schema_revision() == head_revision() == "0008"
         assert store.backfill_sizes({"a.md": 10}) == 1
         assert [cid for cid, _ in store.lexical_search("lanterns", 5)] == [4611686018427387897]
     engine = make_engine(pg_url)
