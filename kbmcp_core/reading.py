@@ -67,7 +67,7 @@ def not_read_reason(extension: str, supported: bool) -> str:
         return f"the {extension} format is not enabled; add it to [parsers].enabled"
     if not extension:
         return ("not a supported format: a file without an extension is read only when its "
-                "name is one of the text names (README, NEWS, AUTHORS, TODO, ...)")
+                "name is one of the text names (README, NEWS, AUTHORS, CHANGELOG, ...)")
     return f"not a supported format (kb-mcp does not read .{extension} files)"
 
 

@@ -147,9 +147,17 @@ def _same(got: list[tuple[int, float]], leg: list[tuple[int, float]]) -> None:
 def test_within_the_budget_a_joint_search_scores_the_whole_query(
         store: IndexStore, monkeypatch: pytest.MonkeyPatch) -> None:
     """"lantern harbor" holds 28 matches: a joint search over one collection finds what
-    the leg finds, as without a budget."""
+    the leg finds, as without a budget: every match, the leg's order and scores."""
     _budget(monkeypatch, BUDGET)
-    _same(_joint(store, "lantern harbor", 20), store.lexical_search("lantern harbor", 20))
+    got = _joint(store, "lantern harbor", 50)
+    chunks = store.get_chunks(store.chunk_ids())
+    holding = {cid for cid, c in chunks.items()
+               if "lantern" in c.content or "harbor" in c.content}
+    assert len(holding) == 28
+    assert {cid for cid, _ in got} == holding  # the whole query scored: no match left out
+    leg = store.lexical_search("lantern harbor", 50)
+    assert [cid for cid, _ in got] == [cid for cid, _ in leg]
+    assert [score for _, score in got] == pytest.approx([score for _, score in leg], abs=1e-9)
 
 
 @pytest.mark.parametrize("query", ["service runner lantern", "service runner"])

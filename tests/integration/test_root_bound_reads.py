@@ -231,7 +231,7 @@ def test_a_folder_asked_for_as_a_document_is_no_such_document_and_logged_as_a_fo
     assert refusal(odd_kb, path) in (
         "no such document (log: is a folder, not a document)",
         "no such document (log: not a supported format: a file without an extension is read "
-        "only when its name is one of the text names (README, NEWS, AUTHORS, TODO, ...))")
+        "only when its name is one of the text names (README, NEWS, AUTHORS, CHANGELOG, ...))")
 
 
 @pytest.mark.parametrize("path", ["notes/missing.md", "notes/plain.md/x.md", "nowhere/x.md"])

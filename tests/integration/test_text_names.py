@@ -51,7 +51,7 @@ def test_extensionless_text_files_are_indexed_by_name_and_binary_ones_refused(
 
 @pytest.mark.parametrize(("path", "reason"), [
     ("Makefile", "not a supported format: a file without an extension is read only when its "
-                 "name is one of the text names (README, NEWS, AUTHORS, TODO, ...)"),
+                 "name is one of the text names (README, NEWS, AUTHORS, CHANGELOG, ...)"),
     ("photo.heic", "not a supported format (kb-mcp does not read .heic files)"),
     ("manual.pdf", "the pdf format is not enabled; add it to [parsers].enabled"),
     ("README", "the txt format is not enabled; add it to [parsers].enabled"),
