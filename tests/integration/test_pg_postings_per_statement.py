@@ -15,6 +15,7 @@ from kbmcp_adapters.store.sql_store import SqlIndexStore
 from kbmcp_core.errors import StoreError
 from kbmcp_core.models import ChunkRecord, DocumentRecord
 from kbmcp_core.ports import DocumentWrite
+from tests.pg_rows import write_rows_one_by_one
 
 #: (heading trail, body) of each chunk; every document's title is its path's stem
 TEXTS = [
@@ -59,20 +60,8 @@ def _query(url: str, sql: str) -> list[tuple[object, ...]]:
 def _at_0007(url: str) -> None:
     """A database at 0007 holding the texts, written a row a statement (0007's store)."""
     alembic_runner.open_at_revision(url, "0007")
-    engine = make_engine(url)
-    try:
-        with engine.begin() as conn:
-            conn.execute(text("INSERT INTO documents (id, path, title, content_hash, tags, "
-                              "metadata, last_indexed) VALUES (1000, 'old.md', 'old', 'h', '[]', "
-                              "'{}', 'x')"))
-            for n, (trail, body) in enumerate(TEXTS, start=1):
-                conn.execute(text("INSERT INTO chunks (id, document_id, ordinal, content) "
-                                  "VALUES (:i, 1000, :i, :b)"), {"i": n, "b": body})
-                conn.execute(text("INSERT INTO lexical (id, title, heading, body) "
-                                  "VALUES (:i, 'old', :h, :b)"),
-                             {"i": n, "h": " > ".join(trail), "b": body})
-    finally:
-        engine.dispose()
+    write_rows_one_by_one(url, [("old", " > ".join(trail), body) for trail, body in TEXTS],
+                          doc_id=1000, path="old.md")
 
 
 def test_an_old_database_upgrades_and_a_batch_gets_the_row_triggers_postings(

@@ -9,6 +9,7 @@ from sqlalchemy import text
 from kbmcp_adapters.store import alembic_runner
 from kbmcp_adapters.store.engine import make_engine
 from kbmcp_adapters.store.sql_store import SqlIndexStore
+from tests.pg_rows import write_rows_one_by_one
 
 TEXTS = [
     ("Release notes", "Install > Upgrade", "Run pip install --upgrade kb-mcp; the react-dom/"
@@ -19,23 +20,6 @@ TEXTS = [
     ("サーバ", "コンポーネント", "サーバコンポーネントをサポートします"),
 ]
 POSTINGS = "SELECT gram, id, tf, dl FROM lexical_grams ORDER BY id, gram"
-
-
-def _write_rows(url: str) -> None:
-    engine = make_engine(url)
-    try:
-        with engine.begin() as conn:
-            conn.execute(text("INSERT INTO documents (id, path, title, content_hash, tags, "
-                              "metadata, last_indexed) VALUES (1, 'a.md', 'T', 'h', '[]', "
-                              "'{}', 'x')"))
-            for i, (title, heading, body) in enumerate(TEXTS, start=1):
-                conn.execute(text("INSERT INTO chunks (id, document_id, ordinal, content) "
-                                  "VALUES (:i, 1, :i, :b)"), {"i": i, "b": body})
-                conn.execute(text("INSERT INTO lexical (id, title, heading, body) "
-                                  "VALUES (:i, :t, :h, :b)"),
-                             {"i": i, "t": title, "h": heading, "b": body})
-    finally:
-        engine.dispose()
 
 
 def _postings(url: str, *, rewrite: bool = False) -> list[tuple[object, ...]]:
@@ -53,7 +37,7 @@ def _postings(url: str, *, rewrite: bool = False) -> list[tuple[object, ...]]:
 
 def test_postings_written_after_the_upgrade_are_the_ones_0006_wrote(pg_url: str) -> None:
     alembic_runner.open_at_revision(pg_url, "0006")
-    _write_rows(pg_url)
+    write_rows_one_by_one(pg_url, TEXTS, doc_id=1, path="a.md")
     before = _postings(pg_url)
     assert {gram for gram, *_ in before} >= {"upgrade", "react", "サーバ", "コンポ"}
     with SqlIndexStore(pg_url, create=False) as store:  # upgraded to head on opening
