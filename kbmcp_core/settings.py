@@ -233,6 +233,9 @@ class Settings:
     server_header_timeout_s: float = default("server_header_timeout_s")
     server_max_connections: int = default("server_max_connections")
     server_max_connections_per_client: int = default("server_max_connections_per_client")
+    #: [server].search_slots: searches a server runs at once, in a lane of their own
+    #: (decision 0057); reads and listings never wait behind them
+    server_search_slots: int = default("server_search_slots")
     #: [oauth]: JWT access tokens from these issuers are accepted over HTTP beside the
     #: tokens file (decision 0054); none: OAuth is off
     oauth_issuers: tuple[str, ...] = default("oauth_issuers")

@@ -279,6 +279,11 @@ _SERVER = (
     Key("server", "max_connections_per_client", "server_max_connections_per_client", _I, 64,
         "HTTP: connections open at once from one client address "
         "(`--max-connections-per-client`)", low=1, gate="loosened", why=_HOLDS),
+    Key("server", "search_slots", "server_search_slots", _I, 4,
+        "searches one server runs at once; the next wait their turn, and reads and listings "
+        "never wait behind them ([decision 0057](decisions/0057-cold-search-and-many-"
+        "clients.md)); more may help a store or vectors far away on the network",
+        low=1, gate="loosened", why="how much of the machine searches may take at once"),
 )
 
 _SIGNERS = "who may sign the tokens the HTTP server accepts"

@@ -34,13 +34,6 @@ from kbmcp_core.settings import Settings
 from kbmcp_core.uris import UriSpace, collection_of
 
 T = TypeVar("T")
-#: Searches one server runs at once, in a lane of their own: as many as anyio's own pool of
-#: worker threads holds (40), which every other call (reads, listings) keeps to itself, so a
-#: read never waits for a thread behind searches (decision 0057). Fewer slots (one per
-#: core) cut a shared machine's throughput to a third in the 50-client bench: a search
-#: also waits (SQLite, LanceDB's own threads), and the server's share of a busy machine's
-#: cores follows its runnable threads.
-SEARCH_SLOTS = 40
 
 #: A tool's ``collection`` argument: a name, a list of names, or omitted.
 Selector = str | Sequence[str] | None
@@ -163,13 +156,15 @@ class Host:
 
     async def in_thread(self, func: Callable[[], T], *, search: bool = False) -> T:
         """``func`` in a worker thread, counted for shutdown (by the first runtime).
-        ``search``: a search, which waits for one of its own ``SEARCH_SLOTS`` (decision
-        0057): on anyio's one pool of 40 threads, 40 searches took every thread a read
-        needed. Everything else (reads, listings) keeps that pool to itself."""
+        ``search``: a search, which waits for one of the ``[server].search_slots`` of its
+        own lane (decision 0057): on anyio's one pool of 40 threads, 40 searches took every
+        thread a read needed, and every search running at once takes the interpreter's lock
+        in turn with the reads. Everything else (reads, listings) keeps that pool to
+        itself."""
         if not search:
             return await self.runtimes[self.names[0]].in_thread(func)
         if self._searches is None:  # made on the event loop, where every call starts
-            self._searches = anyio.CapacityLimiter(SEARCH_SLOTS)
+            self._searches = anyio.CapacityLimiter(self.settings.server_search_slots)
         return await self.runtimes[self.names[0]].in_thread(func, limiter=self._searches)
 
     def rebuilding_since(self) -> datetime | None:

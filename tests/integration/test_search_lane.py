@@ -1,27 +1,30 @@
 """Reads are never queued behind searches (decision 0057): searches wait for one of the
-server's search slots, and reads keep the worker threads to themselves. In memory, over the
-SDK's client, with searches held inside the model until the test lets them go."""
+server's search slots (`[server].search_slots`), and reads keep the worker threads to
+themselves. In memory, over the SDK's client, with searches held inside the model until the
+test lets them go."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from pathlib import Path
 
 import anyio
+import pytest
 from mcp import Client
 
 from kbmcp_adapters.app.bootstrap import bootstrap
 from kbmcp_adapters.app.config import build_settings
 from kbmcp_adapters.app.knowledge_base import KnowledgeBase
 from kbmcp_adapters.mcp_server import KbRuntime, build_server
-from kbmcp_adapters.mcp_server.host import SEARCH_SLOTS
 from kbmcp_core.models import Vector
 from tests.fakes import FakeEmbedder, FakeIndexStore, FakeVectorStore
 
 DEADLINE = 60.0
 #: More searches than anyio's default pool has threads (40): before the search lane, they
-#: took every thread, and a read waited for one of them to end. Now 40 run (their lane is as
-#: large as that pool), 5 wait their turn, and the read has the pool to itself.
+#: took every thread, and a read waited for one of them to end. Now as many run as the lane
+#: has slots (the default, or as large as that pool), the rest wait their turn, and the read
+#: has the pool to itself.
 SEARCHES = 45
 
 
@@ -42,12 +45,17 @@ class HeldQueries(FakeEmbedder):
         return super().embed_query(text)
 
 
-def test_a_read_answers_while_every_search_slot_is_busy(tmp_path: Path) -> None:
+@pytest.mark.parametrize("slots", [None, 40], ids=["default", "40"])
+def test_a_read_answers_while_every_search_slot_is_busy(tmp_path: Path,
+                                                        slots: int | None) -> None:
     root = tmp_path / "kb"
     root.mkdir()
     (root / "keys.md").write_text("# Rotating keys\n\nRotate the signing keys every 90 days.\n",
                                   encoding="utf-8")
     settings = build_settings(None, cwd=root, kb_path=root)
+    if slots is not None:
+        settings = dataclasses.replace(settings, server_search_slots=slots)
+    lane = settings.server_search_slots
     embedder = HeldQueries()
     kb = KnowledgeBase(bootstrap(settings, store=FakeIndexStore(), vectors=FakeVectorStore(),
                                  embedder=embedder))
@@ -66,12 +74,13 @@ def test_a_read_answers_while_every_search_slot_is_busy(tmp_path: Path) -> None:
                         anyio.create_task_group() as tg):
                 for n in range(SEARCHES):
                     tg.start_soon(search, client, n)
-                while embedder.inside < SEARCH_SLOTS:  # every slot holds a search
+                while embedder.inside < lane:  # every slot holds a search
                     await anyio.sleep(0.01)
                 with anyio.fail_after(DEADLINE / 2):
                     read = await client.call_tool("get_document", {"path": "keys.md"})
                 assert not embedder.release.is_set()  # the searches are still held
-                assert embedder.inside == SEARCH_SLOTS  # the rest wait their turn
+                await anyio.sleep(0.2)  # a search past the lane's size would be inside by now
+                assert embedder.inside == lane  # the rest wait their turn
                 assert "Rotate the signing keys" in str(read.content)
                 embedder.release.set()
 
