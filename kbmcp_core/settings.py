@@ -15,7 +15,7 @@ from kbmcp_core.fusion import Fusion, FusionMethod, VectorScale
 from kbmcp_core.settings_keys import DEFAULT_EXCLUDE_DIRS as DEFAULT_EXCLUDE_DIRS
 from kbmcp_core.settings_keys import DEFAULT_RERANKER as DEFAULT_RERANKER
 from kbmcp_core.settings_keys import INDEX_DIR_NAME as INDEX_DIR_NAME
-from kbmcp_core.settings_keys import default
+from kbmcp_core.settings_keys import SEARCH_SLOTS_LOCAL, SEARCH_SLOTS_SERVICE, default
 
 #: Directory names never walked, whatever the configuration says.
 FAIL_SAFE_DIRS: tuple[str, ...] = (".git", ".svn", ".hg", "node_modules")
@@ -234,8 +234,8 @@ class Settings:
     server_max_connections: int = default("server_max_connections")
     server_max_connections_per_client: int = default("server_max_connections_per_client")
     #: [server].search_slots: searches a server runs at once, in a lane of their own
-    #: (decision 0057); reads and listings never wait behind them
-    server_search_slots: int = default("server_search_slots")
+    #: (decision 0057); reads and listings never wait behind them (None: ``search_lane``)
+    server_search_slots: int | None = default("server_search_slots")
     #: [oauth]: JWT access tokens from these issuers are accepted over HTTP beside the
     #: tokens file (decision 0054); none: OAuth is off
     oauth_issuers: tuple[str, ...] = default("oauth_issuers")
@@ -263,6 +263,15 @@ class Settings:
                       lexical_weight_min=float(self.search_lexical_weight_min),
                       vector_scale=cast(VectorScale, self.search_vector_scale),
                       rrf_k=int(self.search_rrf_k))
+
+    @property
+    def search_lane(self) -> int:
+        """Searches a server runs at once: ``[server].search_slots``, or unset 4 with the
+        model in process and 12 with an embedding service (searches waiting for it hold
+        their slot; decision 0057's addendum "four search slots")."""
+        if self.server_search_slots is not None:
+            return self.server_search_slots
+        return SEARCH_SLOTS_LOCAL if self.embedding_provider == "local" else SEARCH_SLOTS_SERVICE
 
     @property
     def sqlite_path(self) -> Path:

@@ -15,6 +15,12 @@ from kbmcp_core.rerank import MAX_RERANK_CANDIDATES, RERANK_CANDIDATES
 from kbmcp_core.settings_schema import Key, Schema
 
 INDEX_DIR_NAME = ".kb-mcp"
+#: ``[server].search_slots`` unset: searches a server runs at once with the model in
+#: process (decision 0057's addendum "four search slots")...
+SEARCH_SLOTS_LOCAL = 4
+#: ... and with an embedding service, where up to 8 searches may wait for the service
+#: (``service_embedder.MAX_WAITING_QUERIES``) and 4 more answer from keywords meanwhile.
+SEARCH_SLOTS_SERVICE = 12
 #: The cross-encoder ``[search].reranker`` names unless configured (a packaged model).
 DEFAULT_RERANKER = "kb-mcp/ms-marco-MiniLM-L-12-v2-int8"
 DEFAULT_EXCLUDE_DIRS: tuple[str, ...] = (
@@ -279,11 +285,13 @@ _SERVER = (
     Key("server", "max_connections_per_client", "server_max_connections_per_client", _I, 64,
         "HTTP: connections open at once from one client address "
         "(`--max-connections-per-client`)", low=1, gate="loosened", why=_HOLDS),
-    Key("server", "search_slots", "server_search_slots", _I, 4,
+    Key("server", "search_slots", "server_search_slots", _I, None,
         "searches one server runs at once; the next wait their turn, and reads and listings "
         "never wait behind them ([decision 0057](decisions/0057-cold-search-and-many-"
         "clients.md)); more may help a store or vectors far away on the network",
-        low=1, gate="loosened", why="how much of the machine searches may take at once"),
+        low=1, gate="loosened", why="how much of the machine searches may take at once",
+        shown=f"{SEARCH_SLOTS_LOCAL}; {SEARCH_SLOTS_SERVICE} with an embedding service",
+        example="8"),
 )
 
 _SIGNERS = "who may sign the tokens the HTTP server accepts"

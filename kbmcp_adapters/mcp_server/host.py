@@ -156,15 +156,15 @@ class Host:
 
     async def in_thread(self, func: Callable[[], T], *, search: bool = False) -> T:
         """``func`` in a worker thread, counted for shutdown (by the first runtime).
-        ``search``: a search, which waits for one of the ``[server].search_slots`` of its
-        own lane (decision 0057): on anyio's one pool of 40 threads, 40 searches took every
-        thread a read needed, and every search running at once takes the interpreter's lock
-        in turn with the reads. Everything else (reads, listings) keeps that pool to
-        itself."""
+        ``search``: a search, which waits for one of the slots of its own lane
+        (``Settings.search_lane``; decision 0057 and its addendum "four search slots"): on
+        anyio's one pool of 40 threads, 40 searches took every thread a read needed, and
+        every search running at once takes the interpreter's lock in turn with the reads.
+        Everything else (reads, listings) keeps that pool to itself."""
         if not search:
             return await self.runtimes[self.names[0]].in_thread(func)
         if self._searches is None:  # made on the event loop, where every call starts
-            self._searches = anyio.CapacityLimiter(self.settings.server_search_slots)
+            self._searches = anyio.CapacityLimiter(self.settings.search_lane)
         return await self.runtimes[self.names[0]].in_thread(func, limiter=self._searches)
 
     def rebuilding_since(self) -> datetime | None:

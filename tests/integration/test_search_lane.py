@@ -55,7 +55,7 @@ def test_a_read_answers_while_every_search_slot_is_busy(tmp_path: Path,
     settings = build_settings(None, cwd=root, kb_path=root)
     if slots is not None:
         settings = dataclasses.replace(settings, server_search_slots=slots)
-    lane = settings.server_search_slots
+    lane = settings.search_lane
     embedder = HeldQueries()
     kb = KnowledgeBase(bootstrap(settings, store=FakeIndexStore(), vectors=FakeVectorStore(),
                                  embedder=embedder))

@@ -6,6 +6,7 @@ default, a bound or a gate is derived from it: ``Settings`` and the resolved-req
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 import re
 import tomllib
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from kbmcp_adapters.embedding.service_embedder import MAX_WAITING_QUERIES
 from kbmcp_adapters.mcp_server.http_limits import HttpLimits
 from kbmcp_cli.init_cmd import config_text
 from kbmcp_cli.main import cli
@@ -30,7 +32,7 @@ from kbmcp_core.settings_docs import (
     shown_value,
     trust_table,
 )
-from kbmcp_core.settings_keys import SCHEMA
+from kbmcp_core.settings_keys import SCHEMA, SEARCH_SLOTS_LOCAL, SEARCH_SLOTS_SERVICE
 from kbmcp_core.shaping import ShapeOptions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -154,3 +156,14 @@ def test_the_cli_help_shows_the_schema_defaults() -> None:
     search = " ".join(help_text("search").split())
     assert f"[search].default_limit, {SCHEMA.default('search_default_limit')}" in search
     assert f"[search].rerank_candidates ({SCHEMA.default('search_rerank_candidates')})" in search
+
+
+def test_the_search_lane_is_four_in_process_twelve_with_a_service_and_the_key_wins() -> None:
+    """Searches a server runs at once (decision 0057's addendum "four search slots"): with
+    an embedding service, searches waiting for it hold their slots, so the lane must hold
+    more than the service lets wait, or every other search would queue behind them."""
+    local = Settings(kb_path=Path("/kb"), index_dir=Path("/kb/.kb-mcp"))
+    service = dataclasses.replace(local, embedding_provider="openai-compatible")
+    assert local.search_lane == SEARCH_SLOTS_LOCAL == 4
+    assert service.search_lane == SEARCH_SLOTS_SERVICE > MAX_WAITING_QUERIES
+    assert dataclasses.replace(service, server_search_slots=2).search_lane == 2
