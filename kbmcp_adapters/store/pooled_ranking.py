@@ -59,7 +59,12 @@ def _chunks(conn: Connection) -> int:
 def statistics(conn: Connection, query: str, paths: str | None, *,
                presence: bool = False) -> KeywordStatistics:
     """This store's counts for ``query``: what ``hits`` of any store needs, summed.
-    ``presence``: only whether each term is held (``_document_frequencies``)."""
+    ``presence``: only whether each term is held (``_document_frequencies``). The
+    substring terms are counted only when the trigram leg may run (a CJK query, or this
+    store's words matched nothing); when this store's words matched, no store's trigram
+    leg runs (``hits``), so a term is only said held or not: counting a word's substring
+    reads every chunk holding its trigrams (as on PostgreSQL, decision 0058's addendum
+    "PostgreSQL's first index")."""
     compiled = compile_query(query)
     holding: dict[tuple[str, str], int] = {}
     found: set[str] = set()
@@ -69,8 +74,10 @@ def statistics(conn: Connection, query: str, paths: str | None, *,
         if not expression:
             continue
         terms = list(dict.fromkeys([*match.all, *coverage]))
+        leg_may_run = table == FTS_WORDS or compiled.has_cjk or FTS_WORDS not in found
         holding.update(zip(((table, t) for t in terms),
-                           _document_frequencies(conn, table, terms, presence=presence),
+                           _document_frequencies(conn, table, terms,
+                                                 presence=presence or not leg_may_run),
                            strict=True))
         if any_match(conn, table, expression, paths):
             found.add(table)
