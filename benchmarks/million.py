@@ -12,7 +12,7 @@ time is not what is measured. Each part runs in a fresh child (its own peak RSS)
 
 The ``million`` step of ``benchmarks.run`` (opt-in); alone:
 ``python -m benchmarks.million WORK [--files N] [--stores sqlite,pg_s3] [--quick]
-[--parts search,paired,keywords,recall,incremental] [--real-model]``.
+[--parts search,paired,keywords,recall,incremental,pooled] [--real-model]``.
 """
 
 from __future__ import annotations
@@ -45,6 +45,8 @@ INCREMENTAL_LIMIT = 2.0
 STORES = ("sqlite", "pg_s3")
 #: the parts of a store's measurement after its index, in order (``--parts`` picks some)
 PARTS = ("search", "paired", "keywords", "recall", "incremental")
+#: parts run only when ``--parts`` names them (``pooled`` copies the SQLite index)
+OPT_IN_PARTS = ("pooled",)
 #: every child ends by this (a million chunks on two busy cores take a while)
 CHILD_TIMEOUT_S = 6 * 3600.0
 
@@ -184,6 +186,16 @@ def incremental(kb: Path, base: Path, kind: str, store: dict[str, Any]) -> dict[
             "cpu_ratio": run.cpu_s / floor.cpu_s, "wall_ratio": run.wall_s / floor.wall_s}
 
 
+def twin(base: Path, index_dir: Path, kb: Path, store: dict[str, Any]) -> str:
+    """A second collection for a joint search: a copy of the SQLite index (made anew each
+    time, so it is the index as it is), and its config."""
+    copy = base / f"{index_dir.name}-twin"
+    if copy.exists():
+        shutil.rmtree(copy)
+    shutil.copytree(index_dir, copy)
+    return str(config(base / f"{index_dir.name}-twin.toml", kb, copy, store))
+
+
 def _facts(child: Any) -> dict[str, Any]:
     return {**child.data, "wall_s": child.wall_s, "cpu_s": child.cpu_s,
             "wait4_max_rss_mb": child.max_rss_mb}
@@ -236,6 +248,12 @@ def measure_store(kb: Path, kind: str, *, quick: bool, reuse: bool = False,
                     say(f"{kind}: filtered keyword legs within the budget and exact, paired")
                     keep("keywords", _child("keywords", config=cfg, queries=n,
                                             warmup=WARMUP).data)
+            elif part == "pooled":
+                if kind == "sqlite":  # PostgreSQL's: decision 0058's "PostgreSQL's first index"
+                    say(f"{kind}: a joint search of the index and a copy, pooled keyword legs "
+                        "within the budget and scoring every match, paired")
+                    keep("pooled", _child("pooled", config=cfg, queries=n, warmup=WARMUP,
+                                          twin=twin(base, index_dir, kb, store)).data)
             elif part == "recall":
                 say(f"{kind}: recall@10 of the approximate index against exact search")
                 keep("recall", _child("recall", config=cfg, queries=n).data)
@@ -297,6 +315,7 @@ def rows(result: Any) -> list[Row]:
                 f"p50 {ms(old['p50_s'])} -> {ms(new['p50_s'])}, paired in one process; same "
                 f"hits {got['paired']['same_hits'][variant]} of {new['n']}"))
         out += _keyword_rows(got.get("keywords"))
+        out += _pooled_rows(got.get("pooled"))
         rec = got.get("recall")
         if rec is not None:
             out += _recall_rows(rec)
@@ -331,6 +350,26 @@ def _keyword_rows(got: dict[str, Any] | None) -> list[Row]:
     return out
 
 
+def _pooled_rows(got: dict[str, Any] | None) -> list[Row]:
+    """A joint search's pooled keyword legs scoring every match against within the
+    budget (``pooled``), and how many queries keep the single leg's top 10."""
+    if got is None:
+        return []
+    stats, same, n = got["variants"], got["same_top"], got["queries"]
+    out = []
+    for part, what in (("legs", "pooled keyword legs"), ("hybrid", "hybrid")):
+        old, new = stats[f"{part} every match"], stats[f"{part} budget"]
+        out.append(Row(
+            f"    joint search of two collections: {what} p95, every match -> budget",
+            f"{ms(old['p95_s'])} -> {ms(new['p95_s'])}",
+            f"p50 {ms(old['p50_s'])} -> {ms(new['p50_s'])}, paired in one process"))
+    out.append(Row(
+        "    the single leg's top 10, one collection / two: every match -> budget",
+        f"{same['every match one']} / {same['every match two']} -> {same['budget one']} / "
+        f"{same['budget two']}", f"of {n} queries"))
+    return out
+
+
 def _recall_rows(rec: dict[str, Any]) -> list[Row]:
     """recall@10 unfiltered and under each filter, against its limit."""
     out = [Row("  ANN recall@10 / exact", f"{rec['recall_at_10']:.3f}",
@@ -358,14 +397,15 @@ def main(argv: list[str] | None = None) -> int:
                         "own (the check that the stand-in changes nothing else: hours at 100k)")
     p.add_argument("--parts", default=",".join(PARTS),
                    help="what to measure after the index, in this order (default: "
-                        f"{','.join(PARTS)})")
+                        f"{','.join(PARTS)}; also: {','.join(OPT_IN_PARTS)})")
     args = p.parse_args(argv)
     if args.real_model:
         os.environ[REAL_MODEL_ENV] = "1"  # the children inherit it
     stores = tuple(s for s in args.stores.split(",") if s)
     parts = tuple(s for s in args.parts.split(",") if s)
-    if unknown := set(parts) - set(PARTS):
-        p.error(f"--parts: not one of {', '.join(PARTS)}: {', '.join(sorted(unknown))}")
+    if unknown := set(parts) - set(PARTS) - set(OPT_IN_PARTS):
+        p.error(f"--parts: not one of {', '.join(PARTS + OPT_IN_PARTS)}: "
+                f"{', '.join(sorted(unknown))}")
     try:
         result = measure(args.work.resolve(), quick=args.quick, files=args.files,
                          stores=stores, reuse=args.reuse, queries=args.queries, parts=parts)

@@ -1,6 +1,6 @@
 """The children of ``benchmarks.million``: ``python -m benchmarks.million_child TASK JSON``
-with TASK ``index``, ``search``, ``paired``, ``keywords``, ``tables`` or ``recall``, each on
-the index one config file names, with the stand-in embedder (or, with
+with TASK ``index``, ``search``, ``paired``, ``keywords``, ``tables``, ``pooled`` or
+``recall``, each on the index one config file names, with the stand-in embedder (or, with
 ``KB_BENCH_REAL_MODEL=1``, the real model: the one run that checks the stand-in changes
 nothing else); the numbers go back through ``measure.write_result``."""
 
@@ -249,6 +249,62 @@ def tables(config: str, queries: int, warmup: int) -> dict[str, Any]:
             "queries": queries, "filters": variants}
 
 
+def pooled(config: str, twin: str, queries: int, warmup: int, k: int = 10) -> dict[str, Any]:
+    """A joint search of two collections (the index and ``twin``, a copy of it) with
+    SQLite's pooled keyword legs within the keyword budget and with the budget lifted
+    (every match scored, as the pooled legs did before decision 0058's addendum "SQLite's
+    pooled keyword legs"), in turn in one process (which goes first alternates): the
+    pooled legs alone (both stores' statistics, then each store's hits on their sum, one
+    after the other; pool of 50) and the hybrid joint search (``search_collections``),
+    p50/p95 in wall and CPU time each way; and how many queries' pooled leg over one
+    collection has the single leg's top ``k`` (ids and order), and over the two the single
+    leg's top ``k`` as its top ``2k`` (each chunk twice)."""
+    from benchmarks.corpus import queries as make_queries
+    from kbmcp_adapters.app.search_collections import search_collections
+    from kbmcp_adapters.store import ranking
+    from kbmcp_core.keyword_pool import pooled_relevance
+
+    kb, store, _vectors, _embedder = _parts(config)
+    kb2, store2, _vectors2, _embedder2 = _parts(twin)
+    kbs = {"a": kb, "b": kb2}
+    budget: int = getattr(ranking, "KEYWORD_BUDGET")  # noqa: B009 - ranking's own copy
+    ways = {"budget": budget, "every match": 1 << 62}
+    texts = make_queries(queries + warmup, seed=67)
+    samples: dict[str, list[float]] = {}
+    same: dict[str, int] = {f"{way} {n}": 0 for way in ways for n in ("one", "two")}
+    pool = 50
+    for i, q in enumerate(texts):
+        setattr(ranking, "KEYWORD_BUDGET", budget)  # noqa: B010 - the single leg's own
+        single = [cid for cid, _ in store.lexical_search(q, pool)][:k]
+        for way in (list(ways) if i % 2 == 0 else list(ways)[::-1]):
+            setattr(ranking, "KEYWORD_BUDGET", ways[way])  # noqa: B010
+            clock = [(time.perf_counter(), time.process_time())]
+            each = [s.keyword_statistics(q) for s in (store, store2)]
+            counts = each[0] + each[1]
+            clock.append((time.perf_counter(), time.process_time()))
+            hits = [s.keyword_hits(q, pool, None, counts) for s in (store, store2)]
+            clock.append((time.perf_counter(), time.process_time()))
+            search_collections(kbs, q)
+            clock.append((time.perf_counter(), time.process_time()))
+            if i < warmup:
+                continue
+            for name, (a, b) in (("statistics", (0, 1)), ("hits", (1, 2)), ("legs", (0, 2)),
+                                 ("hybrid", (2, 3))):
+                samples.setdefault(f"{name} {way}", []).append(clock[b][0] - clock[a][0])
+                samples.setdefault(f"{name} {way} cpu", []).append(clock[b][1] - clock[a][1])
+            joint = pooled_relevance(((h.chunk_id * 2 + n, h) for n, found in enumerate(hits)
+                                      for h in found), pool)
+            own = store.keyword_hits(q, pool, None, store.keyword_statistics(q))
+            alone = pooled_relevance(((h.chunk_id, h) for h in own), pool)
+            same[f"{way} one"] += [cid for cid, _ in alone][:k] == single
+            same[f"{way} two"] += {cid // 2 for cid, _ in joint[:2 * k]} == set(single)
+    setattr(ranking, "KEYWORD_BUDGET", budget)  # noqa: B010
+    kb.close()
+    kb2.close()
+    return {"variants": {key: _stats(s) for key, s in samples.items()},
+            "same_top": same, "queries": queries, "k": k}
+
+
 def _stats(samples: list[float]) -> dict[str, Any]:
     return {"n": len(samples), "p50_s": statistics.median(samples),
             "p95_s": percentile(sorted(samples), 95)}
@@ -330,7 +386,7 @@ def recall(config: str, queries: int, k: int = 10) -> dict[str, Any]:
 
 TASKS: dict[str, Callable[..., dict[str, Any]]] = {
     "index": index, "search": search, "recall": recall, "paired": paired,
-    "keywords": keywords, "tables": tables}
+    "keywords": keywords, "tables": tables, "pooled": pooled}
 
 
 def main(argv: list[str]) -> None:

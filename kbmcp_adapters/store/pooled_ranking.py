@@ -1,8 +1,10 @@
 """SQLite's keyword legs scored on statistics pooled over several stores (decision 0052).
 
 ``statistics`` counts what one store's legs rest on (chunks, and the chunks holding each
-term of the query in each FTS5 table); ``hits`` runs the same legs as ``ranking.rank`` and
-scores their candidates on the pooled counts instead of the store's own. FTS5's bm25()
+term of the query in each FTS5 table); ``hits`` runs the same legs as ``ranking.rank`` (the
+word leg within the keyword budget, ``ranking.words_leg``: decision 0058's addendum
+"SQLite's pooled keyword legs") and scores their candidates on the pooled counts instead of
+the store's own. FTS5's bm25()
 reads its own table's counts, so each candidate's BM25 is taken apart term by term (one
 bm25() per term over the candidates: its IDF times its term-frequency part), and the parts
 are summed again with the pooled IDFs. The coverage weight uses the pooled counts too.
@@ -26,6 +28,7 @@ from kbmcp_adapters.store.ranking import (
     bm25_score,
     coverage_shares,
     substring_leg,
+    words_leg,
 )
 from kbmcp_adapters.store.scratch_fts import holders
 from kbmcp_adapters.store.tables import FTS_GRAMS, FTS_WORDS
@@ -56,7 +59,12 @@ def _chunks(conn: Connection) -> int:
 def statistics(conn: Connection, query: str, paths: str | None, *,
                presence: bool = False) -> KeywordStatistics:
     """This store's counts for ``query``: what ``hits`` of any store needs, summed.
-    ``presence``: only whether each term is held (``_document_frequencies``)."""
+    ``presence``: only whether each term is held (``_document_frequencies``). The
+    substring terms are counted only when the trigram leg may run (a CJK query, or this
+    store's words matched nothing); when this store's words matched, no store's trigram
+    leg runs (``hits``), so a term is only said held or not: counting a word's substring
+    reads every chunk holding its trigrams (as on PostgreSQL, decision 0058's addendum
+    "PostgreSQL's first index")."""
     compiled = compile_query(query)
     holding: dict[tuple[str, str], int] = {}
     found: set[str] = set()
@@ -66,8 +74,10 @@ def statistics(conn: Connection, query: str, paths: str | None, *,
         if not expression:
             continue
         terms = list(dict.fromkeys([*match.all, *coverage]))
+        leg_may_run = table == FTS_WORDS or compiled.has_cjk or FTS_WORDS not in found
         holding.update(zip(((table, t) for t in terms),
-                           _document_frequencies(conn, table, terms, presence=presence),
+                           _document_frequencies(conn, table, terms,
+                                                 presence=presence or not leg_may_run),
                            strict=True))
         if any_match(conn, table, expression, paths):
             found.add(table)
@@ -77,14 +87,16 @@ def statistics(conn: Connection, query: str, paths: str | None, *,
 def hits(conn: Connection, query: str, limit: int, paths: str | None,
          pooled: KeywordStatistics) -> list[KeywordHit]:
     """``ranking.rank``'s legs, each candidate scored on ``pooled`` (not yet relative to
-    any best: ``keyword_pool.pooled_relevance`` does that over every store). The trigram
-    leg stands in for the words when no store's words found anything."""
+    any best: ``keyword_pool.pooled_relevance`` does that over every store). The word leg
+    is ``ranking.words_leg``, within the keyword budget as the single leg (decided on this
+    store's own counts), its scored terms rescored on the pooled IDFs. The trigram leg
+    stands in for the words when no store's words found anything."""
     compiled = compile_query(query)
     out: list[KeywordHit] = []
     if compiled.words and not compiled.has_cjk:
-        leg = _fts_leg(conn, FTS_WORDS, compiled.words, limit, paths)
-        out += _rescored(conn, FTS_WORDS, compiled.word_match, compiled.word_coverage, leg,
-                         pooled)
+        # the single leg's candidates, within its budget on this store's own counts
+        leg, scored = words_leg(conn, compiled, limit, paths)
+        out += _rescored(conn, FTS_WORDS, scored, compiled.word_coverage, leg, pooled)
     if compiled.grams and (compiled.has_cjk or FTS_WORDS not in pooled.found):
         leg = _fts_leg(conn, FTS_GRAMS, compiled.grams, limit, paths)
         out += _rescored(conn, FTS_GRAMS, compiled.gram_match, compiled.gram_coverage, leg,
@@ -97,7 +109,8 @@ def hits(conn: Connection, query: str, limit: int, paths: str | None,
 
 def _rescored(conn: Connection, table: str, match: Terms, coverage: Sequence[str],
               leg: list[tuple[int, float]], pooled: KeywordStatistics) -> list[KeywordHit]:
-    """The leg's candidates with their BM25 on the pooled counts, and their coverage."""
+    """The leg's candidates with their BM25 on the pooled counts, and their coverage;
+    ``match``: the terms the leg's BM25 summed (the narrowed ones past the budget)."""
     if not leg:
         return []
     ids = json.dumps([cid for cid, _ in leg])

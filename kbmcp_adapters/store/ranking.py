@@ -36,7 +36,7 @@ from kbmcp_adapters.store.keyword_filter import (
     sample_within,
 )
 from kbmcp_adapters.store.keyword_groups import top_by_groups
-from kbmcp_adapters.store.lexical import LexicalQuery, compile_query, quote
+from kbmcp_adapters.store.lexical import LexicalQuery, Terms, compile_query, quote
 from kbmcp_adapters.store.scratch_fts import holders, tokens
 from kbmcp_adapters.store.tables import FTS_GRAMS, FTS_WORDS, JOIN_DOCUMENTS, PATH_FILTER
 from kbmcp_core.keyword_pool import KeywordHit
@@ -52,6 +52,7 @@ __all__ = [
     "relative",
     "substring_leg",
     "weigh_by_coverage",
+    "words_leg",
 ]
 
 log = logging.getLogger(__name__)
@@ -81,7 +82,7 @@ def rank(conn: Connection, query: str, limit: int, within: str | Within | None
     compiled = compile_query(query)
     legs: list[list[tuple[int, float]]] = []
     if compiled.words and not compiled.has_cjk:
-        leg = _words_leg(conn, compiled, limit, within)
+        leg, _ = words_leg(conn, compiled, limit, within)
         legs.append(_weigh_by_coverage(conn, FTS_WORDS, compiled.word_coverage, leg))
     if compiled.grams and (compiled.has_cjk or not any(legs)):
         leg = _fts_leg(conn, FTS_GRAMS, compiled.grams, limit, within)
@@ -91,16 +92,19 @@ def rank(conn: Connection, query: str, limit: int, within: str | Within | None
     return merge(legs, limit)
 
 
-def _words_leg(conn: Connection, compiled: LexicalQuery, limit: int,
-               within: str | Within | None) -> list[tuple[int, float]]:
+def words_leg(conn: Connection, compiled: LexicalQuery, limit: int,
+              within: str | Within | None) -> tuple[list[tuple[int, float]], Terms]:
     """BM25 on the word index, within ``keyword_budget.KEYWORD_BUDGET`` scored matches: the
     whole query's expression while its words hold fewer matches together (or the index
     fewer chunks), else its rarest words' (``keyword_budget.narrow``; decision 0058).
     Under a filter keeping more chunks than the budget, the words are counted in the
     filter (``keyword_filter.counts_within``) and, when they hold more matches there than
-    the budget, the whole query's best are found group by group (``_groups``)."""
+    the budget, the whole query's best are found group by group (``_groups``). With the
+    leg, the terms whose phrases its BM25 sums (a joint search's pooled leg scores the
+    same candidates on the same terms with pooled IDFs, ``pooled_ranking``)."""
     assert compiled.words is not None
     match, expression, floor = compiled.word_match, compiled.words, None
+    scored = match  # the whole query's phrases, as before the budget
     try:
         rows = row_count(conn, FTS_WORDS)
         if rows is not None and rows[0] > KEYWORD_BUDGET and not match.required:
@@ -110,23 +114,24 @@ def _words_leg(conn: Connection, compiled: LexicalQuery, limit: int,
             df = {w: counts.get(token, 0) for w, token in single.items()}
             if within is not None:
                 if sum(df.values()) <= KEYWORD_BUDGET or len(df) < len(match.optional):
-                    return _fts_leg(conn, FTS_WORDS, expression, limit, within)
+                    return _fts_leg(conn, FTS_WORDS, expression, limit, within), scored
                 within = read_within(conn, within) if isinstance(within, str) else within
                 if len(within) > KEYWORD_BUDGET:
                     held = counts_within(conn, FTS_WORDS, df, within, KEYWORD_BUDGET)
                     if sum(held.values()) > KEYWORD_BUDGET:
+                        # every group's scores are the whole query's (``keyword_groups``)
                         return _groups(conn, compiled.words, match.optional, df, rows[0],
-                                       held, limit, within)
-                return _fts_leg(conn, FTS_WORDS, expression, limit, within)
+                                       held, limit, within), scored
+                return _fts_leg(conn, FTS_WORDS, expression, limit, within), scored
             narrowed = narrow(match, df, rows[0], limit, KEYWORD_BUDGET)
-            if narrowed is not None:
-                expression = narrowed.terms.fts5() or expression
+            if narrowed is not None and (narrower := narrowed.terms.fts5()):
+                expression, scored = narrower, narrowed.terms
                 if narrowed.sampled:
                     floor = sample_floor(conn, FTS_WORDS, expression, KEYWORD_BUDGET)
     except OperationalError as exc:  # below head (no vocabulary table): the whole query
         if "no such table" not in str(exc.orig):
             raise
-    return _fts_leg(conn, FTS_WORDS, expression, limit, within, floor)
+    return _fts_leg(conn, FTS_WORDS, expression, limit, within, floor), scored
 
 
 def _groups(conn: Connection, whole: str, words: Sequence[str], df: dict[str, int],

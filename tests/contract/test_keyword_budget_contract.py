@@ -119,17 +119,6 @@ def test_the_counts_follow_every_write(store: IndexStore,
                    for c in store.get_chunks([cid for cid, _ in found]).values())
 
 
-@pytest.fixture(params=[
-    pytest.param("sqlite", marks=pytest.mark.xfail(
-        strict=True, reason="SQLite's pooled legs still score every match (0058's addendum "
-                            "\"PostgreSQL's first index\", what is left)")),
-    "postgresql"])
-def pooled_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[IndexStore]:
-    with INDEX_STORES[request.param](request, tmp_path) as under_test:
-        _write(under_test.store)
-        yield under_test.store
-
-
 def _joint(store: IndexStore, query: str, limit: int,
            paths: list[str] | None = None) -> list[tuple[int, float]]:
     """What a joint search over this one collection finds: its counts pooled (decision
@@ -162,12 +151,29 @@ def test_within_the_budget_a_joint_search_scores_the_whole_query(
 
 @pytest.mark.parametrize("query", ["service runner lantern", "service runner"])
 def test_past_the_budget_a_joint_search_scores_what_the_leg_scores(
-        pooled_store: IndexStore, monkeypatch: pytest.MonkeyPatch, query: str) -> None:
+        store: IndexStore, monkeypatch: pytest.MonkeyPatch, query: str) -> None:
     """Past the budget a joint search's pooled legs score what the single leg scores (the
     rarest word; with only common words the matches with the highest ids): over one
     collection its hits, order and scores are the leg's (before: every match scored)."""
     _budget(monkeypatch, BUDGET)
-    got = _joint(pooled_store, query, 20)
-    _same(got, pooled_store.lexical_search(query, 20))
+    got = _joint(store, query, 20)
+    _same(got, store.lexical_search(query, 20))
     if query == "service runner":
-        assert {c for c, _ in got} <= set(sorted(pooled_store.chunk_ids(), reverse=True)[:BUDGET])
+        assert {c for c, _ in got} <= set(sorted(store.chunk_ids(), reverse=True)[:BUDGET])
+
+
+def test_past_the_budget_under_a_filter_a_joint_search_scores_what_the_leg_scores(
+        store: IndexStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A filter keeping 40 of 60 notes (80 chunks, more than the budget of 30), every one
+    holding "service" and "runner": the leg scores within the budget in the filter, and a
+    joint search's pooled leg over one collection finds its hits, order and scores (before:
+    every match in the filter scored)."""
+    kept = [f"d/{d:03d}.md" for d in range(40)]
+    _budget(monkeypatch, 10**9)
+    every = store.lexical_search("service runner", 20, kept)
+    _budget(monkeypatch, BUDGET)
+    leg = store.lexical_search("service runner", 20, kept)
+    assert leg != every  # the budget narrows the leg in this filter
+    got = _joint(store, "service runner", 20, kept)
+    _same(got, leg)
+    assert {f"d/{c // 10:03d}.md" for c, _ in got} <= set(kept)

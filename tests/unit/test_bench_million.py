@@ -95,6 +95,21 @@ def test_the_filtered_keyword_leg_prints_exact_then_budget_with_its_recall() -> 
     assert "recall@10 of exact 0.990" in legs[1].spread
 
 
+def test_the_joint_searchs_pooled_legs_print_every_match_then_budget() -> None:
+    got = _store(900, 0.120, 0.97, 1.5)
+    got["pooled"] = {
+        "variants": {f"{part} {way}": {"n": 30, "p50_s": p50, "p95_s": 2 * p50}
+                     for part in ("legs", "hybrid")
+                     for way, p50 in (("every match", 0.5), ("budget", 0.05))},
+        "same_top": {"every match one": 0, "every match two": 1, "budget one": 30,
+                     "budget two": 29}, "queries": 30, "k": 10}
+    rows = million.rows({"files": 22_500, "sqlite": got})
+    joint = [r for r in rows if "joint search of two collections" in r.name]
+    assert [r.value for r in joint] == ["1.00 s -> 100.0 ms"] * 2
+    top = next(r for r in rows if "top 10" in r.name)
+    assert (top.value, top.spread) == ("0 / 1 -> 30 / 29", "of 30 queries")
+
+
 def _index_meta(index_dir: Path, embed_text: str, md: int) -> None:
     index_dir.mkdir(parents=True)
     with closing(sqlite3.connect(index_dir / "index.db")) as conn, conn:
