@@ -130,7 +130,7 @@ def low(row: Row, p: Params) -> bool:
     lead_to = sims[rank - 1] if len(sims) >= rank else p["floor"]
     if sims[0] < p["similarity"] or sims[0] - lead_to < p["lead"]:
         return True
-    if row.get("unseen") and sims[0] - lead_to < p.get("unseen_lead", 0.0):
+    if row.get("unseen") and len(sims) >= rank and sims[0] - lead_to < p.get("unseen_lead", 0.0):
         return True
     near = row.get("near")
     full = p["near_chunks"]  # the share reached at this size, from 0 at NEAR_RISE of it
@@ -184,7 +184,8 @@ def flags(row: Row) -> np.ndarray:
         gap = best - lead_to
         base = (best < _axis("similarity")) | (gap < _axis("lead"))
         if row.get("unseen"):
-            base = base | (gap < _axis("unseen_lead"))
+            real = ~np.isnan(_along(["rank"], ranked))  # a LEAD_RANK-th document, no floor
+            base = base | (real & (gap < _axis("unseen_lead")))
             bars = np.array([unseen_bar(row.get("chunks", 0), u) for u in GRID["unseen"]])
             base = base | (best < _along(["unseen"], bars))
         near = row.get("near")
