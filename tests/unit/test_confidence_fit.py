@@ -40,7 +40,7 @@ def test_the_grid_counted_at_once_flags_as_the_rule_does() -> None:
          "near": 0.30},
         {**row("b", True, 0.30), "sims": [0.70, 0.62, 0.6], "unseen": 2, "chunks": 821,
          "near": 0.18},
-        {**row("b", False, None), "sims": [], "readable": 0.2},
+        {**row("b", False, 0.0), "lex": None, "sims": [], "readable": 0.2},
         {**row("b", False, 0.0), "sims": [0.2] * 12, "readable": 0.3},
         {**row("c", True, 0.55), "sims": [0.41] + [0.3] * 20, "unseen": 1, "chunks": 1400,
          "near": 0.25},
