@@ -25,18 +25,23 @@ to count is not on the grid (decision 0056, addendum: fitted, it followed whiche
 were in; since the eighth addendum a ramp, ``kbmcp_core.confidence.unseen_bar``); the
 nearest chunks' share of the question's words is, with the size at which its bar reaches
 that share (``NEAR_FULL_CHUNKS``: the bar rises from 0 at 0.3 of it, ``NEAR_MIN_CHUNKS``, in
-proportion to the log of the folder's size; sixth addendum).
+proportion to the log of the folder's size; sixth addendum); so is the lead a question
+with a word no chunk holds must reach (``unseen_lead``, off first: ninth addendum). Every
+grid point of a row is decided at once (``flags``, the rule broadcast over the grid's
+axes), so the grid's million points fit in seconds.
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
+import functools
 import json
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from benchmarks.confidence_sets import WORK, prepare
 from kbmcp_core.confidence import (
@@ -65,6 +70,8 @@ GRID: dict[str, list[float]] = {
     # UNSEEN_FULL_CHUNKS or more (less in a smaller one: ``unseen_bar``); 0 turns the test
     # off. Strictest first, so that a tie keeps the test on
     "unseen": [0.6, 0.55, 0.5, 0.45, 0.4, 0.35, 0.0],
+    # ... and at any size low when its lead is under this (0 = off; ninth addendum)
+    "unseen_lead": [0.0, 0.1, 0.12, 0.13, 0.15],
     # low when the best of the nearest chunks holds less than this share of the question's
     # held words (0 = off; off first, so that a tie leaves it off) ...
     "near": [0.0, 0.2, 0.25, 0.3],
@@ -107,7 +114,7 @@ def collect(out: Path, specs: Sequence[str], *, index: bool = False) -> None:
                             "readable": e.readable if e else 0.0,
                             "unseen": e.unseen if e else 0,
                             "chunks": e.chunks if e else 0,
-                            "near": e.near if e else None}) + "\n")
+                            "near": e.near if e else None, "query": q.query}) + "\n")
             finally:
                 kb.close()
 
@@ -122,6 +129,8 @@ def low(row: Row, p: Params) -> bool:
     rank = int(p["rank"])
     lead_to = sims[rank - 1] if len(sims) >= rank else p["floor"]
     if sims[0] < p["similarity"] or sims[0] - lead_to < p["lead"]:
+        return True
+    if row.get("unseen") and len(sims) >= rank and sims[0] - lead_to < p.get("unseen_lead", 0.0):
         return True
     near = row.get("near")
     full = p["near_chunks"]  # the share reached at this size, from 0 at NEAR_RISE of it
@@ -140,42 +149,94 @@ def rates(rows: Iterable[Row], p: Params) -> tuple[float | None, float | None, i
             len(none), len(some))
 
 
-#: per grid point, per set: (no-answer flagged, no-answer, answerable flagged, answerable)
-Counts = dict[tuple[float, ...], dict[str, tuple[int, int, int, int]]]
+#: per set: (no-answer flagged, no-answer, answerable flagged, answerable), the flagged
+#: counts one per grid point (an array over ``GRID``'s axes, in its order)
+Counts = dict[str, tuple["np.ndarray", int, "np.ndarray", int]]
+
+
+def _axis(name: str) -> np.ndarray:
+    """``GRID[name]`` laid along its own axis of the grid."""
+    shape = [1] * len(GRID)
+    shape[list(GRID).index(name)] = len(GRID[name])
+    return np.array(GRID[name], dtype=float).reshape(shape)
+
+
+def _along(names: Sequence[str], table: np.ndarray) -> np.ndarray:
+    """A table over ``names`` (in ``GRID``'s order) laid along their axes of the grid."""
+    shape = [len(v) if k in names else 1 for k, v in GRID.items()]
+    return table.reshape(shape)
+
+
+def flags(row: Row) -> np.ndarray:
+    """``low(row, p)`` for every grid point ``p`` at once (the same arithmetic, broadcast
+    over the grid's axes): the fit's hundreds of thousands of points in one pass a row."""
+    shape = tuple(len(v) for v in GRID.values())
+    lex = row["lex"]
+    sims = row["sims"]
+    if not sims or row["readable"] < 0.5:
+        base = np.full(shape, not lex)
+    else:
+        best = sims[0]
+        ranked = np.array([sims[int(r) - 1] if len(sims) >= r else np.nan
+                           for r in GRID["rank"]])
+        lead_to = np.where(np.isnan(_along(["rank"], ranked)), _axis("floor"),
+                           _along(["rank"], ranked))
+        gap = best - lead_to
+        base = (best < _axis("similarity")) | (gap < _axis("lead"))
+        if row.get("unseen"):
+            real = ~np.isnan(_along(["rank"], ranked))  # a LEAD_RANK-th document, no floor
+            base = base | (real & (gap < _axis("unseen_lead")))
+            bars = np.array([unseen_bar(row.get("chunks", 0), u) for u in GRID["unseen"]])
+            base = base | (best < _along(["unseen"], bars))
+        near = row.get("near")
+        if near is not None:
+            chunks = row.get("chunks", 0)
+            table = np.array([[near < (near_bar(chunks, n, full * NEAR_RISE, full) if full
+                                       else n) for full in GRID["near_chunks"]]
+                              for n in GRID["near"]])
+            base = base | _along(["near", "near_chunks"], table)
+        base = np.broadcast_to(base, shape)
+    if lex is not None:
+        base = base & ~(lex >= _axis("lexical"))
+    return np.broadcast_to(base, shape)
 
 
 def count(rows: Sequence[Row]) -> Counts:
     """Every grid point's flags counted per set, once (each fit then only adds them up)."""
-    sets = sorted({r["set"] for r in rows})
-    out: Counts = {}
-    for values in itertools.product(*GRID.values()):
-        p = dict(zip(GRID, values, strict=True))
-        per: dict[str, list[int]] = {s: [0, 0, 0, 0] for s in sets}
-        for r in rows:
-            c = per[r["set"]]
-            i = 2 if r["answerable"] else 0
-            c[i] += low(r, p)
-            c[i + 1] += 1
-        out[values] = {s: (c[0], c[1], c[2], c[3]) for s, c in per.items()}
-    return out
+    shape = tuple(len(v) for v in GRID.values())
+    out: dict[str, list[Any]] = {}
+    for r in rows:
+        c = out.setdefault(r["set"], [np.zeros(shape, np.int32), 0, np.zeros(shape, np.int32), 0])
+        i = 2 if r["answerable"] else 0
+        c[i] += flags(r)
+        c[i + 1] += 1
+    return {s: (c[0], c[1], c[2], c[3]) for s, c in out.items()}
 
 
 def fit(counts: Counts, folders: Sequence[str]) -> tuple[Params, float]:
-    """The grid's best thresholds on ``folders`` and their worst folder's no-answer share."""
-    best: Params | None = None
-    key: tuple[float, float] | None = None
-    for values, per_set in counts.items():
-        per = [per_set[f] for f in folders]
-        none = [a / n for a, n, _, _ in per if n]
-        some = [a / n for _, _, a, n in per if n]
-        if not none or (some and max(some) > MAX_ANSWERABLE):
-            continue
-        k = (min(none), sum(none) / len(none) - (sum(some) / len(some) if some else 0.0))
-        if key is None or k > key:
-            best, key = dict(zip(GRID, values, strict=True)), k
-    if best is None or key is None:
+    """The grid's best thresholds on ``folders`` and their worst folder's no-answer share:
+    among the points that flag at most ``MAX_ANSWERABLE`` of every folder's answerable
+    questions, the best worst-folder no-answer share, then the best mean margin, the first
+    on the grid among equals."""
+    per = [counts[f] for f in folders]
+    none = [a / n for a, n, _, _ in per if n]
+    some = [a / n for _, _, a, n in per if n]
+    if not none:
         raise SystemExit("no thresholds keep every folder's answerable questions unflagged")
-    return best, key[0]
+    worst = functools.reduce(np.minimum, none)
+    margin = functools.reduce(np.add, none) / len(none)
+    if some:
+        margin = margin - functools.reduce(np.add, some) / len(some)
+        feasible = functools.reduce(np.maximum, some) <= MAX_ANSWERABLE
+    else:
+        feasible = np.ones(worst.shape, bool)
+    if not feasible.any():
+        raise SystemExit("no thresholds keep every folder's answerable questions unflagged")
+    top = worst[feasible].max()
+    at = int(np.argmax(np.where(feasible & (worst == top), margin, -np.inf)))
+    index = np.unravel_index(at, worst.shape)
+    return ({k: v[int(i)] for (k, v), i in zip(GRID.items(), index, strict=True)},
+            float(top))
 
 
 def folder_of(name: str) -> str:

@@ -30,7 +30,10 @@ The decision (decision 0028, refitted across folders in decision 0056):
   chance (a handbook of a hundred chunks has no "fever" or "keycard" although it answers
   the question), so the bar is 0 up to ``UNSEEN_MIN_CHUNKS`` chunks and rises with the
   folder's size to ``UNSEEN_SIMILARITY`` at ``UNSEEN_FULL_CHUNKS`` (eighth addendum: it
-  was a step at 1,000 chunks);
+  was a step at 1,000 chunks); and, at any size, low when such a question's best
+  document leads the ``LEAD_RANK``-th by less than ``UNSEEN_LEAD`` (a word nothing holds
+  asks the best document to stand out more; read only when the candidates hold that many
+  documents, not against ``FLOOR_SIMILARITY``: ninth addendum);
   Also low when the best of the ``NEAR_DEPTH`` chunks nearest by meaning holds less than
   ``near_bar(chunks)`` of the question's words the index holds, each weighed by how few
   chunks hold it (``near_share``; decision 0056, fifth addendum): a question about a
@@ -100,6 +103,14 @@ UNSEEN_FULL_CHUNKS = 1000
 #: (fitted across folders, decision 0056, addendum: a question a large folder answers
 #: reads close to its answer even when it uses a word the folder does not).
 UNSEEN_SIMILARITY = 0.60
+#: ... and, in a folder of any size, a question with such a word is low when its best
+#: document leads the ``LEAD_RANK``-th by less than this (when the candidates hold that
+#: many documents): it must stand out more than a question whose every word the folder
+#: holds (decision 0056, ninth addendum: release notes' answerable questions lead by
+#: 0.06-0.10, so the lead bar of every question cannot rise to catch the questions naming
+#: a tool a small folder does not hold, which lead by 0.11-0.12; fitted across folders on
+#: the grid 0, 0.10, 0.12, 0.13, 0.15).
+UNSEEN_LEAD = 0.12
 #: The test of the question's words in its nearest chunks starts in a folder of this many
 #: chunks (decision 0056, fifth addendum: in the in-repo handbook's 114 chunks paraphrased
 #: questions' words are held elsewhere, never in the answer) ...
@@ -279,6 +290,8 @@ def low_confidence(*, hits: int, similarities: Sequence[float] | None,
     lead_to = (similarities[LEAD_RANK - 1] if len(similarities) >= LEAD_RANK
                else FLOOR_SIMILARITY)
     if best < MIN_SIMILARITY or best - lead_to < MIN_LEAD:
+        return True
+    if unseen > 0 and len(similarities) >= LEAD_RANK and best - lead_to < UNSEEN_LEAD:
         return True
     if near is not None and near < near_bar(chunks):
         return True
