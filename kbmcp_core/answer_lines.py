@@ -117,7 +117,8 @@ def _leads_in(block: Block) -> bool:
                      and not rows[0].endswith((".", "?", "!")))
 
 
-def _stems(text: str) -> set[str]:
+def stems_of(text: str) -> set[str]:
+    """The word stems of ``text`` as the lexical leg compares them (CJK left out)."""
     return {word_stem(text[s:e]) for s, e, cjk in word_pieces(text) if not cjk}
 
 
@@ -130,7 +131,7 @@ def keyword_scores(texts: Sequence[str], terms: QueryTerms) -> list[float]:
         return [0.0] * len(texts)
     held: list[set[str]] = []
     for text in texts:
-        found = {f"s:{stem}" for stem in terms.stems & _stems(text)}
+        found = {f"s:{stem}" for stem in terms.stems & stems_of(text)}
         found |= {f"c:{sub}" for sub in terms.substrings if sub in text}
         held.append(found)
     wanted = [f"s:{stem}" for stem in terms.stems] + [f"c:{sub}" for sub in terms.substrings]

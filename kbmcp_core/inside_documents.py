@@ -25,14 +25,16 @@ Problems" and "/proc-based Linux lsof Questions", whose answers the model reads 
 hundredths apart. So the key also holds ``INSIDE_HEADING`` × the share of the question's
 words its section's heading holds, each word weighed by how few of the document's places'
 headings hold it (``answer_lines.keyword_scores``): a word every heading has (the
-document's title) moves nothing (decision 0056, ninth part).
+document's title) moves nothing, and the words of the document's path are left out ("Lsof --
+what is it?" asks lsof's FAQ, not its sections whose titles say "lsof"; decision 0056,
+ninth part).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from kbmcp_core.answer_lines import keyword_scores
+from kbmcp_core.answer_lines import keyword_scores, stems_of
 from kbmcp_core.spans import QueryTerms
 
 Ranking = list[tuple[int, float]]
@@ -57,6 +59,12 @@ def meaning(vector: Mapping[int, float],
         if best is not None and best > out.get(cid, 0.0):
             out[cid] = best
     return out
+
+
+def _not_in(terms: QueryTerms, path: str) -> QueryTerms:
+    """``terms`` less the words of the document's path ("lsof" in ``lsof/00FAQ.txt``): they
+    say which document, which fusion has decided, not which of its sections."""
+    return QueryTerms(terms.stems - stems_of(path), terms.substrings)
 
 
 def inside_documents(
@@ -94,8 +102,8 @@ def inside_documents(
             continue
         if headings and terms:
             ids = [ranked[i][0] for i in at]
-            named.update(zip(ids, keyword_scores([headings.get(c, "") for c in ids], terms),
-                             strict=True))
+            named.update(zip(ids, keyword_scores([headings.get(c, "") for c in ids],
+                                                 _not_in(terms, paths[ids[0]])), strict=True))
         dealt = sorted((ranked[i][0] for i in at), key=lambda cid: -key(cid))
         for i, cid in zip(at, dealt, strict=True):
             out[i] = (cid, ranked[i][1])
