@@ -45,7 +45,7 @@ Ranking = list[tuple[int, float]]
 #: ``dev-eval/faq``.
 INSIDE_LEXICAL = 0.1
 #: The weight of the question's words a section's heading holds, beside the key's 0 to 1
-#: (measured on every line-level set, decision 0056, ninth part: 0.1 to 0.5 lift the
+#: (measured on every line-level set, decision 0056, ninth part: 0.1 to 0.3 lift the
 #: Debian FAQs' first hits by one or two, and move no other set's).
 INSIDE_HEADING = 0.2
 #: How many of the question's words a heading must hold to count: one shared word is as
