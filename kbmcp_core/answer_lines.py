@@ -117,24 +117,25 @@ def _leads_in(block: Block) -> bool:
                      and not rows[0].endswith((".", "?", "!")))
 
 
-def _stems(text: str) -> set[str]:
+def stems_of(text: str) -> set[str]:
+    """The word stems of ``text`` as the lexical leg compares them (CJK left out)."""
     return {word_stem(text[s:e]) for s, e, cjk in word_pieces(text) if not cjk}
 
 
-def keyword_scores(blocks: Sequence[Block], terms: QueryTerms) -> list[float]:
-    """Each block's keyword score, 0 to 1: the weight of the query's stems and CJK pieces
+def keyword_scores(texts: Sequence[str], terms: QueryTerms) -> list[float]:
+    """Each text's keyword score, 0 to 1: the weight of the query's stems and CJK pieces
     it holds over the weight of all of them, a term weighing more the fewer of the
-    chunk's blocks hold it (the lexical leg's IDF, inside one chunk: a word every
-    paragraph has says little about which one answers)."""
-    if not terms or not blocks:
-        return [0.0] * len(blocks)
+    ``texts`` hold it (the lexical leg's IDF, inside one chunk's blocks or one document's
+    headings: a word every paragraph has says little about which one answers)."""
+    if not terms or not texts:
+        return [0.0] * len(texts)
     held: list[set[str]] = []
-    for block in blocks:
-        found = {f"s:{stem}" for stem in terms.stems & _stems(block.text)}
-        found |= {f"c:{sub}" for sub in terms.substrings if sub in block.text}
+    for text in texts:
+        found = {f"s:{stem}" for stem in terms.stems & stems_of(text)}
+        found |= {f"c:{sub}" for sub in terms.substrings if sub in text}
         held.append(found)
     wanted = [f"s:{stem}" for stem in terms.stems] + [f"c:{sub}" for sub in terms.substrings]
-    n = len(blocks)
+    n = len(texts)
     weight = {t: math.log(1.0 + n / (1 + sum(1 for h in held if t in h))) for t in wanted}
     total = sum(weight.values()) or 1.0
     return [sum(weight[t] for t in h) / total for h in held]
@@ -146,8 +147,8 @@ def best_block(blocks: Sequence[Block], terms: QueryTerms,
     ``keyword_scores`` plus ``SEMANTIC_WEIGHT`` × its similarity when known; code counts
     by its keywords only."""
     best, best_score = None, 0.0
-    for i, (block, score) in enumerate(zip(blocks, keyword_scores(blocks, terms),
-                                           strict=True)):
+    scores = keyword_scores([b.text for b in blocks], terms)
+    for i, (block, score) in enumerate(zip(blocks, scores, strict=True)):
         sim = similarities[i] if similarities is not None else None
         if sim is not None and not block.code:
             score += SEMANTIC_WEIGHT * max(sim, 0.0)

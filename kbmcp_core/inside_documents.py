@@ -18,11 +18,25 @@ keyword relevance at ``INSIDE_LEXICAL``. Which documents come where, and every p
 score, stay as fused: document-level metrics cannot move, and the scores stay in order
 (decision 0056: one score per hit); a chunk dealt into another place keeps its own fused
 score as ``fused_score``.
+
+A section's heading names what it is about, and a question that names it too says which
+section it asks for: lsof's FAQ groups its answers under titles like "Solaris 7, 8 and 9
+Problems" and "/proc-based Linux lsof Questions", whose answers the model reads a few
+hundredths apart. So the key also holds ``INSIDE_HEADING`` × the share of the question's
+words its section's heading holds, each word weighed by how few of the document's places'
+headings hold it (``answer_lines.keyword_scores``): a word every heading has (the
+document's title) moves nothing, the words of the document's path are left out ("Lsof --
+what is it?" asks lsof's FAQ, not its sections whose titles say "lsof"), and a heading
+counts only when it holds ``HEADING_WORDS`` of the question's words (decision 0056, ninth
+part).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+
+from kbmcp_core.answer_lines import keyword_scores, stems_of
+from kbmcp_core.spans import QueryTerms
 
 Ranking = list[tuple[int, float]]
 #: The keyword relevance's share in ordering one document's sections for a question (the
@@ -30,6 +44,14 @@ Ranking = list[tuple[int, float]]
 #: 0 lets the Debian FAQs' sections lose 0.04 nDCG@10; 0.15 and above gains nothing on
 #: ``dev-eval/faq``.
 INSIDE_LEXICAL = 0.1
+#: The weight of the question's words a section's heading holds, beside the key's 0 to 1
+#: (measured on every line-level set, decision 0056, ninth part: 0.1 to 0.3 lift the
+#: Debian FAQs' first hits by one or two, and move no other set's).
+INSIDE_HEADING = 0.2
+#: How many of the question's words a heading must hold to count: one shared word is as
+#: often a circumstance ("… deleted after a rollout" against `Percentage rollouts`) as the
+#: subject; two name it ("Solaris 7, 8 or 9" against `Solaris 7, 8 and 9 Problems`).
+HEADING_WORDS = 2
 
 
 def meaning(vector: Mapping[int, float],
@@ -44,6 +66,12 @@ def meaning(vector: Mapping[int, float],
     return out
 
 
+def _not_in(terms: QueryTerms, path: str) -> QueryTerms:
+    """``terms`` less the words of the document's path ("lsof" in ``lsof/00FAQ.txt``): they
+    say which document, which fusion has decided, not which of its sections."""
+    return QueryTerms(terms.stems - stems_of(path), terms.substrings)
+
+
 def inside_documents(
     ranked: Sequence[tuple[int, float]],
     paths: Mapping[int, str],
@@ -51,17 +79,22 @@ def inside_documents(
     lexical: Sequence[tuple[int, float]],
     vector: Sequence[tuple[int, float]],
     paragraphs: Mapping[int, Sequence[float | None]],
+    headings: Mapping[int, str] | None = None,
+    terms: QueryTerms | None = None,
 ) -> Ranking:
     """``ranked`` with each document's chunks (``paths``: each chunk's document) dealt into
     the places the document holds, best first by ``INSIDE_LEXICAL`` × keyword relevance +
-    the rest × ``meaning`` (ties keep their order); each place keeps its score. A chunk
-    ``paths`` lacks stays put. The searcher and ``kb-mcp tune`` (which reads no
-    paragraphs) both order a question's sections with it."""
+    the rest × ``meaning`` + ``INSIDE_HEADING`` × the query's ``terms`` its heading holds
+    (``headings``: each chunk's section heading; ties keep their order); each place keeps
+    its score. A chunk ``paths`` lacks stays put. The searcher and ``kb-mcp tune`` (which
+    reads no paragraphs) both order a question's sections with it."""
     lex = {cid: min(max(s, 0.0), 1.0) for cid, s in lexical}
     near = meaning(dict(vector), paragraphs)
+    named: dict[int, float] = {}
 
     def key(cid: int) -> float:
-        return INSIDE_LEXICAL * lex.get(cid, 0.0) + (1 - INSIDE_LEXICAL) * near.get(cid, 0.0)
+        return (INSIDE_LEXICAL * lex.get(cid, 0.0) + (1 - INSIDE_LEXICAL) * near.get(cid, 0.0)
+                + INSIDE_HEADING * named.get(cid, 0.0))
 
     places: dict[str, list[int]] = {}
     for i, (cid, _) in enumerate(ranked):
@@ -72,6 +105,13 @@ def inside_documents(
     for at in places.values():
         if len(at) < 2:
             continue
+        if headings and terms:
+            ids = [ranked[i][0] for i in at]
+            asked = _not_in(terms, paths[ids[0]])
+            texts = [headings.get(c, "") for c in ids]
+            named.update((cid, share) for cid, share, text
+                         in zip(ids, keyword_scores(texts, asked), texts, strict=True)
+                         if len(asked.stems & stems_of(text)) >= HEADING_WORDS)
         dealt = sorted((ranked[i][0] for i in at), key=lambda cid: -key(cid))
         for i, cid in zip(at, dealt, strict=True):
             out[i] = (cid, ranked[i][1])

@@ -219,7 +219,10 @@ class Searcher:
         if legs.fusion is not None and legs.vector is not None and is_question(req.text):
             paths = {cid: chunk.document_path for cid, chunk in chunks.items()}
             ordered = inside_documents(fused_order, paths, lexical=legs.lexical or [],
-                                       vector=legs.vector, paragraphs=legs.paragraphs)
+                                       vector=legs.vector, paragraphs=legs.paragraphs,
+                                       headings={cid: chunk.heading
+                                                 for cid, chunk in chunks.items()},
+                                       terms=query_terms(req.text))
         ranked, reranked = apply_rerank(req.text, ordered, chunks, req.shape,
                                         self.reranker)
         ranked = diversify(ranked, chunks, req.shape, limit=req.limit,

@@ -16,6 +16,7 @@ from kbmcp_core.evaluation import GoldenQuery, Ranked, rank_query
 from kbmcp_core.fusion import Fusion, fuse
 from kbmcp_core.inside_documents import inside_documents
 from kbmcp_core.questions import fusion_for, is_question
+from kbmcp_core.spans import query_terms
 
 S = TypeVar("S")
 
@@ -120,7 +121,9 @@ def ranked(legs: Legs, fusion: Fusion, sections: Mapping[int, Ranked],
                  fusion=fusion_for(legs.query, fusion))
     if legs.vector and is_question(legs.query):
         fused = inside_documents(fused, {cid: s.path for cid, s in sections.items()},
-                                 lexical=legs.lexical, vector=legs.vector, paragraphs={})
+                                 lexical=legs.lexical, vector=legs.vector, paragraphs={},
+                                 headings={cid: s.heading for cid, s in sections.items()},
+                                 terms=query_terms(legs.query))
     for cid, _ in fused:
         section = sections.get(cid)
         if section is None or counts.get(section.path, 0) >= chunks_per_document:

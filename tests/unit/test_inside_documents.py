@@ -14,6 +14,7 @@ from kbmcp_core.inside_documents import INSIDE_LEXICAL, inside_documents, meanin
 from kbmcp_core.offer import OfferRules
 from kbmcp_core.search import Searcher
 from kbmcp_core.search_request import SearchRequest
+from kbmcp_core.spans import query_terms
 from kbmcp_core.tuning import Legs, ranked
 from tests.fakes import (
     FakeFileSystem,
@@ -115,3 +116,53 @@ def test_tune_orders_a_questions_sections_as_search_does() -> None:
     statement = Legs(legs.vector, legs.lexical, 1.0, "undo the deploy button")
     assert [r.heading for r in ranked(statement, Fusion(), sections, 4, 10)] == [
         "Words", "Answer", "Other"]
+
+
+def test_a_question_naming_a_sections_heading_gets_that_section_first() -> None:
+    # lsof's FAQ groups its answers under headings the question names ("Solaris"); the
+    # model reads the two answers a few hundredths apart, the other one nearer
+    files = {"faq.md": b"# Linux Problems\nthe kernel symbols are not readable\n"
+                        b"# Solaris Problems\nthe namelist cannot be read\n"}
+    store, vectors = FakeIndexStore(), FakeVectorStore()
+    deps = fake_deps(FakeFileSystem(files), store=store, vectors=vectors)
+    run_index(deps)
+    ids = {c.heading: cid for cid, c in store.get_chunks(store.chunk_ids()).items()}
+
+    def lexical_search(query: str, limit: int,
+                       document_paths: Collection[str] | None = None
+                       ) -> list[tuple[int, float]]:
+        return []
+
+    def vector_search(vector: list[float], limit: int,
+                      allowed_ids: Collection[int] | None = None) -> list[tuple[int, float]]:
+        return [(ids["Linux Problems"], 0.52), (ids["Solaris Problems"], 0.50)]
+
+    store.lexical_search = lexical_search  # type: ignore[method-assign]
+    vectors.search = vector_search  # type: ignore[method-assign]
+    searcher = Searcher(store, vectors, deps.embedder, OfferRules(store, FakeRegistry()))
+    res = searcher.search(SearchRequest("why does lsof have problems on Solaris?"))
+    assert [h.heading for h in res.results] == ["Solaris Problems", "Linux Problems"]
+    assert [h.score for h in res.results] == sorted((h.score for h in res.results),
+                                                    reverse=True)
+    # a statement is not dealt by meaning or heading: the fused order stands
+    plain = searcher.search(SearchRequest("lsof problems Solaris"))
+    assert [h.heading for h in plain.results] == ["Linux Problems", "Solaris Problems"]
+
+
+def test_a_heading_counts_when_it_holds_two_of_the_questions_words() -> None:
+    paths = {1: "lsof/faq.txt", 2: "lsof/faq.txt", 3: "lsof/faq.txt"}
+    headings = {1: "Linux lsof Problems", 2: "General Problems", 3: "AIX Problems"}
+    ranked_in = [(1, 0.9), (2, 0.8), (3, 0.7)]
+    vector = [(1, 0.50), (2, 0.52), (3, 0.49)]
+
+    def order(question: str) -> list[tuple[int, float]]:
+        return inside_documents(ranked_in, paths, lexical=[], vector=vector, paragraphs={},
+                                headings=headings, terms=query_terms(question))
+
+    # "problems" is in every heading, "lsof" names the document (its path): meaning decides
+    assert [c for c, _ in order("why do problems happen?")] == [2, 1, 3]
+    assert [c for c, _ in order("lsof problems -- what are they?")] == [2, 1, 3]
+    # one word of the question in a heading may be a circumstance: meaning decides
+    assert [c for c, _ in order("why does it fail after moving to AIX?")] == [2, 1, 3]
+    # two name the section: it comes first, each place keeping its score
+    assert order("what problems are known on AIX?") == [(3, 0.9), (2, 0.8), (1, 0.7)]
