@@ -47,6 +47,13 @@ log = logging.getLogger(__name__)
 #: In model batches: the chunks phase two hands to one embedding call (length-bucketed
 #: inside).
 FLUSH_BATCHES = 8
+#: The vectors phase two gathers before it appends them in one commit (one version of the
+#: vector table; a run not handing over to file events). Each commit in object storage
+#: lists every version the table has (LanceDB: about nine listings a commit), so a commit
+#: every embedding call made the first index quadratic there: 395 commits at 100,000
+#: chunks, 3,950 at a million (decision 0058's addendum "PostgreSQL + S3 at scale"). About
+#: 50 MB held at most (a vector is a list of 384 floats).
+APPEND_ROWS = 4096
 
 
 class VectorSteps:
@@ -68,6 +75,10 @@ class VectorSteps:
         self.yield_to = yield_to
         self.written = False
         self.handed_over = 0
+        #: embedded, not yet appended: (chunk id, vector, labels), appended by ``flush``
+        self._held: list[tuple[int, Vector, ChunkLabels]] = []
+        #: hold up to this many before appending (0: append each embedding call's)
+        self._append_rows = 0
 
     # -- before phase one ----------------------------------------------------
     def needs_repair(self) -> bool:
@@ -158,9 +169,29 @@ class VectorSteps:
             return
         left_over = len(todo) - fresh
         step = max(d.batch_size * FLUSH_BATCHES, 32)
+        self._append_rows = APPEND_ROWS
         if self.yield_to is not None:
             step = max(d.batch_size, 1)  # a hand-over point after every model batch
+            self._append_rows = 0  # and the vectors of each searchable at once
         self._report("vectors", 0, len(todo), "")
+        try:
+            self._embed_in_steps(todo, step)
+        except BaseException:  # a stop, the model or the store: what was embedded is kept
+            self._append_rows = 0
+            try:
+                self.flush()
+            except Exception:  # noqa: BLE001 (the run's own error is the one to raise)
+                log.warning("the vectors embedded before the run stopped could not be "
+                            "written; the next run embeds them again", exc_info=True)
+            raise
+        self._append_rows = 0
+        self.flush()
+        if repair and left_over > 0 and not self.handed_over:
+            log.info("embedded %d chunks an interrupted run had left without vectors",
+                     left_over)
+
+    def _embed_in_steps(self, todo: list[int], step: int) -> None:
+        d = self.deps
         for start in range(0, len(todo), step):
             found = d.store.get_chunks(todo[start : start + step])
             # embedded from its place and prose; two chunks share a model run only when
@@ -184,16 +215,14 @@ class VectorSteps:
                 log.info("phase two hands over to new changes; %d chunks wait for vectors",
                          self.handed_over)
                 return
-        if repair and left_over > 0:
-            log.info("embedded %d chunks an interrupted run had left without vectors",
-                     left_over)
 
     def write(self, chunks: list[tuple[int, str, str]], paths: dict[str, str],
               labels: Mapping[int, ChunkLabels]) -> None:
         """Embed ``chunks`` (id, text hash, text; each distinct text once) and store every
-        vector with its chunk's ``labels``. A text an embedding service refuses gets none,
-        with a warning naming its document (``paths``: chunk hash -> path); its keyword
-        rows stay (decision 0037)."""
+        vector with its chunk's ``labels`` (held until ``flush`` while phase two gathers
+        ``APPEND_ROWS``, else appended at once). A text an embedding service refuses gets
+        none, with a warning naming its document (``paths``: chunk hash -> path); its
+        keyword rows stay (decision 0037)."""
         if not chunks:
             return
         texts = {h: t for _, h, t in chunks}
@@ -210,10 +239,17 @@ class VectorSteps:
         vectors = {h: v for h, v in zip(texts, got, strict=True) if v is not None}
         self.summary.chunks_embedded += len(vectors)
         self.summary.chunks_reused += len(chunks) - len(texts)
-        kept = [(cid, h) for cid, h, _ in chunks if h in vectors]
-        if kept:  # ids without a vector (this run's, or read as missing): appended (0045)
-            self.deps.vectors.append([cid for cid, _ in kept], [vectors[h] for _, h in kept],
-                                     [labels[cid] for cid, _ in kept])
+        self._held += [(cid, vectors[h], labels[cid]) for cid, h, _ in chunks if h in vectors]
+        if len(self._held) >= self._append_rows:
+            self.flush()
+
+    def flush(self) -> None:
+        """Append the held vectors in one commit. Their ids have no vector (this run's,
+        or read as missing): appended, not upserted (0045)."""
+        held, self._held = self._held, []
+        if held:
+            self.deps.vectors.append([cid for cid, _, _ in held], [v for _, v, _ in held],
+                                     [labels for _, _, labels in held])
             self.written = True
 
-__all__ = ["FLUSH_BATCHES", "VectorSteps"]
+__all__ = ["APPEND_ROWS", "FLUSH_BATCHES", "VectorSteps"]
