@@ -224,8 +224,11 @@ class ImageParser:
 
     def document(self, path: str, converted: ImagePages, budget: ChunkBudget) -> ParsedDocument:
         if not any(converted.pages):
-            why = f": {converted.warnings[0]}" if converted.warnings else ""
-            raise ParseError(f"no text recognised in this image{why}")
+            if converted.warnings:  # pages refused by the budget: not read, so a failure
+                raise ParseError(f"no text recognised in this image: {converted.warnings[0]}")
+            # read whole and nothing found (an icon, a photo): a document with no text,
+            # which the run skips as "no text to index" like an empty file, never a failure
+            return ParsedDocument(title=title_from_path(path), chunks=(), warnings=(), text="")
         chunks: list[ChunkDraft] = []
         first = 0  # the page's first line in the served text (0-based)
         multi = len(converted.pages) > 1

@@ -5,7 +5,9 @@ error naming the extra."""
 
 from __future__ import annotations
 
+import struct
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
@@ -55,6 +57,38 @@ def test_an_image_is_a_document_whose_recognised_lines_are_served(
     hit = kb.search("tide tables", limit=1).results[0]
     assert (hit.path, hit.start_line, hit.end_line) == ("whiteboard.png", 1, 2)
     assert kb.get_document("whiteboard.png").content == "Sprint goals:\nship the tide tables"
+
+
+def _png_header_only(width: int, height: int) -> bytes:
+    """A grey PNG that says it is ``width`` x ``height``: its pixels are never decoded when
+    the budget refuses the page, so a few bytes stand in for a huge scan."""
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return (struct.pack(">I", len(body)) + kind + body
+                + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF))
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
+            + chunk(b"IDAT", zlib.compress(b"\0" * 16)) + chunk(b"IEND", b""))
+
+
+def test_an_image_with_no_text_is_skipped_as_such_and_a_refused_one_still_fails(
+    tmp_path: Path, open_kb: OpenKb
+) -> None:
+    # a folder of HTML docs ships its navigation arrows as PNGs: read whole, no text in
+    # them, they are skipped like an empty file, not counted as files kb-mcp failed to read
+    root = tmp_path / "kb"
+    write_files(root, {
+        "whiteboard.png": scan_png(["Sprint goals:", "ship the tide tables"]),
+        "left.png": scan_png([]),
+        "huge.png": _png_header_only(7_000, 7_000),
+    })  # fmt: skip
+    kb = open_kb(root, enabled_formats=("md", "ocr"))
+    summary = kb.index()
+    assert summary.added == 1
+    assert summary.skipped_files == {"no text to index": ["left.png"]}
+    assert summary.failed_files == {"could not be read as its format": ["huge.png"]}
+    assert any(w.startswith("huge.png: no text recognised in this image: page 1 not "
+                            "recognised: 7,000 x 7,000 pixels") for w in summary.warnings)
+    assert kb.search("tide tables", limit=3).results[0].path == "whiteboard.png"
 
 
 def test_a_page_over_the_ocr_budget_is_refused_by_name_and_the_rest_kept() -> None:
