@@ -1,10 +1,12 @@
 """HTML parser (BeautifulSoup + lxml, imported lazily): the page as Markdown, then chunked.
 
 * Bytes are decoded by a byte-order mark, else the charset the page declares (``<meta
-  charset>``, ``http-equiv`` or an XML declaration), else UTF-8; bytes that do not decode
-  are read as U+FFFD with one warning. Bytes that decode cleanly as UTF-8 (non-ASCII among
-  them) are read as UTF-8 whatever other charset the page declares: a page re-saved as
-  UTF-8 often keeps its old declaration, and text in another charset almost never does.
+  charset>``, ``http-equiv`` or an XML declaration), else UTF-8, else (a page that declares
+  nothing and is not UTF-8) Windows-1252 as a browser reads it, with one warning; bytes
+  that do not decode in a declared charset are read as U+FFFD with one warning. Bytes
+  that decode cleanly as UTF-8 (non-ASCII among them) are read as UTF-8 whatever other
+  charset the page declares: a page re-saved as UTF-8 often keeps its old declaration,
+  and text in another charset almost never does.
 * Boilerplate is dropped: ``<head>``, ``<nav>``, ``<aside>``, ``<script>``, ``<style>``,
   ``<noscript>``, ``<template>``, form controls (not the ``<form>`` itself: some sites
   wrap the whole page in one), embedded media, and the page's ``<header>`` and
@@ -85,6 +87,8 @@ _BOMS = (
     (codecs.BOM_UTF16_LE, "utf-16-le"),
     (codecs.BOM_UTF16_BE, "utf-16-be"),
 )
+#: surrogateescape's stand-ins for the bytes cp1252 leaves undefined -> their C1 controls
+_C1_ESCAPED = {0xDC00 + byte: byte for byte in (0x81, 0x8D, 0x8F, 0x90, 0x9D)}
 #: What HTML means by these labels (WHATWG Encoding): Latin-1 is read as Windows-1252.
 _ALIASES = {"iso-8859-1": "cp1252", "latin1": "cp1252", "latin-1": "cp1252",
             "us-ascii": "cp1252", "ascii": "cp1252"}  # fmt: skip
@@ -151,7 +155,20 @@ def decode_html(data: bytes) -> tuple[str, tuple[str, ...]]:
             if codec != "utf-8" and _is_utf8(data):  # saved as UTF-8, declaration left stale
                 return data.decode("utf-8"), ()
             return _decode(data, codec, f"its declared charset ({declared[:40]})")
-    return _decode(data, "utf-8", "UTF-8")
+    try:
+        return data.decode("utf-8"), ()
+    except UnicodeDecodeError as exc:
+        # what a browser does with a page that declares nothing (WHATWG: the legacy
+        # default, Windows-1252): an old manual's "Pokorn\xfd" reads as "Pokorný"
+        return _windows_1252(data), (
+            f"text is not valid in UTF-8 (byte {exc.start}) and the page declares no "
+            "charset; read as Windows-1252, as a browser does",)
+
+
+def _windows_1252(data: bytes) -> str:
+    """``data`` as WHATWG's windows-1252: every byte decodes; the five Python's cp1252
+    leaves undefined (0x81, 0x8D, 0x8F, 0x90, 0x9D) are the C1 controls of the same number."""
+    return data.decode("cp1252", errors="surrogateescape").translate(_C1_ESCAPED)
 
 
 def _is_utf8(data: bytes) -> bool:
