@@ -9,6 +9,8 @@ import time
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from lancedb.query import LanceVectorQueryBuilder
     from lancedb.table import Table
 
@@ -30,6 +32,7 @@ __all__ = [
     "probes",
     "sub_vectors",
     "train",
+    "trained_among",
     "trained_rows",
 ]
 
@@ -116,7 +119,12 @@ def index_name(rows: int) -> str:
 
 def trained_rows(table: Table) -> int | None:
     """The row count the table's approximate index was trained on; None without one."""
-    for index in table.list_indices():
+    return trained_among(table.list_indices())
+
+
+def trained_among(indices: Iterable[object]) -> int | None:
+    """``trained_rows`` of a table whose indexes (LanceDB's ``IndexConfig``s) were listed."""
+    for index in indices:
         name = str(getattr(index, "name", ""))
         if name.startswith(ANN_PREFIX) and name[len(ANN_PREFIX):].isdigit():
             return int(name[len(ANN_PREFIX):])

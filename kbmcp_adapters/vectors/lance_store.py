@@ -4,16 +4,17 @@ approximate index and how a query probes it is ``ann_policy``'s."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import logging
 import os
 import shutil
 import threading
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from kbmcp_adapters.vectors import ann_policy, compaction, lance_cache
 from kbmcp_adapters.vectors import labels as label_columns
@@ -24,7 +25,7 @@ from kbmcp_adapters.vectors.nearest import (
     exact_max_ids,
     in_predicate,
     labelled,
-    nearest,
+    nearest_async,
     post_filtered,
 )
 from kbmcp_adapters.vectors.rows import arrow_rows, checked, query_of
@@ -37,11 +38,14 @@ from kbmcp_core.settings import StorageOptions, is_remote_uri, public_uri
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
-    from lancedb.db import DBConnection
+    import pyarrow as pa
+    from lancedb.db import AsyncConnection, DBConnection
     from lancedb.table import Table
 
     #: chunk ids and their unit vectors (rows)
     _Rows = tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]
+    #: (chunk id, cosine similarity) of a search
+    _Hits = list[tuple[int, float]]
 
 __all__ = ["DEFAULT_PREFILTER_MAX_IDS", "KEEP_OLD_VERSIONS", "LanceVectorStore"]
 
@@ -115,6 +119,8 @@ class LanceVectorStore:
         self._labelled_at: tuple[tuple[int, int], bool] | None = None
         self._lock = threading.Lock()
         self._db: DBConnection | None = None
+        #: the same database through LanceDB's async API: a search's one trip (``_nearest``)
+        self._adb: AsyncConnection | None = None
         #: an object store found not answering: the next calls fail at once for a while
         self._outage = Outage()
 
@@ -219,7 +225,7 @@ class LanceVectorStore:
             log.warning("removing the vector table's files: %s", exc)
             with self._translate("remove the vector table"):
                 shutil.rmtree(self._table_dir(), ignore_errors=False)
-                self._db = None
+                self._db = self._adb = None
 
     def fingerprint(self) -> str | None:
         """A token of the table's files (names, sizes, modification times), read without
@@ -393,11 +399,11 @@ class LanceVectorStore:
         if allowed is not None and not allowed:
             return []
         with self._translate("search vectors", reading=True):
+            if allowed is None:
+                return in_order(self._nearest(query, limit))
             table = self._existing()
             if table is None:
                 return []
-            if allowed is None:
-                return in_order(nearest(table, query, limit))
             if len(allowed) <= self._exact_max_ids(table.count_rows()):
                 rows = self._kept.nearest((table.version, tuple(allowed)), query, limit,
                                           lambda: read_rows(table, allowed, self._dimension))
@@ -419,18 +425,57 @@ class LanceVectorStore:
 
     def _connect(self) -> DBConnection:
         if self._db is None:
-            # LanceDB's native logger prints warnings straight to stderr, mostly its KMeans
-            # training on small tables ("clusters are empty"), harmless: errors only,
-            # unless the user chose a level (docs/configuration.md)
-            os.environ.setdefault(LANCEDB_LOG_ENV, "error")
+            args = self._connection_args()
             lancedb = import_lancedb()  # without its unused REST client's validators (0045)
-            self._db = lancedb.connect(
-                self._uri if self._directory is None else self._directory,
-                read_consistency_interval=timedelta(0),
-                storage_options=dict(self._options) or None,
-                session=lance_cache.session(),  # its caches' budget (0039)
-            )
+            self._db = lancedb.connect(args.pop("uri"), **args)
         return self._db
+
+    def _nearest(self, query: npt.NDArray[np.float32], limit: int) -> list[tuple[int, float]]:
+        """The ``limit`` rows nearest ``query``, in one trip to LanceDB's event loop
+        (``nearest.nearest_async``): the table opened, its schema checked, its indexes
+        listed and the query run in one coroutine; [] when there is no table."""
+        if not self._located():
+            return []
+        from lancedb.background_loop import LOOP
+
+        on_loop = cast("Callable[[Awaitable[_Hits]], _Hits]", LOOP.run)  # untyped
+        return on_loop(self._nearest_async(query, limit))
+
+    async def _nearest_async(self, query: npt.NDArray[np.float32], limit: int
+                             ) -> list[tuple[int, float]]:
+        if self._adb is None:
+            self._adb = await import_lancedb().connect_async(**self._connection_args())
+        db = self._adb
+        try:
+            table = await db.open_table(self._name)
+        except ValueError:  # as ``_open``: listed only when it will not open
+            if self._name not in (await db.list_tables()).tables:
+                return []
+            raise
+        schema, indices = await asyncio.gather(table.schema(), table.list_indices())
+        self._check_schema(schema)
+        return await nearest_async(table, query, limit, ann_policy.trained_among(indices))
+
+    def _connection_args(self) -> dict[str, object]:
+        """What both connections (``_connect``, ``_nearest``) open the database with."""
+        # LanceDB's native logger prints warnings straight to stderr, mostly its KMeans
+        # training on small tables ("clusters are empty"), harmless: errors only, unless
+        # the user chose a level (docs/configuration.md)
+        os.environ.setdefault(LANCEDB_LOG_ENV, "error")
+        where = self._uri if self._directory is None else str(self._directory.absolute())
+        return {"uri": where, "read_consistency_interval": timedelta(0),
+                "storage_options": dict(self._options) or None,
+                "session": lance_cache.session()}  # its caches' budget (0039)
+
+    def _located(self) -> bool:
+        """Whether the vectors' location holds a folder to open (False: nothing stored
+        yet, and a read creates nothing). A location that exists but is no folder is an
+        error (``NotADirectoryError``), never an empty store: search must say its vectors
+        are unreadable."""
+        if self._not_a_folder():
+            # no path in the text: it reaches clients in search's notice
+            raise NotADirectoryError("the vectors location is a file, not a folder")
+        return self._directory is None or self._directory.is_dir()
 
     def _not_a_folder(self) -> bool:
         """True when the local vectors location exists but is no folder (a regular file,
@@ -452,18 +497,14 @@ class LanceVectorStore:
                              "ones were moved aside beside it: remove them")
         with self._translate("move the file in the vectors' place aside"):
             os.rename(d, aside)
-        self._db = None
+        self._db = self._adb = None
         log.warning("the vectors location %s was not a folder: moved it aside to %s; the "
                     "vectors are rebuilt from the indexed chunks", d, aside.name)
 
     def _open(self) -> Table | None:
         """The table, or None when there is none (a missing folder creates nothing).
-        A location that exists but is not a folder is an error (``NotADirectoryError``),
-        never an empty store: search must say its vectors are unreadable."""
-        if self._not_a_folder():
-            # no path in the text: it reaches clients in search's notice
-            raise NotADirectoryError("the vectors location is a file, not a folder")
-        if self._directory is not None and not self._directory.is_dir():
+        (``_located``)."""
+        if not self._located():
             return None
         db = self._connect()
         try:
@@ -497,9 +538,12 @@ class LanceVectorStore:
         return self._connect().create_table(self._name, schema=schema, exist_ok=True)
 
     def _check_dimension(self, table: Table) -> None:
+        self._check_schema(table.schema)
+
+    def _check_schema(self, schema: pa.Schema) -> None:
         import pyarrow as pa
 
-        kind = table.schema.field(_VECTOR).type
+        kind = schema.field(_VECTOR).type
         stored = kind.list_size if pa.types.is_fixed_size_list(kind) else None
         if stored != self._dimension:
             raise StoreError(

@@ -16,6 +16,13 @@ range, category, topic) is LanceDB's prefilter on the indexed label columns inst
 (``labelled``): no list of ids at all (decision 0058's addendum, "filters in the vector
 table").
 
+An unfiltered search is one coroutine of LanceDB's async API (``nearest_async``): the
+synchronous API crosses to LanceDB's one event-loop thread and back for every step (ten
+crossings a search: opening the table, its schema four times, its indexes, the query and
+its batches), and each crossing waits for the interpreter's lock twice; under many clients
+those waits, not LanceDB's work, were most of a search's time (decision 0057's addendum,
+"a search under fifty clients").
+
 Ids are handed to LanceDB as a typed expression (``id_filter``), not SQL text: at a million
 rows LanceDB took seconds to parse and plan the text of 100,000 ids (decision 0058's
 addendum), and the same expression serves every query of a repeated filter.
@@ -32,13 +39,14 @@ from kbmcp_adapters.vectors import ann_policy
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
+    import pyarrow as pa
     from lancedb.expr import Expr
     from lancedb.query import LanceVectorQueryBuilder
-    from lancedb.table import Table
+    from lancedb.table import AsyncTable, Table
 
 __all__ = ["EXACT_SHARE", "POST_FILTER_MAX_K", "POST_FILTER_REFINE", "exact_max_ids",
-           "id_filter", "in_predicate", "labelled", "nearest", "post_filtered",
-           "prefiltered"]
+           "id_filter", "in_predicate", "labelled", "nearest", "nearest_async",
+           "post_filtered", "prefiltered"]
 
 ID = "chunk_id"
 VECTOR = "vector"
@@ -83,7 +91,10 @@ def _id_filter(ids: tuple[int, ...]) -> Expr:
 
 
 def _hits(builder: LanceVectorQueryBuilder) -> list[tuple[int, float]]:
-    data = builder.to_arrow()
+    return _rows(builder.to_arrow())
+
+
+def _rows(data: pa.Table) -> list[tuple[int, float]]:
     return [
         (chunk_id, min(1.0, max(-1.0, 1.0 - distance)))
         for chunk_id, distance in zip(
@@ -102,6 +113,21 @@ def nearest(table: Table, query: npt.NDArray[np.float32], k: int,
     """The ``k`` rows nearest ``query`` (on the approximate index when the table has one,
     ``refine`` × k candidates re-ranked by their full vectors)."""
     return _hits(ann_policy.probed(_query(table, query, k), table, refine))
+
+
+async def nearest_async(table: AsyncTable, query: npt.NDArray[np.float32], k: int,
+                        trained: int | None, refine: int = ann_policy.ANN_REFINE
+                        ) -> list[tuple[int, float]]:
+    """``nearest`` on LanceDB's event loop: the same query (cosine, ``k`` rows, the index
+    probed as ``ann_policy.probed`` sets it when ``trained``, the rows it was trained on),
+    built as LanceDB's synchronous API hands it to its async one, so the same hits with
+    the same similarities, without crossing threads at each step."""
+    search = (table.query().nearest_to(query).column(VECTOR).distance_type("cosine")
+              .limit(k).select([ID, DISTANCE]))
+    if trained is not None:
+        wide = ann_policy.probes(trained)
+        search = search.nprobes(wide).maximum_nprobes(wide).refine_factor(refine)
+    return _rows(await search.to_arrow())
 
 
 def post_filtered(table: Table, query: npt.NDArray[np.float32], limit: int,
