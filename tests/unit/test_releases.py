@@ -50,13 +50,9 @@ def test_a_file_name_is_a_releases_notes_when_it_holds_one_release_number() -> N
     assert release_of("README") is None
 
 
-def _searcher() -> tuple[Searcher, dict[str, int]]:
-    # three notes of one program and a guide: the model reads the later notes (which
-    # mention the same keys again) nearer than the notes of the release the question names
-    files = {"notes/2.1.0.md": b"# Changes in 2.1.0\nold PGP-2 keys are no longer imported\n",
-             "notes/2.1.10.md": b"# Changes in 2.1.10\nkeys import faster\n",
-             "notes/2.2.1.md": b"# Changes in 2.2.1\nreporting of PGP-2 keys improved\n",
-             "guide.md": b"# Keys\nhow keys are imported\n"}
+def _searcher_over(files: dict[str, bytes], lexical: list[tuple[str, float]],
+                   near: list[tuple[str, float]]) -> Searcher:
+    """A searcher over ``files`` whose legs give each document's one chunk these scores."""
     store, vectors = FakeIndexStore(), FakeVectorStore()
     deps = fake_deps(FakeFileSystem(files), store=store, vectors=vectors)
     run_index(deps)
@@ -65,16 +61,27 @@ def _searcher() -> tuple[Searcher, dict[str, int]]:
     def lexical_search(query: str, limit: int,
                        document_paths: Collection[str] | None = None
                        ) -> list[tuple[int, float]]:
-        return [(ids["notes/2.2.1.md"], 1.0), (ids["notes/2.1.0.md"], 0.4)]
+        return [(ids[path], score) for path, score in lexical]
 
     def vector_search(vector: list[float], limit: int,
                       allowed_ids: Collection[int] | None = None) -> list[tuple[int, float]]:
-        return [(ids["notes/2.2.1.md"], 0.66), (ids["notes/2.1.10.md"], 0.62),
-                (ids["notes/2.1.0.md"], 0.60), (ids["guide.md"], 0.55)]
+        return [(ids[path], score) for path, score in near]
 
     store.lexical_search = lexical_search  # type: ignore[method-assign]
     vectors.search = vector_search  # type: ignore[method-assign]
-    return Searcher(store, vectors, deps.embedder, OfferRules(store, FakeRegistry())), ids
+    return Searcher(store, vectors, deps.embedder, OfferRules(store, FakeRegistry()))
+
+
+def _searcher() -> Searcher:
+    # three notes of one program and a guide: the model reads the later notes (which
+    # mention the same keys again) nearer than the notes of the release the question names
+    files = {"notes/2.1.0.md": b"# Changes in 2.1.0\nold PGP-2 keys are no longer imported\n",
+             "notes/2.1.10.md": b"# Changes in 2.1.10\nkeys import faster\n",
+             "notes/2.2.1.md": b"# Changes in 2.2.1\nreporting of PGP-2 keys improved\n",
+             "guide.md": b"# Keys\nhow keys are imported\n"}
+    return _searcher_over(files, [("notes/2.2.1.md", 1.0), ("notes/2.1.0.md", 0.4)],
+                          [("notes/2.2.1.md", 0.66), ("notes/2.1.10.md", 0.62),
+                           ("notes/2.1.0.md", 0.60), ("guide.md", 0.55)])
 
 
 @pytest.mark.parametrize("query", [
@@ -82,7 +89,7 @@ def _searcher() -> tuple[Searcher, dict[str, int]]:
     "PGP-2 keys v2.1.0",
 ])
 def test_a_query_naming_a_release_gets_that_releases_notes_first(query: str) -> None:
-    searcher, _ = _searcher()
+    searcher = _searcher()
     before = searcher.search(SearchRequest("what happened to my old PGP 2 keys"))
     res = searcher.search(SearchRequest(query))
     assert res.results[0].path == "notes/2.1.0.md"
@@ -99,7 +106,7 @@ def test_a_query_naming_a_release_gets_that_releases_notes_first(query: str) -> 
 
 
 def test_a_query_naming_no_release_or_another_keeps_the_fused_order() -> None:
-    searcher, _ = _searcher()
+    searcher = _searcher()
     fused = [h.path for h in searcher.search(SearchRequest("old PGP 2 keys")).results]
     assert fused[0] == "notes/2.2.1.md"
     # "2.1" is not "2.1.10", and a release no file is the notes of moves nothing
@@ -154,23 +161,8 @@ def test_search_puts_the_announced_releases_notes_first() -> None:
     files = {"RelNotes/1.8.2.md": b"# Git 1.8.2\nBackward compatibility notes (for Git 2.0):"
                                   b" add -u will work on the whole tree\n",
              "RelNotes/2.0.0.md": b"# Git 2.0\nadd -u now works on the whole tree\n"}
-    store, vectors = FakeIndexStore(), FakeVectorStore()
-    deps = fake_deps(FakeFileSystem(files), store=store, vectors=vectors)
-    run_index(deps)
-    ids = {c.document_path: cid for cid, c in store.get_chunks(store.chunk_ids()).items()}
-
-    def lexical_search(query: str, limit: int,
-                       document_paths: Collection[str] | None = None
-                       ) -> list[tuple[int, float]]:
-        return [(ids["RelNotes/1.8.2.md"], 1.0), (ids["RelNotes/2.0.0.md"], 0.9)]
-
-    def vector_search(vector: list[float], limit: int,
-                      allowed_ids: Collection[int] | None = None) -> list[tuple[int, float]]:
-        return [(ids["RelNotes/1.8.2.md"], 0.78), (ids["RelNotes/2.0.0.md"], 0.76)]
-
-    store.lexical_search = lexical_search  # type: ignore[method-assign]
-    vectors.search = vector_search  # type: ignore[method-assign]
-    searcher = Searcher(store, vectors, deps.embedder, OfferRules(store, FakeRegistry()))
+    searcher = _searcher_over(files, [("RelNotes/1.8.2.md", 1.0), ("RelNotes/2.0.0.md", 0.9)],
+                              [("RelNotes/1.8.2.md", 0.78), ("RelNotes/2.0.0.md", 0.76)])
     res = searcher.search(SearchRequest("git add -u in a subdirectory affects the whole tree?"))
     assert [h.path for h in res.results] == ["RelNotes/2.0.0.md", "RelNotes/1.8.2.md"]
     assert res.results[0].score > res.results[1].score
