@@ -20,6 +20,7 @@ from kbmcp_core.offer import OfferRules
 from kbmcp_core.passages import PASSAGE_CANDIDATES
 from kbmcp_core.ports import Embedder, IndexReader, Reranker, SideBySide, VectorReader
 from kbmcp_core.questions import is_question
+from kbmcp_core.releases import announced_release_first, named_release_first
 from kbmcp_core.rerank import RerankOutcome
 from kbmcp_core.search_legs import LEGS, Allowed, InTurn, LegFailure, Legs, Ranking
 from kbmcp_core.search_request import (
@@ -210,15 +211,20 @@ class Searcher:
 
     def _shape(self, req: ResolvedSearch, legs: Legs
                ) -> tuple[Ranking, RerankOutcome | None, Ranking]:
-        """Stage 3: a question's sections inside each document ordered by meaning, rerank,
+        """Stage 3: the notes of a release announced by the notes above them moved ahead
+        (``announced_release_first``), those of a release the query names first,
+        a question's sections inside each document ordered by meaning, rerank,
         diversify, then the per-document cap and the limit. The fused order is returned
         too (each chunk's own fused score: explain, ``fused_score``)."""
         chunks = legs.chunks
         fused_order = [(cid, s) for cid, s in legs.fused if cid in chunks]
-        ordered = fused_order
+        paths = {cid: chunk.document_path for cid, chunk in chunks.items()}
+        ordered = named_release_first(
+            announced_release_first(fused_order, paths,
+                                    {cid: chunk.content for cid, chunk in chunks.items()}),
+            paths, req.text)
         if legs.fusion is not None and legs.vector is not None and is_question(req.text):
-            paths = {cid: chunk.document_path for cid, chunk in chunks.items()}
-            ordered = inside_documents(fused_order, paths, lexical=legs.lexical or [],
+            ordered = inside_documents(ordered, paths, lexical=legs.lexical or [],
                                        vector=legs.vector, paragraphs=legs.paragraphs,
                                        headings={cid: chunk.heading
                                                  for cid, chunk in chunks.items()},

@@ -16,6 +16,7 @@ from kbmcp_core.evaluation import GoldenQuery, Ranked, rank_query
 from kbmcp_core.fusion import Fusion, fuse
 from kbmcp_core.inside_documents import inside_documents
 from kbmcp_core.questions import fusion_for, is_question
+from kbmcp_core.releases import named_release_first
 from kbmcp_core.spans import query_terms
 
 S = TypeVar("S")
@@ -111,16 +112,19 @@ def pool_size(limit: int, chunks_per_document: int) -> int:
 
 def ranked(legs: Legs, fusion: Fusion, sections: Mapping[int, Ranked],
            chunks_per_document: int, limit: int) -> list[Ranked]:
-    """The hybrid ranking under ``fusion``: fused, a question's sections ordered by meaning
-    inside each document (``inside_documents``, without the paragraphs search reads), then
-    at most ``chunks_per_document`` sections per document, ``limit`` in all (diversity and
-    reranking are not applied)."""
+    """The hybrid ranking under ``fusion``, as search orders it: fused, the notes of a
+    release the query names first (``named_release_first``), a question's sections ordered
+    by meaning inside each document (``inside_documents``, without the paragraphs search
+    reads), then at most ``chunks_per_document`` sections per document, ``limit`` in all
+    (diversity and reranking are not applied)."""
     counts: dict[str, int] = {}
     out: list[Ranked] = []
-    fused = fuse(legs.vector, legs.lexical, coverage=legs.coverage,
-                 fusion=fusion_for(legs.query, fusion))
+    paths = {cid: s.path for cid, s in sections.items()}
+    fused = named_release_first(fuse(legs.vector, legs.lexical, coverage=legs.coverage,
+                                     fusion=fusion_for(legs.query, fusion)),
+                                paths, legs.query)
     if legs.vector and is_question(legs.query):
-        fused = inside_documents(fused, {cid: s.path for cid, s in sections.items()},
+        fused = inside_documents(fused, paths,
                                  lexical=legs.lexical, vector=legs.vector, paragraphs={},
                                  headings={cid: s.heading for cid, s in sections.items()},
                                  terms=query_terms(legs.query))

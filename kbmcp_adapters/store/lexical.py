@@ -20,6 +20,7 @@ from dataclasses import dataclass
 # One definition of CJK text (kbmcp_core.cjk) and of the stop words, shared with the match
 # spans, so a span marks exactly what this compiler lets the lexical leg match.
 from kbmcp_core.cjk import is_cjk
+from kbmcp_core.releases import RELEASE
 from kbmcp_core.spans import STOP_WORDS
 
 #: Input beyond this many characters is ignored (a search query is a sentence, not a file).
@@ -93,10 +94,6 @@ class _Analysis:
     releases: tuple[str, ...] = ()
 
 
-#: A release number as people write it: "2.0", "v1.9", "3.12.1".
-_RELEASE = re.compile(r"(?<![\w.])v?[0-9]+(?:\.[0-9]+)+(?!\w|\.[0-9])", re.IGNORECASE)
-
-
 def _release_forms(text: str) -> list[str]:
     """Each release number of ``text`` with and without its "v": release notes title
     "Git v2.0" where a question says "git 2.0", and the other way round. The words alone do
@@ -106,7 +103,7 @@ def _release_forms(text: str) -> list[str]:
     number either way ranks higher, none is required, and what the query covers
     (``word_coverage``) is still counted on the words as typed."""
     forms: list[str] = []
-    for found in _RELEASE.findall(text):
+    for found in RELEASE.findall(text):
         bare = found.lower().lstrip("v")
         forms += [bare, "v" + bare]
     return forms
