@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -64,15 +65,25 @@ def _no_user_config_session(tmp_path_factory: pytest.TempPathFactory) -> Iterato
             os.environ[key] = value
 
 
+@pytest.fixture(scope="session")
+def _homes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder every test's ``user_config_home`` and state home are made in."""
+    return tmp_path_factory.mktemp("homes")
+
+
 @pytest.fixture(autouse=True)
-def user_config_home(tmp_path_factory: pytest.TempPathFactory,
-                     monkeypatch: pytest.MonkeyPatch) -> Path:
+def user_config_home(_homes: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Each test's own empty ``$XDG_CONFIG_HOME`` (its user config and trust list live in
     ``<it>/kb-mcp``) and ``$XDG_STATE_HOME`` (what runs keep about an index), and no
-    ``$KB_MCP_CONFIG``; subprocesses inherit them."""
-    home = tmp_path_factory.mktemp("config-home")
+    ``$KB_MCP_CONFIG``; subprocesses inherit them.
+
+    Made with ``mkdtemp`` inside one session folder (``_homes``), not with
+    ``tmp_path_factory.mktemp``: that one lists the whole base temp folder to number each
+    new folder, and with two of them a test besides ``tmp_path`` a worker's thousand tests
+    listed some three thousand entries each time (decision 0061)."""
+    home = Path(tempfile.mkdtemp(prefix="config-home-", dir=_homes))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home))
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state-home")))
+    monkeypatch.setenv("XDG_STATE_HOME", tempfile.mkdtemp(prefix="state-home-", dir=_homes))
     monkeypatch.delenv("KB_MCP_CONFIG", raising=False)
     return home
 
