@@ -23,12 +23,13 @@ _session: Session | None = None
 
 
 def session() -> Session:
-    """This process's session (made on first use, after ``lancedb`` is imported)."""
+    """This process's session (made on first use)."""
     global _session
     with _lock:
         if _session is None:
-            from lancedb import Session
+            from kbmcp_adapters.vectors.lance_import import import_lancedb
 
-            _session = Session(index_cache_size_bytes=INDEX_CACHE_BYTES,
-                               metadata_cache_size_bytes=METADATA_CACHE_BYTES)
+            # imported as every other caller does (0045), whichever is first
+            _session = import_lancedb().Session(index_cache_size_bytes=INDEX_CACHE_BYTES,
+                                                metadata_cache_size_bytes=METADATA_CACHE_BYTES)
         return _session

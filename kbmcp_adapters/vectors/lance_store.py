@@ -425,8 +425,10 @@ class LanceVectorStore:
 
     def _connect(self) -> DBConnection:
         if self._db is None:
+            # imported first, without its unused REST client's validators (0045): the
+            # arguments' cache session would import LanceDB itself
+            lancedb = import_lancedb()
             args = self._connection_args()
-            lancedb = import_lancedb()  # without its unused REST client's validators (0045)
             self._db = lancedb.connect(args.pop("uri"), **args)
         return self._db
 
