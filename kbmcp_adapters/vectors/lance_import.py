@@ -30,13 +30,17 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
-__all__ = ["OVERRIDES", "REST_CLIENT", "import_lancedb"]
+__all__ = ["LANCEDB_LOG_ENV", "OVERRIDES", "REST_CLIENT", "import_lancedb"]
+
+#: The environment variable that sets the level of LanceDB's native log (stderr).
+LANCEDB_LOG_ENV = "LANCEDB_LOG"
 
 #: The generated REST client whose package body is deferred.
 REST_CLIENT = "lance_namespace_urllib3_client"
@@ -50,6 +54,10 @@ def import_lancedb() -> ModuleType:
     """``lancedb``, imported with the REST client's package body deferred."""
     with _lock:
         if "lancedb" not in sys.modules:
+            # LanceDB's native logger, set up as it loads, prints warnings straight to
+            # stderr, mostly its KMeans training on small tables ("clusters are empty"),
+            # harmless: errors only, unless the user chose a level (docs/configuration.md)
+            os.environ.setdefault(LANCEDB_LOG_ENV, "error")
             if REST_CLIENT not in sys.modules:
                 _defer(REST_CLIENT)
             with _marks_only_overrides():

@@ -71,8 +71,6 @@ DEFAULT_PREFILTER_MAX_IDS = 4000
 ALLOWED_ROWS_KEPT = 16_000
 #: ``compact`` removes versions older than this; a younger one may still be read elsewhere.
 KEEP_OLD_VERSIONS = timedelta(minutes=5)
-#: The environment variable that sets the level of LanceDB's native log (stderr).
-LANCEDB_LOG_ENV = "LANCEDB_LOG"
 
 
 class LanceVectorStore:
@@ -425,9 +423,7 @@ class LanceVectorStore:
 
     def _connect(self) -> DBConnection:
         if self._db is None:
-            # imported first, without its unused REST client's validators (0045): the
-            # arguments' cache session would import LanceDB itself
-            lancedb = import_lancedb()
+            lancedb = import_lancedb()  # without its unused REST client's validators (0045)
             args = self._connection_args()
             self._db = lancedb.connect(args.pop("uri"), **args)
         return self._db
@@ -460,10 +456,6 @@ class LanceVectorStore:
 
     def _connection_args(self) -> dict[str, object]:
         """What both connections (``_connect``, ``_nearest``) open the database with."""
-        # LanceDB's native logger prints warnings straight to stderr, mostly its KMeans
-        # training on small tables ("clusters are empty"), harmless: errors only, unless
-        # the user chose a level (docs/configuration.md)
-        os.environ.setdefault(LANCEDB_LOG_ENV, "error")
         where = self._uri if self._directory is None else str(self._directory.absolute())
         return {"uri": where, "read_consistency_interval": timedelta(0),
                 "storage_options": dict(self._options) or None,
