@@ -339,17 +339,43 @@ TEXT_NAMES: frozenset[str] = frozenset({
     "maintainers", "news", "notice", "readme", "thanks", "todo",
 })  # fmt: skip
 _TEXT_NAME_ENDS = ("-readme", "_readme")
+#: Every extension some format reads, enabled or not: ``kbmcp_adapters.parsers.formats``
+#: declares them format by format and a test keeps the two equal. ``README.md`` is
+#: Markdown; a text name with any other suffix is qualified (``README.Debian``).
+DOCUMENT_EXTENSIONS: frozenset[str] = frozenset({
+    "adoc", "asciidoc", "bash", "c", "c++", "cc", "cjs", "cpp", "cts", "cxx", "docx",
+    "epub", "go", "h", "h++", "hh", "hpp", "htm", "html", "hxx", "ipynb", "java", "jpeg",
+    "jpg", "js", "jsx", "markdown", "md", "mjs", "mts", "pdf", "png", "pptx", "py", "pyi",
+    "rest", "rs", "rst", "sh", "tif", "tiff", "ts", "tsx", "txt", "webp", "xlsx",
+})  # fmt: skip
+#: Suffixes that say a text-named file is packed, signed or an editor's leftover, not a
+#: qualified text file: ``changelog.Debian.gz`` stays unsupported, as it was.
+NOT_QUALIFIERS: frozenset[str] = frozenset({
+    "gz", "bz2", "xz", "zst", "lz", "lzma", "lz4", "z", "br", "zip", "7z", "tar", "tgz",
+    "sig", "asc", "gpg", "swp", "swo", "swx", "o", "so", "a", "pyc", "bin", "exe", "dll",
+})  # fmt: skip
+_QUALIFIER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_+-]*")
 
 
 def is_text_name(name: str) -> bool:
-    """True for a file name (no folder) on ``TEXT_NAMES``, or ending in ``-README``."""
+    """True for a file name (no folder) on ``TEXT_NAMES``, ending in ``-README``, or one of
+    those qualified: ``README.Debian``, ``NEWS.Debian``, ``README.venv``, ``COPYING.LIB``
+    (a stem on the list and suffixes that are no format's extension, not a packed one)."""
     folded = name.lower()
-    return folded in TEXT_NAMES or (folded.endswith(_TEXT_NAME_ENDS) and "." not in folded)
+    if folded in TEXT_NAMES or (folded.endswith(_TEXT_NAME_ENDS) and "." not in folded):
+        return True
+    stem, _, rest = folded.partition(".")
+    if stem not in TEXT_NAMES or not rest:
+        return False
+    suffixes = rest.split(".")
+    return (all(_QUALIFIER.fullmatch(s) for s in suffixes)
+            and suffixes[-1] not in DOCUMENT_EXTENSIONS
+            and not NOT_QUALIFIERS.intersection(suffixes))
 
 
 def extension_of(path: str) -> str:
-    """Lower-case extension without the dot ('' when there is none); ``txt`` for an
-    extension-less text file named on ``TEXT_NAMES`` (``README``, ``NEWS``, ...).
+    """Lower-case extension without the dot ('' when there is none); ``txt`` for a text
+    file by name (``README``, ``NEWS``, ``README.Debian``: ``is_text_name``).
 
     The extension is the text after the last dot of the file name, provided at least one
     character comes before that dot: ``..md`` and ``.notes.md`` are Markdown, a bare
@@ -357,7 +383,7 @@ def extension_of(path: str) -> str:
     """
     name = path.rsplit("/", 1)[-1]
     dot = name.rfind(".")
-    if dot <= 0:
+    if dot <= 0 or is_text_name(name):
         return "txt" if is_text_name(name) else ""
     return name[dot + 1 :].lower()
 

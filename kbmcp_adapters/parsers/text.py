@@ -1,9 +1,9 @@
 """Plain-text parser: strict UTF-8, title from the file name, chunks cut at the text's own
 headings (``text_headings``: numbered, underlined or boxed titles) and packed by paragraph.
 
-It reads ``.txt`` files and the extension-less text files named on ``TEXT_NAMES``
-(``README``, ``NEWS``, ...); those must prove they are text: a NUL byte or invalid UTF-8
-refuses the file with a one-line reason (decision 0048).
+It reads ``.txt`` files and the files that are text by name (``README``, ``NEWS``,
+``README.Debian``, ...: ``is_text_name``); those must prove they are text: a NUL byte or
+invalid UTF-8 refuses the file with a one-line reason (decision 0048).
 """
 
 from __future__ import annotations

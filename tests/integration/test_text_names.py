@@ -66,3 +66,36 @@ def test_a_read_says_whether_a_format_can_be_enabled_at_all(
         kb.get_document(path)
     assert refused.value.reason == "no such document"
     assert refused.value.detail == reason
+
+
+QUALIFIED: dict[str, str | bytes] = {
+    "bzip2/README.Debian": "Debian builds the bzip2 binary with large file support.\n",
+    "python/README.venv": "Install python3-venv to get ensurepip for virtual environments.\n",
+    "gnutls/NEWS.Debian": "The priority string now disables the weak cipher suites.\n",
+    "zlib/COPYING.LIB": "This library is free software under the lesser licence.\n",
+    "readme/README.md": "# Heading\n\nMarkdown stays Markdown even with a text name.\n",
+    "bzip2/changelog.Debian.gz": b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03 packed",
+    "bzip2/README.Debian.swp": b"b0VIM 8.2\x00\x00\x00\x00 swap",
+    "openjdk/JAVA_HOME": "/usr/lib/jvm/java-17-openjdk-amd64\n",
+}
+
+
+def test_a_text_name_with_a_qualifier_is_text_and_a_packed_one_is_not(
+    tmp_path: Path, open_kb: OpenKb
+) -> None:
+    # /usr/share/doc keeps a package's own notes as README.Debian, NEWS.Debian, README.venv:
+    # a folder of them copied as-is lost exactly the notes its user came for.
+    root = tmp_path / "kb"
+    write_files(root, QUALIFIED)
+    kb = open_kb(root, enabled_formats=("md", "txt"))
+    summary = kb.index()
+    assert summary.added == 5
+    assert summary.failed_files == {}
+    assert sorted(summary.skipped_files["not a supported format"]) == [
+        "bzip2/README.Debian.swp", "bzip2/changelog.Debian.gz", "openjdk/JAVA_HOME"]
+    assert kb.search("ensurepip virtual environments", limit=3).results[0].path == \
+        "python/README.venv"
+    assert kb.search("large file support bzip2", limit=3).results[0].uri == \
+        "kb://doc/bzip2/README.Debian"
+    assert kb.get_document("gnutls/NEWS.Debian").content.startswith("The priority string")
+    assert kb.search("Markdown stays Markdown", limit=3).results[0].heading_path == ("Heading",)
