@@ -15,6 +15,15 @@ lines that continue it), is short, starts with no lower-case letter and ends wit
 sentence stop. Numbered titles count only in a file that numbers at least ``MIN_NUMBERED``
 of them and at least one with two levels (``1.2``): a README's ``1. Install`` ``2. Run``
 steps have one level and stay a list.
+
+A release notes file (``NEWS``) opens each release with a line that names it:
+``* Noteworthy changes in release 9.1 (2022-04-15) [stable]``, ``* Version 3.6.5
+(released 2018-12-01)``, ``Changes in 2.40:``, ``E2fsprogs 1.47.0 (February 5, 2023)``.
+Such a line is a first-level title when it starts the line (an outline's ``*`` to ``***``
+allowed), names a release number (after the stars a whole number will do), stands alone
+with a blank line, a rule or a list below it, and at least ``MIN_NUMBERED`` such lines of
+the file word it alike up to the number (``Version``, ``Changes in``): a paragraph that mentions a version runs on into its next line, and the
+odd list item that names one (``Fixed a panic on Solaris 2.7``) has no like.
 """
 
 from __future__ import annotations
@@ -34,6 +43,15 @@ MIN_NUMBERED = 3
 MAX_CONTINUATION = 2
 
 _NUMBERED = re.compile(r"^(\d+(?:\.\d+)*)\.?[ \t]+(\S.*?)\s*$")
+#: A line that may name a release: at the line's start (after an outline's stars), a
+#: word, and a release number somewhere in it (``9.1``, ``v1.47.0``, ``2.2.40``).
+_RELEASE_LINE = re.compile(r"^(\*{1,3}[ \t]+)?([A-Z0-9][^\n]*)$")
+_RELEASE_NUMBER = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?![\w.]*\w)")
+#: After an outline's stars a whole number names a release too (``*** Changes in GDB 13``).
+_OUTLINE_NUMBER = re.compile(r"(?<![\w.])v?\d+(?:\.\d+)*(?![\w.]*\w)")
+#: What may follow a release line on the next line: a list item (``*``, ``-``, ``o``,
+#: ``+``, a bullet) or an indented line.
+_LIST_BELOW = re.compile(r"^(?:[ \t]+\S|[*\-+•o][ \t])")
 _RULE = re.compile(r"^\s*([=\-~*#_])\1{2,}\s*$")
 _UNDERLINE_LEVEL = {"=": 1, "-": 2, "~": 3}
 _STOP = (".", ",", ";", ":")
@@ -107,10 +125,37 @@ def _numbered(lines: Sequence[str], i: int) -> tuple[Heading, bool] | None:
     return Heading(i, end - i + 1, len(parts), text), "." in match.group(1)
 
 
+def _release(lines: Sequence[str], i: int) -> tuple[Heading, str] | None:
+    """A line at ``i`` that may open a release's notes (see the module's docstring), and
+    its wording up to the release number (lower case), which its like must share."""
+    match = _RELEASE_LINE.match(lines[i])
+    if match is None or not _stands_alone(lines, i) or _NUMBERED.match(lines[i]):
+        return None  # a numbered title's shape is the numbered rule's to judge
+    title = match.group(2)
+    number = (_OUTLINE_NUMBER if match.group(1) else _RELEASE_NUMBER).search(title)
+    if number is None:
+        return None
+    if not (_blank(lines, i + 1) or _rule(lines, i + 1) or _LIST_BELOW.match(lines[i + 1])):
+        return None
+    text = _title_text(title.rstrip().removesuffix(":"))
+    if text is None:
+        return None
+    return Heading(i, 1, 1, text), _SPACE.sub(" ", title[:number.start()]).lower()
+
+
+def _alike(candidates: Sequence[tuple[Heading, str]]) -> list[Heading]:
+    """The release lines whose wording up to the number at least ``MIN_NUMBERED`` share."""
+    counts: dict[str, int] = {}
+    for _, wording in candidates:
+        counts[wording] = counts.get(wording, 0) + 1
+    return [head for head, wording in candidates if counts[wording] >= MIN_NUMBERED]
+
+
 def text_headings(lines: Sequence[str]) -> list[Heading]:
     """The headings of a plain-text file's ``lines`` (0-based), in order."""
     found: list[Heading] = []
     numbered: list[Heading] = []
+    releases: list[tuple[Heading, str]] = []
     two_levels = False
     i = 0
     while i < len(lines):
@@ -125,7 +170,10 @@ def text_headings(lines: Sequence[str]) -> list[Heading]:
             two_levels = two_levels or counted[1]
             i += counted[0].lines
             continue
+        release = _release(lines, i)
+        if release is not None:
+            releases.append(release)
         i += 1
     if len(numbered) >= MIN_NUMBERED and two_levels:
-        found = sorted([*found, *numbered], key=lambda h: h.line)
-    return found
+        found = [*found, *numbered]
+    return sorted([*found, *_alike(releases)], key=lambda h: h.line)

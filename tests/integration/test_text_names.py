@@ -99,3 +99,21 @@ def test_a_text_name_with_a_qualifier_is_text_and_a_packed_one_is_not(
         "kb://doc/bzip2/README.Debian"
     assert kb.get_document("gnutls/NEWS.Debian").content.startswith("The priority string")
     assert kb.search("Markdown stays Markdown", limit=3).results[0].heading_path == ("Heading",)
+
+
+def test_a_hit_in_a_news_file_names_the_release_it_is_in(tmp_path: Path,
+                                                         open_kb: OpenKb) -> None:
+    # One NEWS file for every release (gnutls, coreutils, gettext ...): a hit on the TLS 1.3
+    # item must say which release it belongs to, not sit in a chunk of several releases.
+    releases = [("3.6.5", "Added support for zero round-trip mode in the handshake."),
+                ("3.6.4", "Added the final version numbering of the TLS1.3 protocol."),
+                ("3.6.3", "Introduced support for draft twenty-eight of the protocol.")]
+    news = "".join(f"* Version {v} (released 2018-0{n}-01)\n\n** libfrob: {item}\n\n"
+                   for n, (v, item) in enumerate(releases, start=1))
+    root = tmp_path / "kb"
+    write_files(root, {"gnutls/NEWS": news})
+    kb = open_kb(root, enabled_formats=("md", "txt"))
+    kb.index()
+    hit = kb.search("final version numbering TLS1.3", limit=1).results[0]
+    assert hit.heading_path == ("Version 3.6.4 (released 2018-02-01)",)
+    assert (hit.start_line, hit.end_line) == (5, 7)

@@ -62,3 +62,49 @@ def test_a_list_of_steps_and_sentences_stay_prose() -> None:
 def test_a_generated_manual_s_link_marks_are_not_part_of_its_titles() -> None:
     text = "Python Policy\n=============\n\nAbstract\u00b6\n---------\n\nThe policy.\n"
     assert titles(text) == [(1, 2, 1, "Python Policy"), (4, 2, 2, "Abstract")]
+
+
+NEWS = """\
+GNU frobnicate NEWS                                    -*- outline -*-
+
+* Noteworthy changes in release 9.1 (2022-04-15) [stable]
+
+** Bug fixes
+
+  frob --fast no longer loses the last byte.
+  The fix since 8.32 covers pipes too.
+
+* Noteworthy changes in release 9.0 (2021-09-24) [stable]
+
+** New features
+
+  frob reads zstd archives.
+
+Version 9.0 was also the first to need a C99 compiler, and it ran on
+every platform the 8.x series ran on.
+
+- Fixed a crash on Solaris 2.7
+
+* Noteworthy changes in release 8.32 (2020-03-05) [stable]
+
+  Nothing else changed.
+"""
+
+
+def test_a_release_notes_file_has_each_release_as_a_heading() -> None:
+    # a GNU-style NEWS file: a question about one release must land in that release's part
+    assert titles(NEWS) == [
+        (3, 1, 1, "Noteworthy changes in release 9.1 (2022-04-15) [stable]"),
+        (10, 1, 1, "Noteworthy changes in release 9.0 (2021-09-24) [stable]"),
+        (21, 1, 1, "Noteworthy changes in release 8.32 (2020-03-05) [stable]"),
+    ]  # the paragraph naming 9.0 runs on; the Solaris 2.7 item has no like
+
+
+def test_release_lines_count_only_when_several_are_worded_alike() -> None:
+    other = "Changes in 2.40:\n\n* a\n\nChanges in 2.39:\n\n* b\n\nChanges in 2.38:\n\n* c\n"
+    assert [t[3] for t in titles(other)] == ["Changes in 2.40", "Changes in 2.39",
+                                            "Changes in 2.38"]
+    two = "Changes in 2.40:\n\n* a\n\nChanges in 2.39:\n\n* b\n"
+    assert titles(two) == []  # two are not a file's pattern
+    mixed = "Version 1.2 ok\n\nTUI built in (GDB 6.1)\n\nFixed a panic on Solaris 2.7\n\nx\n"
+    assert titles(mixed) == []  # three lines naming numbers, each worded its own way
