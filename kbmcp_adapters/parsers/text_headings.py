@@ -22,8 +22,9 @@ A release notes file (``NEWS``) opens each release with a line that names it:
 Such a line is a first-level title when it starts the line (an outline's ``*`` to ``***``
 allowed), names a release number (after the stars a whole number will do), stands alone
 with a blank line, a rule or a list below it, and at least ``MIN_NUMBERED`` such lines of
-the file word it alike up to the number (``Version``, ``Changes in``): a paragraph that mentions a version runs on into its next line, and the
-odd list item that names one (``Fixed a panic on Solaris 2.7``) has no like.
+the file word it alike up to the number (``Version``, ``Changes in``): a paragraph that
+mentions a version runs on into its next line, and the odd list item that names one
+(``Fixed a panic on Solaris 2.7``) has no like.
 """
 
 from __future__ import annotations
