@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from kbmcp_core.models import is_text_name
+
 __all__ = ["clean_heading", "normalise_heading", "title_from_path"]
 
 # An ATX heading line's markers, for callers that pass the whole line.
@@ -74,8 +76,10 @@ def normalise_heading(heading: str) -> str:
 
 
 def title_from_path(path: str) -> str:
-    """A readable title from a file name: stem with dashes/underscores as spaces."""
+    """A readable title from a file name: stem with dashes/underscores as spaces; a text
+    name keeps its qualifier (``README.Debian``, not another ``README``)."""
     name = path.replace("\\", "/").rsplit("/", 1)[-1]
-    stem = name.rsplit(".", 1)[0] if "." in name.lstrip(".") else name
+    whole = is_text_name(name) or "." not in name.lstrip(".")
+    stem = name if whole else name.rsplit(".", 1)[0]
     title = _SPACE.sub(" ", _STEM_SEPARATORS.sub(" ", stem)).strip()
     return title or name

@@ -93,8 +93,8 @@ def test_a_text_name_with_a_qualifier_is_text_and_a_packed_one_is_not(
     assert summary.failed_files == {}
     assert sorted(summary.skipped_files["not a supported format"]) == [
         "bzip2/README.Debian.swp", "bzip2/changelog.Debian.gz", "openjdk/JAVA_HOME"]
-    assert kb.search("ensurepip virtual environments", limit=3).results[0].path == \
-        "python/README.venv"
+    venv = kb.search("ensurepip virtual environments", limit=3).results[0]
+    assert (venv.path, venv.title) == ("python/README.venv", "README.venv")  # not "README"
     assert kb.search("large file support bzip2", limit=3).results[0].uri == \
         "kb://doc/bzip2/README.Debian"
     assert kb.get_document("gnutls/NEWS.Debian").content.startswith("The priority string")
