@@ -91,15 +91,20 @@ def run_child(args: list[str], *, timeout: float = 1800.0) -> ChildResult:
 
 
 def _wait4(proc: subprocess.Popen[bytes], deadline: float) -> tuple[int, Any]:
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid == proc.pid:
-            return status, usage
-        if time.perf_counter() > deadline:
-            proc.kill()
-            _, status, usage = os.wait4(proc.pid, 0)
-            raise RuntimeError(f"child {proc.args!r} timed out")
-        time.sleep(0.005)
+    """The child's exit status and usage; a child past ``deadline``, or one whose bench is
+    stopped (Ctrl-C, SIGTERM), is killed and reaped, never left running."""
+    try:
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid == proc.pid:
+                return status, usage
+            if time.perf_counter() > deadline:
+                raise RuntimeError(f"child {proc.args!r} timed out")
+            time.sleep(0.005)
+    except BaseException:
+        proc.kill()
+        proc.returncode = os.waitstatus_to_exitcode(os.wait4(proc.pid, 0)[1])
+        raise
 
 
 def worker(task: str, **params: Any) -> list[str]:

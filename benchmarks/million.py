@@ -22,6 +22,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import sqlite3
 import sys
 from collections.abc import Iterator
@@ -399,6 +400,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="what to measure after the index, in this order (default: "
                         f"{','.join(PARTS)}; also: {','.join(OPT_IN_PARTS)})")
     args = p.parse_args(argv)
+    # a stopped run (`kill`, `timeout`) stops its cluster, S3 server and child on the way out
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     if args.real_model:
         os.environ[REAL_MODEL_ENV] = "1"  # the children inherit it
     stores = tuple(s for s in args.stores.split(",") if s)

@@ -5,8 +5,14 @@ started by a step that had just built 100,000 vectors in memory reported the ste
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
+import time
 
+import pytest
+
+from benchmarks import measure
 from benchmarks.measure import run_child
 
 CHILD = ("from benchmarks.measure import write_result; "
@@ -21,3 +27,18 @@ def test_a_child_of_a_big_parent_reports_its_own_peak_not_the_parents() -> None:
     assert own is not None and own < 150, own  # an interpreter and 8 MB
     # what wait4 says includes the parent's memory: the figure the rows no longer use
     assert child.max_rss_mb > 300 > own
+
+
+def test_a_stopped_bench_kills_and_reaps_its_child(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a bench stopped by Ctrl-C or SIGTERM while a child runs (an index of a million chunks)
+    # must not leave that child running on the machine
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+
+    def interrupted(_: float) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(time, "sleep", interrupted)  # the wait between two polls
+    with pytest.raises(KeyboardInterrupt):
+        measure._wait4(child, time.perf_counter() + 60)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(child.pid, os.WNOHANG)  # killed and already reaped
