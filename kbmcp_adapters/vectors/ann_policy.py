@@ -6,13 +6,15 @@ from __future__ import annotations
 import logging
 import math
 import time
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from lancedb.query import LanceVectorQueryBuilder
+    from lancedb.query import AsyncVectorQuery
     from lancedb.table import Table
+
+    _Probed = TypeVar("_Probed", bound=AsyncVectorQuery)
 
 __all__ = [
     "ANN_FOLD_SHARE",
@@ -99,18 +101,19 @@ def train(table: Table, column: str, dimension: int) -> None:
              time.monotonic() - started)
 
 
-def probed(builder: LanceVectorQueryBuilder, table: Table, refine: int = ANN_REFINE,
-           passing: int | None = None) -> LanceVectorQueryBuilder:
-    """The query set to use the table's index, if it has one: probe a share of the
-    partitions and re-rank ``refine`` × k candidates by their exact distance (``ANN_REFINE``:
-    recall@10 >= 0.95 of exact search, 0019; a widened filtered search re-ranks fewer,
-    ``nearest.POST_FILTER_REFINE``). ``passing``: the rows a prefilter keeps
-    (``filtered_probes``)."""
-    trained = trained_rows(table)
+def probed(builder: _Probed, trained: int | None, refine: int = ANN_REFINE,
+           passing: int | None = None) -> _Probed:
+    """The query (LanceDB's async vector query) set to use the table's index, if it has
+    one (``trained``: the rows it was trained on, ``trained_among``): probe a share of the
+    partitions and re-rank ``refine`` × k candidates by their exact distance
+    (``ANN_REFINE``: recall@10 >= 0.95 of exact search, 0019; a widened filtered search
+    re-ranks fewer, ``nearest.POST_FILTER_REFINE``). ``passing``: the rows a prefilter
+    keeps (``filtered_probes``). The fewest and the most partitions are the same number,
+    as LanceDB's synchronous ``nprobes`` hands them to its async query."""
     if trained is None:
         return builder
     wide = probes(trained) if passing is None else filtered_probes(trained, passing)
-    return builder.nprobes(wide).refine_factor(refine)
+    return builder.nprobes(wide).maximum_nprobes(wide).refine_factor(refine)
 
 
 def index_name(rows: int) -> str:

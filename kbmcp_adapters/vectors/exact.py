@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Hashable, Iterator
 from typing import TYPE_CHECKING
 
 from kbmcp_adapters.vectors.nearest import ID, VECTOR, id_filter
@@ -16,12 +16,13 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
     from lancedb.expr import Expr
-    from lancedb.table import Table
+    from lancedb.table import AsyncTable
 
     #: chunk ids and their vectors (rows)
     Rows = tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]
 
-__all__ = ["SAME_SIMILARITY", "KeptRows", "batches", "in_order", "read_rows", "read_where"]
+__all__ = ["SAME_SIMILARITY", "KeptRows", "batches", "in_order", "no_rows", "ranked",
+           "read_rows", "read_where"]
 
 #: Similarities this close are equal: LanceDB and numpy round float32 sums differently.
 SAME_SIMILARITY = 1e-6
@@ -69,55 +70,66 @@ class KeptRows:
             while sum(len(r[0]) for r in self._kept.values()) > self._max_rows:
                 self._kept.popitem(last=False)
 
-    def nearest(self, key: tuple[int, Hashable], query: npt.NDArray[np.float32], limit: int,
-                read: Callable[[], Rows]) -> list[tuple[int, float]]:
-        """The ``limit`` rows ``key`` names nearest ``query``, by exact cosine similarity
-        (and any as near as the last of them, within ``SAME_SIMILARITY``); ``read`` reads
-        them when they are not kept.
-
-        Measured at 2,000 of 20,000 rows (0019): a ``chunk_id IN (...)`` prefilter costs
-        LanceDB 16 ms a query, more than an unfiltered search (11 ms), and is approximate
-        on an ANN index; the same filter again on the same table version is a product of
-        the kept unit vectors with the query (under 1 ms)."""
+    def unit(self, key: tuple[int, Hashable], rows: Rows) -> Rows:
+        """``rows`` as unit vectors, kept under ``key``."""
         import numpy as np
 
-        rows = self.get(key)
-        if rows is None:
-            keys, matrix = read()
-            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-            rows = keys, np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
-            self.put(key, rows)
-        keys, unit = rows
-        if not len(keys):
-            return []
-        norm = float(np.linalg.norm(query))
-        # einsum's own loop, not BLAS: a BLAS product wakes its thread pool, which on a
-        # busy machine costs milliseconds (median 7.9 ms for np.dot, 0.23 ms for this)
-        sims = np.einsum("ij,j->i", unit, query / norm if norm > 0 else query)
-        if limit < len(keys):
-            kth = np.partition(sims, len(keys) - limit)[len(keys) - limit]
-            top = np.flatnonzero(sims >= kth - SAME_SIMILARITY)
-        else:
-            top = np.arange(len(keys))
-        return [(int(keys[i]), min(1.0, max(-1.0, float(sims[i])))) for i in top]
+        keys, matrix = rows
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        kept = keys, np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+        self.put(key, kept)
+        return kept
 
 
-def read_rows(table: Table, ids: list[int], dimension: int) -> Rows:
+def ranked(unit: Rows, query: npt.NDArray[np.float32], limit: int) -> list[tuple[int, float]]:
+    """The ``limit`` rows of ``unit`` (kept unit vectors) nearest ``query``, by exact cosine
+    similarity (and any as near as the last of them, within ``SAME_SIMILARITY``).
+
+    Measured at 2,000 of 20,000 rows (0019): a ``chunk_id IN (...)`` prefilter costs
+    LanceDB 16 ms a query, more than an unfiltered search (11 ms), and is approximate
+    on an ANN index; the same filter again on the same table version is a product of
+    the kept unit vectors with the query (under 1 ms)."""
+    import numpy as np
+
+    keys, rows = unit
+    if not len(keys):
+        return []
+    norm = float(np.linalg.norm(query))
+    # einsum's own loop, not BLAS: a BLAS product wakes its thread pool, which on a
+    # busy machine costs milliseconds (median 7.9 ms for np.dot, 0.23 ms for this)
+    sims = np.einsum("ij,j->i", rows, query / norm if norm > 0 else query)
+    if limit < len(keys):
+        kth = np.partition(sims, len(keys) - limit)[len(keys) - limit]
+        top = np.flatnonzero(sims >= kth - SAME_SIMILARITY)
+    else:
+        top = np.arange(len(keys))
+    return [(int(keys[i]), min(1.0, max(-1.0, float(sims[i])))) for i in top]
+
+
+async def read_rows(table: AsyncTable, ids: list[int], dimension: int) -> Rows:
     """(chunk ids, vectors as rows) of those of ``ids`` (sorted, distinct) in the table."""
     import numpy as np
 
-    read = [read_where(table, id_filter(part), dimension) for part in batches(ids, _IN_BATCH)]
+    read = [await read_where(table, id_filter(part), dimension)
+            for part in batches(ids, _IN_BATCH)]
     if not read:
-        return np.zeros(0, dtype=np.int64), np.zeros((0, dimension), dtype=np.float32)
+        return no_rows(dimension)
     return np.concatenate([k for k, _ in read]), np.concatenate([m for _, m in read])
 
 
-def read_where(table: Table, test: str | Expr, dimension: int) -> Rows:
-    """(chunk ids, vectors as rows) of the rows passing ``test`` (SQL on the labels, or
-    an expression of ids)."""
+def no_rows(dimension: int) -> Rows:
+    """No chunk ids, no vectors."""
     import numpy as np
 
-    got = table.search().where(test).select([ID, VECTOR]).limit(None).to_arrow()
+    return np.zeros(0, dtype=np.int64), np.zeros((0, dimension), dtype=np.float32)
+
+
+async def read_where(table: AsyncTable, test: str | Expr, dimension: int) -> Rows:
+    """(chunk ids, vectors as rows) of the rows passing ``test`` (SQL on the labels, or
+    an expression of ids), on LanceDB's event loop."""
+    import numpy as np
+
+    got = await table.query().where(test).select([ID, VECTOR]).to_arrow()
     flat = got.column(VECTOR).combine_chunks().flatten().to_numpy()
     return (got.column(ID).to_numpy().astype(np.int64),
             flat.astype(np.float32).reshape(got.num_rows, dimension))

@@ -16,7 +16,7 @@ from kbmcp_core.chunk_labels import ChunkLabels, LabelFilter
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from lancedb.table import Table
+    from lancedb.table import AsyncTable, Table
 
 __all__ = ["COLUMNS", "FOLDERS", "arrays", "ensure_indexes", "fields", "has_columns",
            "predicate", "unlabelled_rows"]
@@ -42,9 +42,10 @@ def fields() -> list[pa.Field]:
             pa.field(CATEGORY, pa.string()), pa.field(TOPIC, pa.string())]
 
 
-def has_columns(table: Table) -> bool:
-    """Whether the table has the label columns (made, or upgraded, with labels)."""
-    names = set(table.schema.names)
+def has_columns(schema: pa.Schema) -> bool:
+    """Whether a table of this schema has the label columns (made, or upgraded, with
+    labels)."""
+    names = set(schema.names)
     return all(c in names for c in COLUMNS)
 
 
@@ -66,11 +67,12 @@ def arrays(labels: Sequence[ChunkLabels] | None, rows: int) -> dict[str, pa.Arra
     }
 
 
-def unlabelled_rows(table: Table) -> int:
-    """Rows that carry no labels (every row of a table without the columns)."""
-    if not has_columns(table):
-        return table.count_rows()
-    return table.count_rows(f"{FOLDERS} IS NULL")
+async def unlabelled_rows(table: AsyncTable, schema: pa.Schema, rows: int) -> int:
+    """Rows that carry no labels (every one of the ``rows`` of a table without the
+    columns), on LanceDB's event loop."""
+    if not has_columns(schema):
+        return rows
+    return await table.count_rows(f"{FOLDERS} IS NULL")
 
 
 def predicate(where: LabelFilter) -> str:
@@ -97,7 +99,7 @@ def predicate(where: LabelFilter) -> str:
 def ensure_indexes(table: Table) -> None:
     """Give each label column its scalar index, if the table has the columns and the
     column no index yet (``optimize`` keeps them up to date afterwards)."""
-    if not has_columns(table):
+    if not has_columns(table.schema):
         return
     from lancedb import index
 

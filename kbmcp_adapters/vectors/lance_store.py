@@ -11,15 +11,24 @@ import logging
 import os
 import shutil
 import threading
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from kbmcp_adapters.vectors import ann_policy, compaction, lance_cache
 from kbmcp_adapters.vectors import labels as label_columns
 from kbmcp_adapters.vectors.ann_policy import ANN_MIN_ROWS
-from kbmcp_adapters.vectors.exact import KeptRows, batches, in_order, read_rows, read_where
+from kbmcp_adapters.vectors.exact import (
+    KeptRows,
+    batches,
+    in_order,
+    no_rows,
+    ranked,
+    read_rows,
+    read_where,
+)
 from kbmcp_adapters.vectors.lance_import import import_lancedb
 from kbmcp_adapters.vectors.nearest import (
     exact_max_ids,
@@ -40,12 +49,12 @@ if TYPE_CHECKING:
     import numpy.typing as npt
     import pyarrow as pa
     from lancedb.db import AsyncConnection, DBConnection
-    from lancedb.table import Table
+    from lancedb.table import AsyncTable, Table
 
     #: chunk ids and their unit vectors (rows)
     _Rows = tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]
-    #: (chunk id, cosine similarity) of a search
-    _Hits = list[tuple[int, float]]
+
+_T = TypeVar("_T")
 
 __all__ = ["DEFAULT_PREFILTER_MAX_IDS", "KEEP_OLD_VERSIONS", "LanceVectorStore"]
 
@@ -117,7 +126,7 @@ class LanceVectorStore:
         self._labelled_at: tuple[tuple[int, int], bool] | None = None
         self._lock = threading.Lock()
         self._db: DBConnection | None = None
-        #: the same database through LanceDB's async API: a search's one trip (``_nearest``)
+        #: the same database through LanceDB's async API: a read's one trip (``_trip``)
         self._adb: AsyncConnection | None = None
         #: an object store found not answering: the next calls fail at once for a while
         self._outage = Outage()
@@ -174,7 +183,7 @@ class LanceVectorStore:
             table = self._existing()
             if table is None:
                 return
-            if not label_columns.has_columns(table):
+            if not label_columns.has_columns(table.schema):
                 table.add_columns(label_columns.fields())
             ids = sorted(labels)
             for part in batches(ids, _RELABEL_BATCH):
@@ -292,20 +301,19 @@ class LanceVectorStore:
         per table version: a count of the rows whose ``folders`` is null)."""
         try:
             with self._translate("read the vector labels", reading=True):
-                table = self._existing()
-                return table is None or self._labelled(table, table.version,
-                                                       table.count_rows())
+                return self._trip(self._labelled, True, counted=True)
         except StoreError:  # the search that follows meets it again and says so
             return False
 
-    def _labelled(self, table: Table, version: int, rows: int) -> bool:
-        """``labelled`` of the open ``table`` at this version and row count (a table
+    async def _labelled(self, opened: _Opened) -> bool:
+        """``labelled`` of the ``opened`` table at its version and row count (a table
         dropped and made again restarts its versions: its rows too)."""
-        state = (version, rows)
+        state = (opened.version, opened.rows)
         with self._lock:
             if self._labelled_at is not None and self._labelled_at[0] == state:
                 return self._labelled_at[1]
-        found = label_columns.unlabelled_rows(table) == 0
+        found = await label_columns.unlabelled_rows(opened.table, opened.schema,
+                                                    opened.rows) == 0
         with self._lock:
             self._labelled_at = (state, found)
         return found
@@ -325,14 +333,11 @@ class LanceVectorStore:
         wanted = _unique_ints(ids)
         if not wanted:
             return {}
-        found: dict[int, Vector] = {}
+        dimension = self._dimension
         with self._translate("read vectors", reading=True):
-            table = self._existing()
-            if table is None:
-                return {}
-            keys, matrix = read_rows(table, wanted, self._dimension)
-            found.update(zip(keys.tolist(), matrix.tolist(), strict=True))
-        return found
+            keys, matrix = self._trip(lambda t: read_rows(t.table, wanted, dimension),
+                                      no_rows(dimension), counted=False)
+            return dict(zip(keys.tolist(), matrix.tolist(), strict=True))
 
     def ids(self) -> set[int]:
         with self._translate("list vector ids", reading=True):
@@ -352,34 +357,36 @@ class LanceVectorStore:
         """(chunk id, cosine similarity) best first among the chunks whose labels pass
         ``where``: LanceDB's prefilter on the indexed label columns, no list of ids
         (decision 0058's addendum); None when some row carries no labels (``labelled``
-        is False: the caller filters by ids). One open of the table, as ``search``."""
+        is False: the caller filters by ids). One trip to LanceDB's loop, as ``search``."""
         query = query_of(vector, self._dimension)
         with self._translate("search vectors", reading=True):
-            table = self._existing()
-            if table is None:
-                return []
-            version, rows = table.version, table.count_rows()
-            if not self._labelled(table, version, rows):
-                return None
-            if limit <= 0:
-                return []
-            test = label_columns.predicate(where)
-            passing = self._passing(table, version, test)
-            if passing <= self._exact_max_ids(rows):
-                # few chunks pass: exact over their vectors, kept as a list of ids' are
-                found = self._kept.nearest((version, test), query, limit,
-                                           lambda: read_where(table, test, self._dimension))
-                return in_order(found)[:limit]
-            return in_order(labelled(table, query, limit, test, passing))
+            none: _Found | None = []  # no table
+            found = self._trip(lambda t: self._by_labels(t, query, limit, where), none,
+                               counted=True)
+        return None if found is None else self._ranked(found, query, limit)
 
-    def _passing(self, table: Table, version: int, test: str) -> int:
+    async def _by_labels(self, opened: _Opened, query: npt.NDArray[np.float32], limit: int,
+                         where: LabelFilter) -> _Found | None:
+        if not await self._labelled(opened):
+            return None
+        if limit <= 0:
+            return []
+        test = label_columns.predicate(where)
+        passing = await self._passing(opened, test)
+        if passing <= self._exact_max_ids(opened.rows):
+            # few chunks pass: exact over their vectors, kept as a list of ids' are
+            return await self._exact((opened.version, test),
+                                     lambda: read_where(opened.table, test, self._dimension))
+        return await labelled(opened.table, query, limit, test, passing, opened.trained)
+
+    async def _passing(self, opened: _Opened, test: str) -> int:
         """How many rows pass ``test`` (their label columns' indexes read once per table
         version and test; 12-165 ms at a million rows, load 11)."""
-        key = (version, test)
+        key = (opened.version, test)
         with self._lock:
             if key in self._passing_counts:
                 return self._passing_counts[key]
-        count = table.count_rows(test)
+        count = await opened.table.count_rows(test)
         with self._lock:
             if len(self._passing_counts) >= _PASSING_KEPT:
                 self._passing_counts.clear()
@@ -389,7 +396,8 @@ class LanceVectorStore:
     def search(
         self, vector: Vector, limit: int, allowed_ids: Collection[int] | None = None
     ) -> list[tuple[int, float]]:
-        """(chunk id, cosine similarity) best first; ``allowed_ids`` filters before ``limit``."""
+        """(chunk id, cosine similarity) best first; ``allowed_ids`` filters before ``limit``.
+        One trip to LanceDB's loop (``_trip``), filtered or not."""
         if limit <= 0:
             return []
         query = query_of(vector, self._dimension)
@@ -398,15 +406,39 @@ class LanceVectorStore:
             return []
         with self._translate("search vectors", reading=True):
             if allowed is None:
-                return in_order(self._nearest(query, limit))
-            table = self._existing()
-            if table is None:
-                return []
-            if len(allowed) <= self._exact_max_ids(table.count_rows()):
-                rows = self._kept.nearest((table.version, tuple(allowed)), query, limit,
-                                          lambda: read_rows(table, allowed, self._dimension))
-                return in_order(rows)[:limit]
-            return in_order(post_filtered(table, query, limit, set(allowed)))
+                return in_order(self._trip(
+                    lambda t: nearest_async(t.table, query, limit, t.trained), [],
+                    counted=False))
+            nothing: _Found = []  # no table
+            found = self._trip(lambda t: self._by_ids(t, query, limit, allowed), nothing,
+                               counted=True)
+        return self._ranked(found, query, limit)
+
+    async def _by_ids(self, opened: _Opened, query: npt.NDArray[np.float32], limit: int,
+                      allowed: list[int]) -> _Found:
+        if len(allowed) <= self._exact_max_ids(opened.rows):
+            return await self._exact((opened.version, tuple(allowed)),
+                                     lambda: read_rows(opened.table, allowed, self._dimension))
+        return await post_filtered(opened.table, query, limit, set(allowed), opened.rows,
+                                   opened.trained)
+
+    async def _exact(self, key: tuple[int, Hashable], read: Callable[[], Awaitable[_Rows]]
+                     ) -> _Exact:
+        """The rows a filter keeps, for an exact search of them: kept (``KeptRows``), or
+        read now and ranked after the trip (``_ranked``), off LanceDB's loop."""
+        kept = self._kept.get(key)
+        return _Exact(key, kept, None if kept is not None else await read())
+
+    def _ranked(self, found: _Found, query: npt.NDArray[np.float32], limit: int
+                ) -> list[tuple[int, float]]:
+        """A trip's hits best first: the filter's rows ranked exactly, or LanceDB's hits."""
+        if isinstance(found, _Exact):
+            unit = found.unit
+            if unit is None:
+                assert found.read is not None, "rows either kept or read"
+                unit = self._kept.unit(found.key, found.read)
+            return in_order(ranked(unit, query, limit))[:limit]
+        return in_order(found)
 
     def _exact_max_ids(self, rows: int) -> int:
         """The most allowed ids a filtered search reads exactly in a table of ``rows``:
@@ -428,19 +460,24 @@ class LanceVectorStore:
             self._db = lancedb.connect(args.pop("uri"), **args)
         return self._db
 
-    def _nearest(self, query: npt.NDArray[np.float32], limit: int) -> list[tuple[int, float]]:
-        """The ``limit`` rows nearest ``query``, in one trip to LanceDB's event loop
-        (``nearest.nearest_async``): the table opened, its schema checked, its indexes
-        listed and the query run in one coroutine; [] when there is no table."""
+    def _trip(self, work: Callable[[_Opened], Awaitable[_T]], absent: _T, *,
+              counted: bool) -> _T:
+        """``work`` on the table, in one trip to LanceDB's event loop (``_in_table``);
+        ``absent`` when there is no table. Each step of LanceDB's synchronous API is a
+        trip of its own (ten for an unfiltered search, more for a filtered one), and under
+        many clients each waits for the loop and the interpreter's lock (decision 0057's
+        addenda)."""
         if not self._located():
-            return []
+            return absent
         from lancedb.background_loop import LOOP
 
-        on_loop = cast("Callable[[Awaitable[_Hits]], _Hits]", LOOP.run)  # untyped
-        return on_loop(self._nearest_async(query, limit))
+        on_loop = cast("Callable[[Awaitable[_T]], _T]", LOOP.run)  # untyped
+        return on_loop(self._in_table(work, absent, counted))
 
-    async def _nearest_async(self, query: npt.NDArray[np.float32], limit: int
-                             ) -> list[tuple[int, float]]:
+    async def _in_table(self, work: Callable[[_Opened], Awaitable[_T]], absent: _T,
+                        counted: bool) -> _T:
+        """The table opened, its schema checked and its indexes listed (``counted``: its
+        version and rows read too) together, then ``work``; ``absent`` without a table."""
         if self._adb is None:
             self._adb = await import_lancedb().connect_async(**self._connection_args())
         db = self._adb
@@ -448,14 +485,20 @@ class LanceVectorStore:
             table = await db.open_table(self._name)
         except ValueError:  # as ``_open``: listed only when it will not open
             if self._name not in (await db.list_tables()).tables:
-                return []
+                return absent
             raise
-        schema, indices = await asyncio.gather(table.schema(), table.list_indices())
+        if counted:
+            schema, indices, version, rows = await asyncio.gather(
+                table.schema(), table.list_indices(), table.version(), table.count_rows())
+        else:
+            (schema, indices), version, rows = await asyncio.gather(
+                table.schema(), table.list_indices()), 0, 0
         self._check_schema(schema)
-        return await nearest_async(table, query, limit, ann_policy.trained_among(indices))
+        return await work(_Opened(table, schema, ann_policy.trained_among(indices),
+                                  version, rows))
 
     def _connection_args(self) -> dict[str, object]:
-        """What both connections (``_connect``, ``_nearest``) open the database with."""
+        """What both connections (``_connect``, ``_trip``) open the database with."""
         where = self._uri if self._directory is None else str(self._directory.absolute())
         return {"uri": where, "read_consistency_interval": timedelta(0),
                 "storage_options": dict(self._options) or None,
@@ -552,6 +595,33 @@ class LanceVectorStore:
         remote = self._public if self._remote else None
         return translate(action, reading=reading, remote=remote,
                          secrets=self._options.secrets(), outage=self._outage)
+
+
+@dataclass(frozen=True, slots=True)
+class _Opened:
+    """The table as a trip opened it (``_in_table``)."""
+
+    table: AsyncTable
+    schema: pa.Schema
+    #: the rows its approximate index was trained on; None without one
+    trained: int | None
+    #: its version and rows (0 when the trip did not read them)
+    version: int
+    rows: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Exact:
+    """A filter's rows for an exact search after the trip: ``unit`` when kept (unit
+    vectors), else ``read`` (as stored) to be kept under ``key``."""
+
+    key: tuple[int, Hashable]
+    unit: _Rows | None
+    read: _Rows | None
+
+
+#: what a filtered trip found: LanceDB's hits, or the rows to rank exactly
+_Found = list[tuple[int, float]] | _Exact
 
 
 def _unique_ints(ids: Collection[int]) -> list[int]:

@@ -16,12 +16,14 @@ range, category, topic) is LanceDB's prefilter on the indexed label columns inst
 (``labelled``): no list of ids at all (decision 0058's addendum, "filters in the vector
 table").
 
-An unfiltered search is one coroutine of LanceDB's async API (``nearest_async``): the
-synchronous API crosses to LanceDB's one event-loop thread and back for every step (ten
-crossings a search: opening the table, its schema four times, its indexes, the query and
-its batches), and each crossing waits for the interpreter's lock twice; under many clients
-those waits, not LanceDB's work, were most of a search's time (decision 0057's addendum,
-"a search under fifty clients").
+Every search is one coroutine of LanceDB's async API (these functions, awaited in
+``lance_store``'s one trip): the synchronous API crosses to LanceDB's one event-loop thread
+and back for every step (ten crossings an unfiltered search: opening the table, its schema
+four times, its indexes, the query and its batches; more for a filtered one: its version
+and rows, the passing rows counted, each widening), and each crossing waits for the
+interpreter's lock twice; under many clients those waits, not LanceDB's work, were most of
+a search's time (decision 0057's addenda, "a search under fifty clients" and "filtered
+searches in one trip").
 
 Ids are handed to LanceDB as a typed expression (``id_filter``), not SQL text: at a million
 rows LanceDB took seconds to parse and plan the text of 100,000 ids (decision 0058's
@@ -32,7 +34,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from kbmcp_adapters.vectors import ann_policy
 
@@ -41,12 +43,11 @@ if TYPE_CHECKING:
     import numpy.typing as npt
     import pyarrow as pa
     from lancedb.expr import Expr
-    from lancedb.query import LanceVectorQueryBuilder
-    from lancedb.table import AsyncTable, Table
+    from lancedb.table import AsyncTable
 
 __all__ = ["EXACT_SHARE", "POST_FILTER_MAX_K", "POST_FILTER_REFINE", "exact_max_ids",
-           "id_filter", "in_predicate", "labelled", "nearest", "nearest_async",
-           "post_filtered", "prefiltered"]
+           "id_filter", "in_predicate", "labelled", "nearest_async", "post_filtered",
+           "prefiltered"]
 
 ID = "chunk_id"
 VECTOR = "vector"
@@ -90,10 +91,6 @@ def _id_filter(ids: tuple[int, ...]) -> Expr:
     return col(ID).isin(ids)
 
 
-def _hits(builder: LanceVectorQueryBuilder) -> list[tuple[int, float]]:
-    return _rows(builder.to_arrow())
-
-
 def _rows(data: pa.Table) -> list[tuple[int, float]]:
     return [
         (chunk_id, min(1.0, max(-1.0, 1.0 - distance)))
@@ -103,68 +100,61 @@ def _rows(data: pa.Table) -> list[tuple[int, float]]:
     ]
 
 
-def _query(table: Table, query: npt.NDArray[np.float32], k: int) -> LanceVectorQueryBuilder:
-    vector_query = cast("LanceVectorQueryBuilder", table.search(query, vector_column_name=VECTOR))
-    return vector_query.distance_type("cosine").limit(k).select([ID, DISTANCE])
-
-
-def nearest(table: Table, query: npt.NDArray[np.float32], k: int,
-            refine: int = ann_policy.ANN_REFINE) -> list[tuple[int, float]]:
-    """The ``k`` rows nearest ``query`` (on the approximate index when the table has one,
-    ``refine`` × k candidates re-ranked by their full vectors)."""
-    return _hits(ann_policy.probed(_query(table, query, k), table, refine))
-
-
 async def nearest_async(table: AsyncTable, query: npt.NDArray[np.float32], k: int,
-                        trained: int | None, refine: int = ann_policy.ANN_REFINE
+                        trained: int | None, refine: int = ann_policy.ANN_REFINE, *,
+                        where: str | Expr | None = None, passing: int | None = None
                         ) -> list[tuple[int, float]]:
-    """``nearest`` on LanceDB's event loop: the same query (cosine, ``k`` rows, the index
-    probed as ``ann_policy.probed`` sets it when ``trained``, the rows it was trained on),
-    built as LanceDB's synchronous API hands it to its async one, so the same hits with
-    the same similarities, without crossing threads at each step."""
-    search = (table.query().nearest_to(query).column(VECTOR).distance_type("cosine")
-              .limit(k).select([ID, DISTANCE]))
-    if trained is not None:
-        wide = ann_policy.probes(trained)
-        search = search.nprobes(wide).maximum_nprobes(wide).refine_factor(refine)
-    return _rows(await search.to_arrow())
+    """The ``k`` rows nearest ``query`` (those passing ``where``, LanceDB's prefilter, when
+    given) on LanceDB's event loop: cosine, ``k`` rows, the approximate index probed as
+    ``ann_policy.probed`` sets it when ``trained`` (the rows it was trained on; ``passing``:
+    the rows the prefilter keeps, ``ann_policy.filtered_probes``) with ``refine`` × k
+    candidates re-ranked by their full vectors. Built as LanceDB's synchronous API hands
+    its query to its async one, so the same hits with the same similarities, without
+    crossing threads at each step."""
+    search = table.query()
+    if where is not None:
+        search = search.where(where)  # a prefilter, as the synchronous ``where`` makes it
+    vectors = (search.nearest_to(query).column(VECTOR).distance_type("cosine").limit(k)
+               .select([ID, DISTANCE]))
+    return _rows(await ann_policy.probed(vectors, trained, refine, passing).to_arrow())
 
 
-def post_filtered(table: Table, query: npt.NDArray[np.float32], limit: int,
-                  allowed: set[int]) -> list[tuple[int, float]]:
+async def post_filtered(table: AsyncTable, query: npt.NDArray[np.float32], limit: int,
+                        allowed: set[int], total: int, trained: int | None
+                        ) -> list[tuple[int, float]]:
     """Widen k (at most ``POST_FILTER_MAX_K``) until ``limit`` allowed hits are found or the
-    whole table was ranked; then the allowed ids as LanceDB's prefilter."""
-    total = table.count_rows()
+    whole table (``total`` rows) was ranked; then the allowed ids as LanceDB's prefilter."""
     if total == 0:
         return []
     share = min(1.0, len(allowed) / total)
     k = min(total, max(4 * limit, math.ceil(2 * limit / share)))
     while True:
         k = min(k, POST_FILTER_MAX_K, total)
-        hits = nearest(table, query, k, max(1, min(ann_policy.ANN_REFINE,
-                                                   POST_FILTER_REFINE // k)))
+        hits = await nearest_async(table, query, k, trained,
+                                   max(1, min(ann_policy.ANN_REFINE, POST_FILTER_REFINE // k)))
         kept = [hit for hit in hits if hit[0] in allowed]
         if len(kept) >= limit or len(hits) < k or k >= total:
             return kept[:limit]
         if k >= POST_FILTER_MAX_K:
-            return prefiltered(table, query, limit, sorted(allowed))
+            return await prefiltered(table, query, limit, sorted(allowed), trained)
         k *= 4
 
 
-def labelled(table: Table, query: npt.NDArray[np.float32], limit: int,
-             predicate: str, passing: int) -> list[tuple[int, float]]:
+async def labelled(table: AsyncTable, query: npt.NDArray[np.float32], limit: int,
+                   predicate: str, passing: int, trained: int | None
+                   ) -> list[tuple[int, float]]:
     """The ``limit`` rows nearest ``query`` whose labels pass ``predicate`` (SQL on the
     label columns, ``labels.predicate``; ``passing`` rows do): LanceDB's prefilter reads
     the columns' scalar indexes, then searches the rows they keep (on the approximate
     index when the table has one, probed wide enough to scan them,
     ``ann_policy.filtered_probes``; exact below it)."""
-    builder = _query(table, query, limit).where(predicate, prefilter=True)
-    return _hits(ann_policy.probed(builder, table, passing=passing))
+    return await nearest_async(table, query, limit, trained, where=predicate,
+                               passing=passing)
 
 
-def prefiltered(table: Table, query: npt.NDArray[np.float32], limit: int,
-                allowed: list[int]) -> list[tuple[int, float]]:
+async def prefiltered(table: AsyncTable, query: npt.NDArray[np.float32], limit: int,
+                      allowed: list[int], trained: int | None) -> list[tuple[int, float]]:
     """The ``limit`` allowed rows nearest ``query``, the ids filtering LanceDB's search
     before it ranks (approximate on an index, probed wide enough to scan them)."""
-    builder = _query(table, query, limit).where(id_filter(allowed), prefilter=True)
-    return _hits(ann_policy.probed(builder, table, passing=len(allowed)))
+    return await nearest_async(table, query, limit, trained, where=id_filter(allowed),
+                               passing=len(allowed))

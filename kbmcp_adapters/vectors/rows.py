@@ -82,6 +82,6 @@ def arrow_rows(table: Table, rows: Checked, dimension: int) -> pa.Table:
         ID: pa.array(keys, type=pa.int64()),
         VECTOR: pa.FixedSizeListArray.from_arrays(values, dimension),
     }
-    if label_columns.has_columns(table):
+    if label_columns.has_columns(table.schema):
         columns |= label_columns.arrays(labels, len(keys))
     return pa.table(columns)

@@ -30,13 +30,14 @@ def test_a_filter_past_the_widest_search_still_fills_the_limit(
     query = vectors[0]
     ranking = np.argsort(-(vectors @ query)).tolist()
     asked: list[tuple[int, int]] = []
-    real = nearest.nearest
+    real = nearest.nearest_async
 
-    def spy(table: Any, q: Any, k: int, refine: int = 10) -> list[tuple[int, float]]:
+    async def spy(table: Any, q: Any, k: int, trained: int | None, refine: int = 10,
+                  **filtered: Any) -> list[tuple[int, float]]:
         asked.append((k, refine))
-        return real(table, q, k, refine)
+        return await real(table, q, k, trained, refine, **filtered)
 
-    monkeypatch.setattr(nearest, "nearest", spy)
+    monkeypatch.setattr(nearest, "nearest_async", spy)
     hits = store.search([float(x) for x in query], limit=10, allowed_ids=set(ranking[2100:]))
 
     assert [chunk_id for chunk_id, _ in hits] == ranking[2100:2110]

@@ -29,22 +29,22 @@ def test_a_huge_index_still_probes_at_least_the_minimum() -> None:
 
 
 class Recorded:
-    """The query builder's settings a search asked for, and a table with an index."""
+    """The query builder's settings a search asked for."""
 
-    def __init__(self, trained: int) -> None:
+    def __init__(self) -> None:
         self.asked: dict[str, int] = {}
-        self.trained = trained
 
     def nprobes(self, n: int) -> Recorded:
         self.asked["nprobes"] = n
         return self
 
+    def maximum_nprobes(self, n: int) -> Recorded:
+        self.asked["maximum_nprobes"] = n
+        return self
+
     def refine_factor(self, n: int) -> Recorded:
         self.asked["refine"] = n
         return self
-
-    def list_indices(self) -> list[object]:
-        return [type("Index", (), {"name": ann_policy.index_name(self.trained)})()]
 
 
 @pytest.mark.parametrize(("trained", "passing"), [(101_017, 10_010), (998_691, 99_261),
@@ -53,9 +53,10 @@ def test_a_filter_keeping_no_more_rows_than_a_query_scans_probes_every_partition
         trained: int, passing: int) -> None:
     """The real model's folder filter at 100k chunks found 0.875 of exact search's ten
     probed as unfiltered (159 of 318 partitions) and 0.993 probing all of them."""
-    query = Recorded(trained)
-    ann_policy.probed(query, query, passing=passing)  # type: ignore[arg-type]
-    assert query.asked == {"nprobes": ann_policy.partitions(trained),
+    query = Recorded()
+    ann_policy.probed(query, trained, passing=passing)  # type: ignore[type-var]
+    every = ann_policy.partitions(trained)
+    assert query.asked == {"nprobes": every, "maximum_nprobes": every,
                            "refine": ann_policy.ANN_REFINE}
 
 
@@ -69,6 +70,12 @@ def test_a_filter_keeping_most_of_a_large_table_probes_in_proportion() -> None:
 
 
 def test_an_unfiltered_search_probes_as_before() -> None:
-    query = Recorded(101_017)
-    ann_policy.probed(query, query)  # type: ignore[arg-type]
+    query = Recorded()
+    ann_policy.probed(query, 101_017)  # type: ignore[type-var]
     assert query.asked["nprobes"] == ann_policy.probes(101_017) == 159
+
+
+def test_a_table_without_an_index_is_searched_as_asked() -> None:
+    query = Recorded()
+    assert ann_policy.probed(query, None) is query  # type: ignore[type-var]
+    assert query.asked == {}
