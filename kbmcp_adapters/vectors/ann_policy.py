@@ -23,6 +23,7 @@ __all__ = [
     "ANN_PROBE_SHARE",
     "ANN_REFINE",
     "ANN_RETRAIN_GROWTH",
+    "ANN_SAMPLE_ROWS",
     "Plan",
     "filtered_probes",
     "index_name",
@@ -30,6 +31,7 @@ __all__ = [
     "plan",
     "probed",
     "probes",
+    "sample_rate",
     "sub_vectors",
     "train",
     "trained_among",
@@ -55,6 +57,14 @@ ANN_REFINE = 10
 #: more than this share of its rows were added since it was trained or last folded.
 ANN_RETRAIN_GROWTH = 2.0
 ANN_FOLD_SHARE = 0.1
+#: The IVF KMeans trains on a sample of partitions × ``sample_rate`` rows; LanceDB's
+#: rate is 256 (256,000 vectors at a million rows, read and held while it trains). The
+#: sample is kept within about this many rows (``sample_rate``), never below
+#: ``ANN_MIN_SAMPLE_RATE`` rows a partition (decision 0058's addendum "the training's
+#: sample").
+ANN_SAMPLE_ROWS = 65_536
+ANN_MAX_SAMPLE_RATE = 256
+ANN_MIN_SAMPLE_RATE = 64
 #: The index's name (after the vector column) carries the row count it was trained on:
 #: ``vector_ann_<rows>``, so any process can tell.
 ANN_PREFIX = "vector_ann_"
@@ -92,7 +102,7 @@ def train(table: Table, column: str, dimension: int) -> None:
     rows = table.count_rows()
     started = time.monotonic()
     config = IvfPq(distance_type="cosine", num_partitions=partitions(rows),
-                   num_sub_vectors=sub_vectors(dimension))
+                   num_sub_vectors=sub_vectors(dimension), sample_rate=sample_rate(rows))
     # with a config, the first argument names the column (LanceDB 0.40)
     table.create_index(column, config=config, name=index_name(rows))
     log.info("built the approximate vector index over %d rows in %.1f s", rows,
@@ -133,6 +143,14 @@ def trained_among(indices: Iterable[object]) -> int | None:
 
 def partitions(rows: int) -> int:
     return max(1, round(math.sqrt(rows)))
+
+
+def sample_rate(rows: int) -> int:
+    """Training rows a partition (LanceDB's ``sample_rate``): LanceDB's 256 while the
+    sample stays within ``ANN_SAMPLE_ROWS``, fewer for a larger table, never below
+    ``ANN_MIN_SAMPLE_RATE``."""
+    within = ANN_SAMPLE_ROWS // partitions(rows)
+    return max(ANN_MIN_SAMPLE_RATE, min(ANN_MAX_SAMPLE_RATE, within))
 
 
 def probes(trained: int) -> int:
