@@ -110,6 +110,24 @@ def test_the_index_is_built_kept_right_through_changes_and_retrained(
     assert _recall(store, rows, queries) == 1.0
 
 
+def test_an_index_trained_on_a_capped_sample_finds_the_exact_neighbours(
+        store: LanceVectorStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large table's index trains on a sample of ``ANN_MIN_SAMPLE_RATE`` rows a
+    partition, not LanceDB's 256 (decision 0058's addendum "the training's sample"); a
+    search still finds exact search's ten nearest. Here the cap binds at 6,000 rows: 77
+    partitions of 64 rows, a sample of 4,928."""
+    from kbmcp_adapters.vectors import ann_policy
+
+    monkeypatch.setattr(ann_policy, "ANN_SAMPLE_ROWS", 1_000)
+    assert ann_policy.partitions(6_000) * ann_policy.sample_rate(6_000) == 4_928
+    m = _vectors(6_000, seed=7)
+    rows = {i + 1: v for i, v in enumerate(m)}
+    store.append(list(rows), [v.tolist() for v in rows.values()])
+    store.compact()
+    assert store.ann_state() == (6_000, 6_000)
+    assert _recall(store, rows, _vectors(40, seed=8)) >= 0.95
+
+
 BUILD_SMALL_INDEX = """
 import sys
 import numpy as np

@@ -79,3 +79,45 @@ def test_a_table_without_an_index_is_searched_as_asked() -> None:
     query = Recorded()
     assert ann_policy.probed(query, None) is query  # type: ignore[type-var]
     assert query.asked == {}
+
+
+class Training:
+    """A table of ``rows`` rows that records the index it is asked to build."""
+
+    def __init__(self, rows: int) -> None:
+        self.rows = rows
+        self.built: dict[str, object] = {}
+
+    def count_rows(self) -> int:
+        return self.rows
+
+    def create_index(self, column: str, *, config: object, name: str) -> None:
+        self.built = {"column": column, "config": config, "name": name}
+
+
+def _trained_on(rows: int) -> tuple[int, int]:
+    """(partitions, rows a partition) of the IVF_PQ index ``train`` asks LanceDB for."""
+    table = Training(rows)
+    ann_policy.train(table, "vector", 384)  # type: ignore[arg-type]
+    config = table.built["config"]
+    return config.num_partitions, config.sample_rate  # type: ignore[attr-defined]
+
+
+def test_a_million_row_table_trains_on_a_sample_of_at_most_65k_vectors() -> None:
+    """LanceDB's own rate (256 a partition) reads and holds 255,744 of a million rows'
+    vectors while KMeans trains (decision 0058's addendum "the training's sample")."""
+    parts, rate = _trained_on(998_691)
+    assert parts == 999
+    assert parts * rate <= 65_536  # LanceDB's own: 255,744
+    assert rate >= 64
+
+
+@pytest.mark.parametrize("rows", [20_000, 60_000])
+def test_a_small_table_trains_on_lancedbs_own_sample(rows: int) -> None:
+    assert _trained_on(rows)[1] == 256
+
+
+def test_the_sample_shrinks_with_the_table_and_keeps_a_floor_per_partition() -> None:
+    rates = [_trained_on(rows)[1] for rows in (101_017, 300_000, 998_691, 10**8)]
+    assert rates == sorted(rates, reverse=True)
+    assert rates[0] > rates[-1] == 64
