@@ -227,7 +227,10 @@ first set up a context with <code>aes128_set_encrypt_key</code> and your 16-octe
 call <code>aes128_encrypt</code> on the data; its length must be a multiple of the block
 size. Decryption needs a context set up with the decryption key.</p>
 <h3 class="section" id="Cipher-modes">2.3 Cipher modes</h3>
-<p>A block cipher alone encrypts one block; a mode chains blocks: CBC, CTR and GCM.</p>
+<p>A block cipher alone encrypts one block; a mode chains blocks:</p>
+<ul><li><a href="#CBC">Cipher block chaining (CBC)</a>: chains each block to the last</li>
+<li><a href="#CTR">Counter mode (CTR)</a>: a counter is encrypted and XORed in</li>
+<li><a href="#GCM">Galois counter mode (GCM)</a>: CTR with a message authentication</li></ul>
 <h2 class="unnumbered" id="Index">Function and Concept Index</h2>
 <table><tr><th>Jump to:</th><td><a class="summary-letter" href="#Index_cp_letter-A">A</a>
 <a class="summary-letter" href="#Index_cp_letter-B">B</a>
@@ -261,6 +264,8 @@ def test_a_manuals_index_and_contents_are_read_but_not_searched() -> None:
     for word in ("aes192_invert_key", "aes256_encrypt", "Index Entry",
                  "Advanced Encryption Standard", "2.3 Cipher modes: CBC"):
         assert word not in searched, word
+    # a list whose links each come with a sentence of their own is content, and searched
+    assert "Counter mode (CTR): a counter is encrypted and XORed in" in searched
     aes = next(c for c in doc.chunks if c.heading == "2.2.1 AES")
     assert "aes128_set_encrypt_key" in cited(text, aes.start_line, aes.end_line)
     for c in doc.chunks:  # every chunk still cites the lines a read opens
