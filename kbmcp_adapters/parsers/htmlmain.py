@@ -17,6 +17,13 @@ a page (decision 0029 says why these rules and not an article extractor):
   its cells are then read as blocks, in order, and a cell that is mostly link text
   (at least three links, half its text or more) with no heading is a sidebar and dropped.
   A data table stays one line per row (``htmlpage._table``).
+* ``link_lists``: a list, table or division that is all links (at least
+  ``MIN_LIST_LINKS`` of them, their text ``LINKED_SHARE`` of its text or more) with no
+  heading or preformatted text: a table of contents, a back-of-book index (texinfo's
+  ``index-cp`` tables and their "Jump to" letters, Sphinx's ``genindex``, DocBook's
+  ``toc``), a list of related pages. It is navigation too, but kept in the text a read
+  serves (a reader may follow it); ``htmlpage`` leaves it out of what is searched
+  (decision 0062).
 
 Each look is bounded by the element's own subtree; ``htmlpage`` stops unfolding layout
 tables ``MAX_LAYOUT_DEPTH`` deep, so nested tables cannot make the walk quadratic.
@@ -31,6 +38,7 @@ __all__ = [
     "MAX_LAYOUT_DEPTH",
     "content_root",
     "is_layout_table",
+    "link_lists",
     "is_navigation",
     "layout_cells",
 ]
@@ -54,6 +62,15 @@ _CONTAINERS = frozenset(
 _LAYOUT_MARKERS = ("table", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "dl", "pre",
                    "form", "blockquote")  # fmt: skip
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+#: Elements that may hold a list of links (``is_link_list``).
+_LISTS = frozenset({"ul", "ol", "dl", "table", "div"})
+#: A link list has at least this many links ...
+MIN_LIST_LINKS = 3
+#: ... and this share of its text (spaces and punctuation aside) is link text.
+LINKED_SHARE = 0.75
+#: What a link list may not hold: it would be a page's content.
+_CONTENT_MARKERS = (*_HEADINGS, "pre")
+_WORD = re.compile(r"\w+")
 _WORD_SPLIT = re.compile(r"[\s_]+")
 _SPACE = re.compile(r"\s+")
 
@@ -117,6 +134,47 @@ def layout_cells(table: Any, drop_sidebars: bool = True) -> list[Any]:
             if cell.name in ("td", "th") and not (drop_sidebars and _is_sidebar(cell)):
                 cells.append(cell)
     return cells
+
+
+def link_lists(root: Any) -> frozenset[int]:
+    """The ``id`` of every element under ``root`` that is a list of links: a table of
+    contents, an index, a list of related pages (module docstring). One pass, children
+    before their parent, so a page of nested lists costs one look at each element."""
+    from bs4.element import NavigableString, Tag
+
+    found: set[int] = set()
+    # per element: [links, linked letters, letters, holds a heading or pre]
+    stats: dict[int, list[int]] = {}
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if not done:
+            stack.append((node, True))
+            stack.extend((child, False) for child in node.children if isinstance(child, Tag))
+            continue
+        name = (node.name or "").lower()
+        mine = [0, 0, 0, int(name in _CONTENT_MARKERS)]
+        for child in node.children:
+            if type(child) is NavigableString:
+                mine[2] += _letters(str(child))
+            elif isinstance(child, Tag):
+                below = stats.pop(id(child), None)
+                if below is not None:
+                    mine = [a + b for a, b in zip(mine, below, strict=True)]
+        if name == "a" and node.get("href") is not None:
+            mine[0] += 1
+            mine[1] = mine[2]
+        links, linked, letters, content = mine
+        if (name in _LISTS and links >= MIN_LIST_LINKS and not content
+                and letters > 0 and linked >= LINKED_SHARE * letters):
+            found.add(id(node))
+        stats[id(node)] = mine
+    return frozenset(found)
+
+
+def _letters(text: str) -> int:
+    """How many word characters ``text`` holds (spaces and punctuation aside)."""
+    return sum(len(word) for word in _WORD.findall(text))
 
 
 def _own_rows(table: Any) -> list[Any]:

@@ -15,6 +15,10 @@
   too (``htmlmain``): only the page's one ``<main>`` is read when it has one, navigation
   marked by role, class or id is left out, and tables used for layout are read cell by
   cell as blocks, without their link-list sidebars (a data table stays one line a row).
+* A list, table or division that is all links (``htmlmain.link_lists``: a table of
+  contents, a back-of-book index) stays in the text, but not in what is searched: its
+  lines are blank in the text ``parse`` chunks (``HtmlPage.unsearched``), so it never
+  outranks the sections it points at, and a read still shows it (decision 0062).
 * The rest becomes Markdown (``extract_text`` returns exactly that): ``h1``..``h6`` as
   ``#`` lines, paragraphs and list items as lines separated by blank lines, each table row
   as one ``cell | cell | cell`` line, ``<pre>`` as a fenced block, an image's alt text as
@@ -47,6 +51,7 @@ from kbmcp_adapters.parsers.htmlmain import (
     is_layout_table,
     is_navigation,
     layout_cells,
+    link_lists,
 )
 from kbmcp_adapters.parsers.markdown import markdown_chunks, markdown_headings
 from kbmcp_core.errors import ParseError
@@ -96,11 +101,13 @@ _ALIASES = {"iso-8859-1": "cp1252", "latin1": "cp1252", "latin-1": "cp1252",
 
 @dataclass(frozen=True, slots=True)
 class HtmlPage:
-    """A page converted: its Markdown, ``<title>`` and decoding warnings."""
+    """A page converted: its Markdown, ``<title>`` and decoding warnings, and the lines
+    of the Markdown (0-based, first and last) that are lists of links, not searched."""
 
     markdown: str
     title: str | None
     warnings: tuple[str, ...]
+    unsearched: tuple[tuple[int, int], ...] = ()
 
 
 class HtmlParser:
@@ -113,8 +120,9 @@ class HtmlParser:
 
     def convert(self, path: str, data: bytes) -> HtmlPage:
         text, decode_warnings = decode_html(data)
-        markdown, title = html_to_markdown(text, Meter(self.limits))
-        return HtmlPage(markdown, title, decode_warnings)
+        blocks, links, title = _page_blocks(text, 0, Meter(self.limits))
+        markdown, unsearched = _joined(blocks, links)
+        return HtmlPage(markdown, title, decode_warnings, unsearched)
 
     def text_of(self, page: HtmlPage) -> str:
         return page.markdown
@@ -129,7 +137,7 @@ class HtmlParser:
         return self.document(path, self.convert(path, data), budget)
 
     def document(self, path: str, page: HtmlPage, budget: ChunkBudget) -> ParsedDocument:
-        chunks, first_h1 = markdown_chunks(page.markdown, budget)
+        chunks, first_h1 = markdown_chunks(page.markdown, budget, unsearched=page.unsearched)
         return ParsedDocument(
             title=page.title or first_h1 or title_from_path(path),
             chunks=chunks,
@@ -200,8 +208,8 @@ def _decode(data: bytes, encoding: str, source: str) -> tuple[str, tuple[str, ..
 
 def html_to_markdown(markup: str, meter: Meter | None = None) -> tuple[str, str | None]:
     """The Markdown text of an HTML page (boilerplate dropped) and its ``<title>``."""
-    blocks, title = html_blocks(markup, meter=meter)
-    return "\n\n".join(blocks) + "\n", title
+    blocks, links, title = _page_blocks(markup, 0, meter)
+    return _joined(blocks, links)[0], title
 
 
 def html_blocks(
@@ -209,11 +217,37 @@ def html_blocks(
 ) -> tuple[list[str], str | None]:
     """The page's Markdown blocks (headings ``heading_shift`` levels deeper, at most 6)
     and its ``<title>``; the tree is built under ``meter`` (default budgets if none)."""
+    blocks, _, title = _page_blocks(markup, heading_shift, meter)
+    return blocks, title
+
+
+def _page_blocks(
+    markup: str, heading_shift: int, meter: Meter | None
+) -> tuple[list[str], frozenset[int], str | None]:
+    """``html_blocks``, and which of the blocks come from a list of links."""
     soup = _soup(markup, meter if meter is not None else Meter(DEFAULT_LIMITS))
     title_tag: Any = soup.find("title")
     title = _collapse(title_tag.get_text(" ")) if title_tag is not None else ""
     root = content_root(soup, getattr(soup.builder, "mains", 0))
-    return _blocks(root, heading_shift), title or None
+    writer = _blocks(root, heading_shift, link_lists(root))
+    return writer.blocks, frozenset(writer.links), title or None
+
+
+def _joined(
+    blocks: list[str], links: frozenset[int]
+) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """The blocks as one Markdown text, and the lines (first, last) of the listed blocks."""
+    ranges: list[tuple[int, int]] = []
+    line = 0
+    for i, block in enumerate(blocks):
+        height = block.count("\n") + 1
+        if i in links:
+            if ranges and ranges[-1][1] == line - 2:  # the blank line between joins them
+                ranges[-1] = (ranges[-1][0], line + height - 1)
+            else:
+                ranges.append((line, line + height - 1))
+        line += height + 1
+    return "\n\n".join(blocks) + "\n", tuple(ranges)
 
 
 def _soup(markup: str, meter: Meter) -> Any:
@@ -272,6 +306,8 @@ class _Writer:
     def __init__(self) -> None:
         self.blocks: list[str] = []
         self.inline: list[str] = []
+        self.in_list = 0  # how many lists of links the walk is inside
+        self.links: list[int] = []  # the blocks written inside one
 
     def flush(self, prefix: str = "") -> None:
         lines = [_collapse(part) for part in "".join(self.inline).split("\n")]
@@ -279,16 +315,26 @@ class _Writer:
         lines = [line for line in lines if line]
         if lines:
             lines[0] = prefix + lines[0]
-            self.blocks.append("\n".join(_escape(line) for line in lines))
+            self.append("\n".join(_escape(line) for line in lines))
 
     def add(self, block: str) -> None:
         self.flush()
         if block:
-            self.blocks.append(block)
+            self.append(block)
+
+    def append(self, block: str) -> None:
+        if self.in_list:
+            self.links.append(len(self.blocks))
+        self.blocks.append(block)
 
 
-def _blocks(root: Any, heading_shift: int) -> list[str]:
-    """Walk the tree without recursion (deeply nested markup cannot exhaust the stack)."""
+#: Pushed after a list of links' children: the walk has left it.
+_LIST_END = object()
+
+
+def _blocks(root: Any, heading_shift: int, lists: frozenset[int]) -> _Writer:
+    """Walk the tree without recursion (deeply nested markup cannot exhaust the stack);
+    ``lists`` are the ``id`` of the elements that are lists of links."""
     from bs4.element import NavigableString, Tag
 
     writer = _Writer()
@@ -299,6 +345,10 @@ def _blocks(root: Any, heading_shift: int) -> list[str]:
         node, prefix, depth = stack.pop()
         if node is None:
             writer.flush(prefix)
+            continue
+        if node is _LIST_END:
+            writer.flush()
+            writer.in_list -= 1
             continue
         if isinstance(node, NavigableString):
             if type(node) is NavigableString:  # comments, CDATA, doctypes are not text
@@ -311,6 +361,10 @@ def _blocks(root: Any, heading_shift: int) -> list[str]:
             continue
         if is_navigation(node, name):
             continue
+        if id(node) in lists:
+            writer.flush()
+            writer.in_list += 1
+            stack.append((_LIST_END, "", depth))
         if name in _HEADINGS:
             text = _collapse(node.get_text(" "))
             level = min(6, _HEADINGS[name] + heading_shift)
@@ -335,7 +389,7 @@ def _blocks(root: Any, heading_shift: int) -> list[str]:
         else:
             stack.extend((child, "", depth) for child in reversed(list(node.children)))
     writer.flush()
-    return writer.blocks
+    return writer
 
 
 def _table(table: Any) -> str:

@@ -180,11 +180,15 @@ class MarkdownParser:
 
 
 def markdown_chunks(
-    text: str, budget: ChunkBudget
+    text: str, budget: ChunkBudget, *, unsearched: Sequence[tuple[int, int]] = ()
 ) -> tuple[tuple[ChunkDraft, ...], str | None]:
     """Chunks of Markdown with no frontmatter (the text a converted format becomes), and
-    its first level-1 heading. Line ranges are 1-based lines of ``text`` itself."""
+    its first level-1 heading. Line ranges are 1-based lines of ``text`` itself. The
+    ``unsearched`` lines (0-based, first and last of each range: a page's lists of links)
+    are read as blank: no chunk holds them, every other line keeps its number."""
     lines = blank_noise(split_lines(text))
+    for first, last in unsearched:
+        lines[first : last + 1] = [""] * len(lines[first : last + 1])
     fenced, headings = _scan(lines, 0)
     sections = sections_of(lines, 0, headings, budget)
     chunks = chunk_sections(lines, fenced, sections, budget)

@@ -49,8 +49,9 @@ CONVERSION_VERSIONS: Mapping[str, int] = {
     #       4: the rule above a title left out of the section before it (0056, eighth);
     #       5: a release notes file cut at the lines that open its releases (0056, lead s23)
     "pdf": 2,  # 2: sections from the outline, a chunk's heading is the one it is under
-    "html": 3,  # 2: main content, layout tables by cell, alt text, UTF-8 over a wrong label;
-    #        3: a page that declares no charset and is not UTF-8 read as Windows-1252
+    "html": 4,  # 2: main content, layout tables by cell, alt text, UTF-8 over a wrong label;
+    #        3: a page that declares no charset and is not UTF-8 read as Windows-1252;
+    #        4: lists of links (contents, indexes) read but not searched (decision 0062)
     "docx": 2,  # 2: notes, alt text, link targets, list numbers
     "pptx": 2,  # 2: charts, alt text, empty cells kept
     "xlsx": 2,  # 2: lone headers kept, hidden sheets marked, title rows

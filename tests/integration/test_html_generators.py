@@ -191,3 +191,99 @@ def test_a_generated_page_is_found_and_cited_by_lines_the_read_opens(
         assert hit.end_line is not None and hit.start_line is not None
         assert hit.end_line - hit.start_line < 120
     assert not any("Main Menu" in h.content for h in kb.search("Main Menu", limit=10).results)
+
+
+#: A texinfo manual on one page (``makeinfo --html --no-split``): a table of contents of
+#: links, sections, and a back-of-book index whose entries link to the sections.
+_INDEX_ENTRIES = [("AES", "AES"), ("AES encryption", "AES")] + [
+    (f"aes{bits}_{op}", "AES") for bits in ("", "128", "192", "256")
+    for op in ("encrypt", "decrypt", "set_encrypt_key", "set_decrypt_key", "invert_key")
+] + [("encryption", "Cipher functions"), ("block cipher", "Cipher functions"),
+     ("sha256_digest", "Hash functions"), ("CBC mode encryption", "Cipher modes")]
+TEXINFO = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>Nettle Manual</title>
+</head><body>
+<h1 class="top">Nettle</h1>
+<h2 class="contents-heading">Table of Contents</h2>
+<div class="contents"><ul class="no-bullet">
+<li><a href="#Introduction">1 Introduction</a></li>
+<li><a href="#Reference">2 Reference</a><ul class="no-bullet">
+<li><a href="#Hash-functions">2.1 Hash functions</a></li>
+<li><a href="#Cipher-functions">2.2 Cipher functions</a><ul class="no-bullet">
+<li><a href="#AES">2.2.1 AES: encrypt and decrypt with the Advanced Encryption Standard</a></li>
+</ul></li><li><a href="#Cipher-modes">2.3 Cipher modes: CBC, CTR, GCM encryption</a></li>
+</ul></li><li><a href="#Index">Function and Concept Index</a></li></ul></div>
+<div class="nav-panel"><p>Next: <a href="#Reference">Reference</a></p></div>
+<h2 class="chapter" id="Introduction">1 Introduction</h2>
+<p>Nettle is a cryptographic library designed to fit easily in any context.</p>
+<h2 class="chapter" id="Reference">2 Reference</h2>
+<h3 class="section" id="Hash-functions">2.1 Hash functions</h3>
+<p>A hash function maps a message of any length to a short digest. Call
+<code>sha256_init</code>, then <code>sha256_update</code> for each piece of data.</p>
+<h3 class="section" id="Cipher-functions">2.2 Cipher functions</h3>
+<p>A cipher is a keyed permutation of a fixed-size block of data.</p>
+<h4 class="subsection" id="AES">2.2.1 AES</h4>
+<p>AES is a block cipher with a block size of 16 octets. To encrypt a message with AES,
+first set up a context with <code>aes128_set_encrypt_key</code> and your 16-octet key, then
+call <code>aes128_encrypt</code> on the data; its length must be a multiple of the block
+size. Decryption needs a context set up with the decryption key.</p>
+<h3 class="section" id="Cipher-modes">2.3 Cipher modes</h3>
+<p>A block cipher alone encrypts one block; a mode chains blocks:</p>
+<ul><li><a href="#CBC">Cipher block chaining (CBC)</a>: chains each block to the last</li>
+<li><a href="#CTR">Counter mode (CTR)</a>: a counter is encrypted and XORed in</li>
+<li><a href="#GCM">Galois counter mode (GCM)</a>: CTR with a message authentication</li></ul>
+<h2 class="unnumbered" id="Index">Function and Concept Index</h2>
+<table><tr><th>Jump to:</th><td><a class="summary-letter" href="#Index_cp_letter-A">A</a>
+<a class="summary-letter" href="#Index_cp_letter-B">B</a>
+<a class="summary-letter" href="#Index_cp_letter-C">C</a>
+<a class="summary-letter" href="#Index_cp_letter-E">E</a>
+<a class="summary-letter" href="#Index_cp_letter-S">S</a></td></tr></table>
+<table class="index-cp" border="0">
+<tr><td></td><th>Index Entry</th><td>&nbsp;</td><th>Section</th></tr>
+{entries}
+</table>
+</body></html>"""
+
+
+def texinfo_page() -> str:
+    rows = "\n".join(
+        f'<tr><td></td><td><a href="#index-{term}"><code>{term}</code></a>:</td><td>&nbsp;</td>'
+        f'<td><a href="#{section.replace(" ", "-")}">{section}</a></td></tr>'
+        for term, section in _INDEX_ENTRIES
+    )
+    return TEXINFO.replace("{entries}", rows)
+
+
+def test_a_manuals_index_and_contents_are_read_but_not_searched() -> None:
+    text, doc = parse(texinfo_page())
+    lines = text.split("\n")
+    # a read shows the index and the table of contents as they are
+    assert " | aes192_invert_key : |  | AES" in lines and " | aes256_encrypt : |  | AES" in lines
+    assert "- 2.2.1 AES: encrypt and decrypt with the Advanced Encryption Standard" in lines
+    # but no chunk holds an entry of either: they point at the sections, which answer
+    searched = "\n".join(c.content for c in doc.chunks)
+    for word in ("aes192_invert_key", "aes256_encrypt", "Index Entry",
+                 "Advanced Encryption Standard", "2.3 Cipher modes: CBC"):
+        assert word not in searched, word
+    # a list whose links each come with a sentence of their own is content, and searched
+    assert "Counter mode (CTR): a counter is encrypted and XORed in" in searched
+    aes = next(c for c in doc.chunks if c.heading == "2.2.1 AES")
+    assert "aes128_set_encrypt_key" in cited(text, aes.start_line, aes.end_line)
+    for c in doc.chunks:  # every chunk still cites the lines a read opens
+        assert set(WORD.findall(c.content)) <= set(
+            WORD.findall(cited(text, c.start_line, c.end_line))
+        )
+
+
+def test_a_question_gets_the_manuals_sections_not_its_contents_or_index(
+    tmp_path: Path, open_kb: OpenKb
+) -> None:
+    root = tmp_path / "kb"
+    write_files(root, {"nettle.html": texinfo_page()})
+    kb = open_kb(root, enabled_formats=("md", "html"))
+    assert kb.index().failed == 0
+    hits = kb.search("how do I encrypt with AES in nettle", limit=3).results
+    assert hits and hits[0].heading == "2.2.1 AES"
+    for hit in hits:  # today's code: the contents 2nd, the index 3rd
+        assert "aes192_invert_key" not in hit.content, hit.heading
+        assert "Advanced Encryption Standard" not in hit.content, hit.heading
+    assert " | aes128_set_decrypt_key : |  | AES" in kb.get_document("nettle.html").content
