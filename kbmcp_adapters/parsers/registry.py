@@ -44,10 +44,11 @@ CONVERTED: tuple[str, ...] = ("pdf", "html", "docx", "pptx", "xlsx", "epub", "rs
 #: upgraded kb-mcp never serves an older parser's conversion (decision 0032).
 CONVERSION_VERSIONS: Mapping[str, int] = {
     "md": 2,  # 2: link-reference definitions and HTML comments kept out of the chunk text
-    "txt": 5,  # 2: cut at its numbered, underlined and boxed titles (0056, sixth addendum);
+    "txt": 6,  # 2: cut at its numbered, underlined and boxed titles (0056, sixth addendum);
     #       3: a trailing link mark (Sphinx's ¶) left out of a title;
     #       4: the rule above a title left out of the section before it (0056, eighth);
-    #       5: a release notes file cut at the lines that open its releases (0056, lead s23)
+    #       5: a release notes file cut at the lines that open its releases (0056, lead s23);
+    #       6: the same without outline stars past one and whole numbers (5 had them)
     "pdf": 2,  # 2: sections from the outline, a chunk's heading is the one it is under
     "html": 4,  # 2: main content, layout tables by cell, alt text, UTF-8 over a wrong label;
     #        3: a page that declares no charset and is not UTF-8 read as Windows-1252;

@@ -19,12 +19,12 @@ steps have one level and stay a list.
 A release notes file (``NEWS``) opens each release with a line that names it:
 ``* Noteworthy changes in release 9.1 (2022-04-15) [stable]``, ``* Version 3.6.5
 (released 2018-12-01)``, ``Changes in 2.40:``, ``E2fsprogs 1.47.0 (February 5, 2023)``.
-Such a line is a first-level title when it starts the line (an outline's ``*`` to ``***``
-allowed), names a release number (after the stars a whole number will do), stands alone
-with a blank line, a rule or a list below it, and at least ``MIN_NUMBERED`` such lines of
-the file word it alike up to the number (``Version``, ``Changes in``): a paragraph that
-mentions a version runs on into its next line, and the odd list item that names one
-(``Fixed a panic on Solaris 2.7``) has no like.
+Such a line is a first-level title when it starts the line (an outline's first-level
+``* `` allowed), names a dotted release number, stands alone with a blank line, a rule or
+a list below it, and at least ``MIN_NUMBERED`` such lines of the file word it alike up to
+the number (``Version``, ``Changes in``): a paragraph that mentions a version runs on into
+its next line, and the odd list item that names one (``Fixed a panic on Solaris 2.7``) has
+no like.
 """
 
 from __future__ import annotations
@@ -44,12 +44,10 @@ MIN_NUMBERED = 3
 MAX_CONTINUATION = 2
 
 _NUMBERED = re.compile(r"^(\d+(?:\.\d+)*)\.?[ \t]+(\S.*?)\s*$")
-#: A line that may name a release: at the line's start (after an outline's stars), a
+#: A line that may name a release: at the line's start (after an outline's ``* ``), a
 #: word, and a release number somewhere in it (``9.1``, ``v1.47.0``, ``2.2.40``).
-_RELEASE_LINE = re.compile(r"^(\*{1,3}[ \t]+)?([A-Z0-9][^\n]*)$")
+_RELEASE_LINE = re.compile(r"^(?:\*[ \t]+)?([A-Z0-9][^\n]*)$")
 _RELEASE_NUMBER = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?![\w.]*\w)")
-#: After an outline's stars a whole number names a release too (``*** Changes in GDB 13``).
-_OUTLINE_NUMBER = re.compile(r"(?<![\w.])v?\d+(?:\.\d+)*(?![\w.]*\w)")
 #: What may follow a release line on the next line: a list item (``*``, ``-``, ``o``,
 #: ``+``, a bullet) or an indented line.
 _LIST_BELOW = re.compile(r"^(?:[ \t]+\S|[*\-+•o][ \t])")
@@ -132,8 +130,8 @@ def _release(lines: Sequence[str], i: int) -> tuple[Heading, str] | None:
     match = _RELEASE_LINE.match(lines[i])
     if match is None or not _stands_alone(lines, i) or _NUMBERED.match(lines[i]):
         return None  # a numbered title's shape is the numbered rule's to judge
-    title = match.group(2)
-    number = (_OUTLINE_NUMBER if match.group(1) else _RELEASE_NUMBER).search(title)
+    title = match.group(1)
+    number = _RELEASE_NUMBER.search(title)
     if number is None:
         return None
     if not (_blank(lines, i + 1) or _rule(lines, i + 1) or _LIST_BELOW.match(lines[i + 1])):
