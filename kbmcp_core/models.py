@@ -383,9 +383,9 @@ def extension_of(path: str) -> str:
     """
     name = path.rsplit("/", 1)[-1]
     dot = name.rfind(".")
-    if dot <= 0 or is_text_name(name):
-        return "txt" if is_text_name(name) else ""
-    return name[dot + 1 :].lower()
+    if is_text_name(name):
+        return "txt"
+    return name[dot + 1 :].lower() if dot > 0 else ""
 
 
 #: What ``vector_text_of`` gives the model, recorded in the index: an index whose vectors
